@@ -1,0 +1,93 @@
+"""Speed of one training step of the toy model (issue: spine §7), B=1000, L=40, one process, one thread.
+
+(a) RNG floor: ``torch.randn(B, L)`` alone per step.
+(b) a plain eager-autograd single-run script as a researcher would write it (slices, torch.optim.SGD).
+(c) ours, one run (train_toy, Stage II, ideal layer 1 — the paper's Stage II setting; and Stage I).
+(d) ours, 32 runs on the run axis, per run-step.
+
+Run: ``python benchmarks/bench_toy.py`` (prints a markdown table; numbers in benchmarks/RESULTS.md).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from inductionlab._runtime import tune_process
+from inductionlab.models import toy
+from inductionlab.tasks.mixed import MixedTarget
+from inductionlab.train.toy import ToyTrainConfig, train_toy
+
+B, L = 1000, 40
+
+
+def floor(steps: int) -> float:
+    g = torch.Generator().manual_seed(0)
+    t = time.perf_counter()
+    for _ in range(steps):
+        torch.randn(B, L, generator=g)
+    return (time.perf_counter() - t) / steps
+
+
+def plain(steps: int, ideal: bool = True) -> float:
+    """The straightforward script: six scalar parameters, autograd, torch.optim.SGD."""
+    g = torch.Generator().manual_seed(0)
+    params = torch.nn.ParameterList([torch.nn.Parameter(torch.tensor(0.01)) for _ in range(6)])
+    p_tilde, p, w_v1, w_v2, w_q, w_k = params
+    opt = torch.optim.SGD(list(params)[1:], lr=0.1)
+    alpha, w_star = 1.0, 0.49
+    s = torch.arange(2, L + 0.0)  # key positions 2..L-1 (1-indexed)
+    t = time.perf_counter()
+    for _ in range(steps):
+        x = torch.randn(B, L, generator=g)
+        if ideal:
+            y = x[:, :-2]
+        else:
+            dist = (torch.arange(1, L - 1.0).view(-1, 1) - torch.arange(L + 0.0)).clamp(min=0)
+            logits = (-p_tilde * dist).masked_fill(torch.arange(L) >= torch.arange(1, L - 1).view(-1, 1), -torch.inf)
+            y = x @ torch.softmax(logits, -1).T
+        target1 = alpha / (1 + alpha) * x[:, L - 3]
+        att_star = torch.softmax(w_star**2 * x[:, -1:] * x[:, :-2], -1)
+        target2 = (att_star * x[:, 1:-1]).sum(-1) / (1 + alpha)
+        pi = torch.softmax(-p * (L - 1 - s), 0)
+        out1 = w_v1 * (y * pi).sum(-1)
+        rho = torch.softmax(w_q * w_k * x[:, -1:] * y, -1)
+        out2 = w_v2 * (rho * x[:, 1:-1]).sum(-1)
+        loss = 0.5 * ((out1 - target1) ** 2).mean() + 0.5 * ((out2 - target2) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return (time.perf_counter() - t) / steps
+
+
+def ours(steps: int, runs: int, stage: str) -> float:
+    s1, s2 = (steps, 0) if stage == "I" else (0, steps)
+    cfg = ToyTrainConfig(stage1_steps=s1, stage2_steps=s2, eval_every=10**9, eval_log_points=0, eval_size=1000)
+    target = MixedTarget.per_run([1.0] * runs, [0.49] * runs, L)
+    t = time.perf_counter()
+    train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)))
+    return (time.perf_counter() - t) / steps / runs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=3000)
+    args = ap.parse_args()
+    tune_process()
+    n = args.steps
+    rows = [("(a) RNG floor torch.randn(B, L)", floor(n)),
+            ("(b) plain eager autograd + torch.optim.SGD, Stage II (ideal layer 1)", plain(n)),
+            ("(b') plain eager autograd, Stage II with learned layer 1", plain(n // 2, ideal=False)),
+            ("(c) ours, 1 run, Stage II (ideal layer 1)", ours(n, 1, "II")),
+            ("(c') ours, 1 run, Stage I (learned layer 1, p̃ gradient)", ours(n // 2, 1, "I")),
+            ("(d) ours, 32 runs, Stage II, per run-step", ours(max(n // 8, 100), 32, "II"))]
+    a, b, c, d = rows[0][1], rows[1][1], rows[3][1], rows[5][1]
+    print("| measurement | µs per (run-)step |\n|---|---|")
+    for name, sec in rows:
+        print(f"| {name} | {sec * 1e6:.0f} |")
+    print(f"\n(b)/(c) = {b / c:.2f} (target ≥ 2.5); (d)/(a) = {d / a:.2f} (target ≤ 2)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+import sys
+
+from inductionlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Phase detection, probes, induction-head scores and scaling-law fits."""

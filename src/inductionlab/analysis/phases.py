@@ -1,0 +1,71 @@
+"""The four phases of Theorem 5.5 (Wang et al., dynamics paper; spec §5.5), for any curve — gradient
+flow or SGD — sampled on a time axis t.
+
+* T_I:   first t with L_G4 ≤ 1% of L_G4(0) (partial learning of the 4-gram).
+* T_o:   observation time, first t with h = w_V2 > h* = 1/(1+α*).
+* T_II:  first t > T_o with L_IH2 ≤ 99% of L_IH2(T_o) (end of the plateau).
+* T_III: first t > T_o with L_IH2 ≤ 1% of L_IH2(T_o) (end of the emergence).
+* T_50:  first t > T_o with L_IH2 ≤ 50% of L_IH2(T_o): a robust emergence time (ours).
+* T_w001, T_whalf: first t with w_KQ > 0.01 w* and > w*/2 (the proof's T^w_{0.01} and T^w_{1/2}).
+
+Crossings are located by linear interpolation between samples; a time never reached is NaN.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+PHASE_NAMES = ("T_I", "T_o", "T_II", "T_III", "T_50", "T_w001", "T_whalf")
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    T_I: float
+    T_o: float
+    T_II: float
+    T_III: float
+    T_50: float
+    T_w001: float
+    T_whalf: float
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def first_crossing(t: np.ndarray, y: np.ndarray, level: float, direction: str, start: float = -math.inf) -> float:
+    """First time t ≥ start at which y goes below (direction="down") or above ("up") ``level``.
+
+    Linear interpolation between the bracketing samples; NaN if it never happens.
+    """
+    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    sign = 1.0 if direction == "up" else -1.0
+    hit = np.flatnonzero((sign * (y - level) >= 0) & (t >= start))
+    if hit.size == 0 or not math.isfinite(level):
+        return math.nan
+    i = hit[0]
+    if i == 0 or t[i - 1] < start:
+        return float(t[i])
+    y0, y1 = y[i - 1], y[i]
+    frac = 0.0 if y1 == y0 else (level - y0) / (y1 - y0)
+    return float(t[i - 1] + frac * (t[i] - t[i - 1]))
+
+
+def value_at(t: np.ndarray, y: np.ndarray, when: float) -> float:
+    """Linear interpolation of y at time ``when`` (NaN if outside the sampled range)."""
+    if not math.isfinite(when) or when < t[0] or when > t[-1]:
+        return math.nan
+    return float(np.interp(when, t, y))
+
+
+def phase_times(t, loss_g4, loss_ih2, h, w_kq, alpha_star: float, w_star: float) -> PhaseTimes:
+    """Phase boundaries of one curve; arrays share the time axis t (increasing)."""
+    t = np.asarray(t, dtype=float)
+    loss_ih2 = np.asarray(loss_ih2, dtype=float)
+    t_i = first_crossing(t, loss_g4, 0.01 * float(np.asarray(loss_g4)[0]), "down")
+    t_o = first_crossing(t, h, 1 / (1 + alpha_star), "up")
+    ref = value_at(t, loss_ih2, t_o)
+    ih = {f: first_crossing(t, loss_ih2, f * ref, "down", start=t_o) for f in (0.99, 0.5, 0.01)}
+    return PhaseTimes(t_i, t_o, ih[0.99], ih[0.01], ih[0.5], first_crossing(t, w_kq, 0.01 * w_star, "up"),
+                      first_crossing(t, w_kq, 0.5 * w_star, "up"))

@@ -1,0 +1,151 @@
+"""Frozen, typed configuration dataclasses: validation, dotted-key overrides, JSON round trips.
+
+Every experiment config is a tree of frozen dataclasses.  This module turns such a tree into a flat
+``{"task.alpha_star": 1.0, ...}`` view, applies command-line overrides by dotted key (parsed by the
+field's annotation, never ``eval``), rebuilds the tree (which re-runs each dataclass's validation)
+and hashes it for the sweep manifest.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import types
+import typing
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+
+class ConfigError(ValueError):
+    """A configuration value or key is invalid; the message names the field and what is allowed."""
+
+
+def require(ok: bool, field: str, message: str) -> None:
+    """Raise :class:`ConfigError` naming ``field`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{field}: {message}")
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """Nested plain-JSON dict of a dataclass tree (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a.b": value}`` for every leaf field of a dataclass tree."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            out.update(flatten(value, key + "."))
+        else:
+            out[key] = value
+    return out
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def _describe(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def coerce(value: Any, tp: Any, field: str) -> Any:
+    """Convert ``value`` (a CLI string or a JSON value) to annotation ``tp``; raise ConfigError if impossible."""
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+            return None
+        return coerce(value, args[0], field)
+    if origin is Literal:
+        allowed = get_args(tp)
+        for a in allowed:
+            if value == a or (isinstance(value, str) and str(a) == value):
+                return a
+        raise ConfigError(f"{field}: got {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
+    if origin is tuple:
+        inner = get_args(tp)[0]
+        if isinstance(value, str):
+            text = value.strip()
+            items = json.loads(text) if text.startswith("[") else [v for v in text.split(",") if v.strip()]
+        else:
+            items = list(value)
+        return tuple(coerce(v, inner, field) for v in items)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{field}: expected a bool (true/false), got {value!r}")
+    if tp in (int, float, str):
+        try:
+            if tp is int and isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            if tp is int and isinstance(value, str):
+                as_float = float(value)
+                if not as_float.is_integer():
+                    raise ValueError
+                return int(as_float)
+            return tp(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{field}: expected {_describe(tp)}, got {value!r}") from None
+    raise ConfigError(f"{field}: unsupported field type {tp!r}")
+
+
+def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    hints = _field_types(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        key = sorted(unknown)[0]
+        close = difflib.get_close_matches(key, names, n=3)
+        hint = f" Did you mean {', '.join(prefix + c for c in close)}?" if close else ""
+        raise ConfigError(f"{prefix}{key}: unknown key.{hint} Known keys: {', '.join(sorted(prefix + n for n in names))}")
+    kwargs = {}
+    for name, value in data.items():
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{prefix}{name}: expected a section of keys, got {value!r}")
+            kwargs[name] = _rebuild(tp, value, f"{prefix}{name}.")
+        else:
+            kwargs[name] = coerce(value, tp, prefix + name)
+    return cls(**kwargs)
+
+
+def from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build (and so validate) a config of class ``cls`` from a nested dict such as ``config.json``."""
+    return _rebuild(cls, data)
+
+
+def override(cfg: Any, overrides: dict[str, Any]) -> Any:
+    """A copy of ``cfg`` with dotted-key overrides applied, e.g. ``{"task.alpha_star": "2"}``.
+
+    Unknown keys raise :class:`ConfigError` listing close matches; values are parsed by annotation.
+    """
+    nested = to_dict(cfg)
+    flat = flatten(cfg)
+    for key, value in overrides.items():
+        if key not in flat:
+            if any(k.startswith(key + ".") for k in flat):
+                raise ConfigError(f"{key}: is a section; set one of its keys, e.g. {next(k for k in flat if k.startswith(key + '.'))}")
+            close = difflib.get_close_matches(key, list(flat), n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"{key}: unknown key.{hint} Run `inductionlab list --keys` to see all keys.")
+        node = nested
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
+    return from_dict(type(cfg), nested)
+
+
+def config_hash(cfg: Any) -> str:
+    """Stable short hash of a config (sorted JSON)."""
+    text = json.dumps(to_dict(cfg), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,19 @@
+"""Experiments, one file per paper figure, each with ``NAME``, ``DESCRIPTION``, ``CONFIG`` (a frozen
+dataclass instance), ``PRESETS`` (name → dotted-key overrides), ``RUN_AXIS`` (whether seeds train on
+the run axis in one process), ``run(cfg, ctx) -> Results`` and ``plot(results, out_dir) -> [paths]``.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from inductionlab.config import ConfigError
+from inductionlab.experiments import lazy_to_rich, lazy_to_rich_boolean, plateau_scaling
+
+REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in (lazy_to_rich, lazy_to_rich_boolean, plateau_scaling)}
+
+
+def get(name: str) -> ModuleType:
+    """The experiment module called ``name``; a clear error lists the known ones."""
+    if name not in REGISTRY:
+        raise ConfigError(f"experiment: unknown experiment {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]

@@ -1,0 +1,187 @@
+"""Scaling of the plateau with L, α*, σ_init and w* (Wang et al., Theorem 5.5; spec §5.5 "Checks").
+
+Gradient flow (closed forms, :mod:`inductionlab.train.flow`) one factor at a time around the paper
+point — or on the full grid — plus online SGD (idealised Stage II, several configurations trained at
+once on the run axis) at a few points.  Fits the exponents of T_III and T_50 in L, (1+α*) and w*, and
+the linearity of T in log(1/σ_init); compares with the predicted (1+α*)² L log(1/σ_init) / w*².
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from inductionlab import plots
+from inductionlab.analysis.phases import phase_times
+from inductionlab.analysis.scaling import linear_fit, power_law_exponent
+from inductionlab.config import require
+from inductionlab.models.toy import init_params
+from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.mixed import MixedTarget
+from inductionlab.theory.mixed import check_ih_domain, predicted_plateau
+from inductionlab.train.flow import FlowProblem, solve_flow
+from inductionlab.train.toy import ToyTrainConfig, train_toy
+
+NAME = "plateau-scaling"
+DESCRIPTION = "Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²"
+RUN_AXIS = False
+FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
+TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base point (the paper's), the values of each factor, and the SGD comparison points (at L in
+    ``sgd_L``, other factors at the base point, several ``sgd_sigma_init`` on the run axis)."""
+
+    L: int = 40
+    alpha_star: float = 1.0
+    w_star: float = 0.49
+    sigma_init: float = 0.01
+    L_values: tuple[int, ...] = (20, 40, 80, 160)
+    alpha_values: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    w_star_values: tuple[float, ...] = (0.25, 0.35, 0.49)
+    sigma_values: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
+    full_grid: bool = False
+    horizon: float = 3.0
+    sgd_L: tuple[int, ...] = (20, 40)
+    sgd_sigma_init: tuple[float, ...] = (1e-2, 1e-3)
+    sgd: ToyTrainConfig = field(default_factory=lambda: ToyTrainConfig(
+        stage1_steps=0, eval_size=10_000, eval_every=500, eval_log_points=20, checkpoint_every=10**9))
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("L_values", "alpha_values", "w_star_values", "sigma_values"):
+            require(len(getattr(self, name)) >= 2, name, "needs at least two values to fit a scaling law")
+        require(min(self.L_values + (self.L,) + self.sgd_L) >= 5, "L_values", "every L must be ≥ 5")
+        require(min(self.sigma_values + (self.sigma_init,) + self.sgd_sigma_init) > 0, "sigma_values", "σ_init must be > 0")
+        require(min(self.alpha_values + (self.alpha_star,)) > 0, "alpha_values", "α* must be > 0")
+        for w in self.w_star_values + (self.w_star,):
+            check_ih_domain(w)
+        require(self.horizon > 1, "horizon", f"t_end = horizon × predicted plateau must exceed it; got {self.horizon}")
+        require(self.sgd.stage2_layer1 == "ideal" and self.sgd.schedule == "layerwise", "sgd.stage2_layer1",
+                "the SGD points compare with gradient flow on the idealised Stage II: keep 'ideal' and 'layerwise'")
+
+
+CONFIG = Config()
+PRESETS = {
+    "full": {"full_grid": True},
+    "quick": {"sgd_L": "20", "sgd_sigma_init": "0.01"},
+    "smoke": {"L_values": "8,12", "alpha_values": "1,2", "w_star_values": "0.35,0.49", "sigma_values": "0.1,0.01",
+              "L": 8, "sgd_L": "8", "sgd_sigma_init": "0.1", "sgd.eval_size": 256, "sgd.batch_size": 64},
+}
+
+
+def _points(cfg: Config) -> list[dict]:
+    base = {k: getattr(cfg, k) for k in FACTORS}
+    values = dict(zip(FACTORS, (cfg.L_values, cfg.alpha_values, cfg.w_star_values, cfg.sigma_values)))
+    if cfg.full_grid:
+        return [dict(zip(FACTORS, combo)) for combo in itertools.product(*values.values())]
+    pts = {tuple(base.values()): base}
+    for factor, vals in values.items():
+        for v in vals:
+            p = {**base, factor: v}
+            pts[tuple(p.values())] = p
+    return list(pts.values())
+
+
+def run(cfg: Config, ctx: RunContext) -> Results:
+    rows = []
+    for point in tqdm(_points(cfg), desc="gradient flow", disable=not ctx.progress):
+        pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
+        res = solve_flow(FlowProblem(**point, t_end=cfg.horizon * pred), n_points=40)
+        rows.append({**point, "method": "gf", "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}})
+    for L in cfg.sgd_L:
+        rows += _sgd_rows(cfg, L, ctx)
+    table = pd.DataFrame(rows)
+    return Results({"results": table}, _fits(cfg, table))
+
+
+def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
+    """SGD at (L, base α*, w*) for every σ in sgd_sigma_init — one batched job on the run axis, trained
+    for twice the gradient-flow T_III (the exact-softmax emergence comes ~1.3× later than eq. 10's)."""
+    sigmas = list(cfg.sgd_sigma_init)
+    S = len(sigmas)
+    t_gf = max(solve_flow(FlowProblem(L, cfg.alpha_star, cfg.w_star, s, t_end=cfg.horizon *
+                                      predicted_plateau(L, cfg.alpha_star, cfg.w_star, s)), n_points=4).phases.T_III
+               for s in sigmas)
+    steps = int(math.ceil(2 * t_gf / cfg.sgd.lr))
+    train_cfg = replace(cfg.sgd, stage2_steps=steps)
+    target = MixedTarget.per_run([cfg.alpha_star] * S, [cfg.w_star] * S, L)
+    out = train_toy(train_cfg, target, init_params(torch.tensor(sigmas), S), [cfg.seed + i for i in range(S)],
+                    progress=ctx.progress)
+    rows = []
+    for run_id, df in out.metrics[out.metrics.stage == "II"].groupby("run"):
+        times = phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, cfg.alpha_star, cfg.w_star).as_dict()
+        s = sigmas[int(run_id)]
+        rows.append({"L": L, "alpha_star": cfg.alpha_star, "w_star": cfg.w_star, "sigma_init": s, "method": "sgd",
+                     "predicted": predicted_plateau(L, cfg.alpha_star, cfg.w_star, s), **{k: times[k] for k in TIMES}})
+    return rows
+
+
+def _one_factor(table: pd.DataFrame, cfg: Config, factor: str) -> pd.DataFrame:
+    others = [f for f in FACTORS if f != factor]
+    gf = table[table.method == "gf"]
+    mask = np.ones(len(gf), dtype=bool)
+    for f in others:
+        mask &= np.isclose(gf[f].to_numpy(dtype=float), float(getattr(cfg, f)))
+    return gf[mask].sort_values(factor)
+
+
+def _fits(cfg: Config, table: pd.DataFrame) -> dict:
+    exps = {}
+    for time in ("T_III", "T_50"):
+        e = {}
+        for factor, key, transform in (("L", "L", lambda v: v), ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
+                                       ("w_star", "w_star", lambda v: v)):
+            sub = _one_factor(table, cfg, factor)
+            e[key] = power_law_exponent(transform(sub[factor].to_numpy(dtype=float)), sub[time])
+        sub = _one_factor(table, cfg, "sigma_init")
+        e["log_inv_sigma_r2"] = linear_fit(np.log(1 / sub.sigma_init.to_numpy(dtype=float)), sub[time])[2]
+        exps[time] = e
+    gf = table[table.method == "gf"]
+    ratio = (gf.T_III / gf.predicted).to_numpy(dtype=float)
+    sgd = table[table.method == "sgd"]
+    return {"exponents": {k: exps["T_III"][k] for k in ("L", "one_plus_alpha", "w_star")},
+            "log_inv_sigma_r2": exps["T_III"]["log_inv_sigma_r2"], "exponents_T50": exps["T_50"],
+            "expected_exponents": {"L": 1.0, "one_plus_alpha": 2.0, "w_star": -2.0},
+            "T_III_over_predicted": {"min": float(np.nanmin(ratio)), "max": float(np.nanmax(ratio))},
+            "n_gf": int(len(gf)), "n_sgd": int(len(sgd)), "base": {f: getattr(cfg, f) for f in FACTORS}}
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    """Four panels (T_III and T_50 against each factor, GF lines, SGD markers) and measured vs predicted."""
+    table, s = results.tables["results"], results.summary
+    cfg = replace(CONFIG, **s["base"])
+    fig, axes = plots.subplots(5, width=3.4)
+    for ax, factor in zip(axes, FACTORS):
+        sub = _one_factor(table, cfg, factor)
+        x = 1 + sub[factor] if factor == "alpha_star" else sub[factor]
+        for time, color in (("T_III", "#1b9e77"), ("T_50", "#7570b3")):
+            ax.plot(x, sub[time], "o-", color=color, ms=3, label=f"{time} (GF)")
+        sgd = table[(table.method == "sgd")]
+        if factor in ("L", "sigma_init") and len(sgd):
+            other = "sigma_init" if factor == "L" else "L"
+            pts = sgd[np.isclose(sgd[other].astype(float), float(getattr(cfg, other)))]
+            ax.plot(pts[factor], pts.T_III, "s", mfc="none", color="#d95f02", label="T_III (SGD)")
+        ax.set(xscale="log", yscale="log" if factor != "sigma_init" else "linear", title=f"T against {factor}",
+               xlabel="1 + α*" if factor == "alpha_star" else factor)
+        ax.legend(fontsize=7)
+    ax = axes[4]
+    for method, marker in (("gf", "o"), ("sgd", "s")):
+        sub = table[table.method == method]
+        ax.loglog(sub.predicted, sub.T_III, marker, mfc="none", label=method.upper())
+    lim = [table.predicted.min() * 0.8, table.predicted.max() * 1.2]
+    ax.plot(lim, lim, "k:", lw=0.8, label="T = prediction")
+    ex = s.get("exponents", {})
+    ax.set(title="T_III vs (1+α*)²L log(1/σ)/w*²", xlabel="predicted", ylabel="measured T_III")
+    ax.legend(fontsize=7)
+    fig.suptitle(f"Exponents of T_III: L {plots.num(ex.get('L')):.2f} (1), 1+α* {plots.num(ex.get('one_plus_alpha')):.2f} (2), "
+                 f"w* {plots.num(ex.get('w_star')):.2f} (−2); R² in log(1/σ) {plots.num(s.get('log_inv_sigma_r2')):.4f}")
+    return [plots.save(fig, Path(out_dir) / "plateau_scaling.png")]

@@ -1,0 +1,218 @@
+"""The six-parameter reparameterised two-layer transformer (Wang et al., dynamics paper §3.1.2,
+appendix C.1, eqs. 5–6; spec §5.2).
+
+Parameters, one row per run, columns in :data:`PARAMS` order:
+``θ = (p̃ = p^(1,1), p = p^(2,1), w_V1 = w_V^(2,1), w_V2 = w_V^(2,2), w_Q = w_Q^(2,2), w_K = w_K^(2,2))``.
+
+* Layer 1 (RPE only, residual): y_s = Σ_{τ<s} x_τ softmax_τ(−p̃ (s−1−τ))   (eq. 5); y_1 = 0 (spec A1).
+  ``layer1="ideal"`` replaces it by its p̃ → ∞ limit y_s = x_{s−1} (the theory's Stage II).
+* Head (2,1), 4-gram: w_V1 Σ_{s=2}^{L-1} π_s y_s with π = softmax(−p (L−1−s)), written to coordinate 1.
+* Head (2,2), induction head: w_V2 Σ_{s=2}^{L-1} ρ_s x_s with ρ = softmax(w_Q w_K x_L y_s), written to
+  coordinate 2 (spec A4: the paper prints row 1).  Keys s = 2..L−1 for both heads (spec A1/A2).
+* Loss (eq. 3): ½ E‖TF_{-1} − f*‖² = L_G4 + L_IH2 (one partial loss per coordinate), true softmaxes.
+* Initialisation: every parameter σ_init (spec A5; zero is a fixed point).
+
+Gradients are written out by hand (checked against autograd in the tests): the model is tiny, so the
+time goes into Python overhead and element passes, and a hand-written backward needs far fewer of both.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from inductionlab.config import require
+from inductionlab.ops import abs_bound, softmax_average
+from inductionlab.tasks.mixed import MixedTarget, mixed_target
+
+PARAMS = ("p_tilde", "p", "w_V1", "w_V2", "w_Q", "w_K")
+P_TILDE, P, W_V1, W_V2, W_Q, W_K = range(6)
+LAYER2 = (P, W_V1, W_V2, W_Q, W_K)
+
+Layer1 = Literal["learned", "ideal"]
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """Toy-model settings: the initial value σ_init of every parameter (spec A5)."""
+
+    sigma_init: float = 0.01
+
+    def __post_init__(self) -> None:
+        require(self.sigma_init > 0 and math.isfinite(self.sigma_init), "model.sigma_init",
+                f"must be a finite number > 0 (θ = 0 is a fixed point of gradient flow), got {self.sigma_init}")
+
+
+def init_params(sigma_init: torch.Tensor | float, n_runs: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """θ(0) = σ_init · 1 for each run: (S, 6).  ``sigma_init`` may be a scalar or a (S,) tensor."""
+    sigma = torch.as_tensor(sigma_init, dtype=dtype).reshape(-1, 1)
+    return sigma.expand(n_runs, len(PARAMS)).clone()
+
+
+def rpe_weights(slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax of −slope·distance over the last axis (the ALiBi-type RPE φ(z; p) = −p(z−1), spec §1.1),
+    and its derivative with respect to the slope.
+
+    slope (S,); distances (..., K) broadcast to (S, ..., K); ``bias`` (..., K) is 0 for allowed keys and
+    −inf for masked ones (weight 0).
+    """
+    logits = slope.view((-1,) + (1,) * distances.dim()) * -distances
+    weights = torch.softmax(logits if bias is None else logits + bias, dim=-1)
+    mean_d = (weights * distances).sum(-1, keepdim=True)
+    return weights, weights * (mean_d - distances)
+
+
+@functools.lru_cache(maxsize=64)
+def _layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distances s−1−τ and the strictly causal −inf bias for rows s = 2..L−1, columns τ = 1..L."""
+    s = torch.arange(2, L, dtype=dtype).view(-1, 1)  # 1-indexed positions
+    tau = torch.arange(1, L + 1, dtype=dtype).view(1, -1)
+    bias = torch.zeros(L - 2, L, dtype=dtype).masked_fill(tau >= s, -math.inf)
+    return (s - 1 - tau).clamp(min=0), bias
+
+
+def layer1_matrix(p_tilde: torch.Tensor, L: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Layer-1 attention rows of the key positions s = 2..L−1 (eq. 5): A (S, L−2, L) with y_s = Σ_τ A_sτ x_τ,
+    and dA/dp̃.  (Row s = 1 has no keys, y_1 = 0, and no layer-2 head reads y_L.)"""
+    return rpe_weights(p_tilde, *_layer1_geometry(L, p_tilde.dtype))
+
+
+@functools.lru_cache(maxsize=64)
+def _four_gram_distances(L: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.arange(L - 3, -1, -1, dtype=dtype)  # L-1-s for s = 2..L-1
+
+
+def four_gram_weights(p: torch.Tensor, L: int) -> torch.Tensor:
+    """π_s = softmax(−p (L−1−s)) over s = 2..L−1 and dπ/dp = π (k̄ − k), stacked: (S, 2, L−2)."""
+    k = _four_gram_distances(L, p.dtype)
+    pi = torch.softmax(p.unsqueeze(1) * -k, dim=1)
+    return torch.stack((pi, pi * ((pi @ k).unsqueeze(1) - k)), 1)
+
+
+@dataclass
+class ToyStep:
+    """Partial losses (S, 2) = (L_G4, L_IH2) of one batch — or (S, 2, B) per sample — and, when asked
+    for, the gradient (S, 6) of the total loss."""
+
+    partial: torch.Tensor
+    grad: torch.Tensor | None = None
+
+    @property
+    def loss_G4(self) -> torch.Tensor:
+        return self.partial[:, 0]
+
+    @property
+    def loss_IH2(self) -> torch.Tensor:
+        return self.partial[:, 1]
+
+    @property
+    def loss(self) -> torch.Tensor:
+        return self.partial.sum(1)
+
+
+@dataclass
+class Batch:
+    """Tokens and everything about them that does not depend on the trained parameters.
+
+    x (S or 1, L, B); targets (S, 2, B); bound ≥ max|x|; keys = y_s and scores = x_L·y_s at the key
+    positions s = 2..L−1, (S, L−2, B), when layer 1 is fixed (ideal, or frozen in Stage II), else None.
+    Trainers build these for a block of future steps in one batched call (:func:`make_batch`).
+    """
+
+    x: torch.Tensor
+    targets: torch.Tensor
+    bound: float
+    keys: torch.Tensor | None = None
+    scores: torch.Tensor | None = None
+
+
+def make_batch(x: torch.Tensor, target: MixedTarget, layer1: Layer1, a: torch.Tensor | None = None) -> Batch:
+    """Prepare a :class:`Batch`; ``a`` = frozen layer-1 rows (S, L−2, L) to precompute learned keys.
+
+    x may carry extra leading block axes, (S, K, L, B), with ``target`` repeated to match (S·K runs)."""
+    L = x.shape[-2]
+    flat = x.reshape(-1, L, x.shape[-1])
+    bound = abs_bound(flat)
+    if layer1 == "ideal":
+        keys = x[..., 0 : L - 2, :]
+    elif a is not None:
+        keys = torch.matmul(a.view(a.shape[:1] + (1,) * (x.dim() - 3) + a.shape[1:]), x)
+    else:
+        keys = None
+    scores = None if keys is None else x[..., L - 1 : L, :] * keys
+    ideal_scores = None if scores is None or layer1 != "ideal" else scores.reshape(flat.shape[0], L - 2, -1)
+    targets = mixed_target(flat, target, bound, ideal_scores).view((-1,) + x.shape[1:-2] + (2, x.shape[-1]))
+    return Batch(x, targets, bound, keys, scores)
+
+
+def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned", need_grad: bool = True,
+                  need_p_tilde: bool = True, per_sample: bool = False) -> ToyStep:
+    """Forward pass, losses and the hand-written gradient of the toy model.
+
+    Args:
+        theta: (S, 6) parameters.
+        batch: tokens (S or 1, L, B) with their targets (see :func:`make_batch`).
+        layer1: "learned" (eq. 5 with p̃) or "ideal" (y_s = x_{s-1}).
+        need_grad / need_p_tilde: skip the whole gradient / only the layer-1 one (two L×L matmuls).
+        per_sample: return the partial losses per sample, (S, B), instead of batch means (no gradient).
+    """
+    x = batch.x
+    S, L, B = theta.shape[0], x.shape[1], x.shape[2]
+    require(theta.shape == (S, len(PARAMS)), "theta", f"expected shape (S, {len(PARAMS)}), got {tuple(theta.shape)}")
+    require(x.shape[0] in (1, S), "x", f"expected ({S} or 1, L, B) tokens, got {tuple(x.shape)}")
+    rows = theta.detach().tolist()
+    values = x[:, 1 : L - 1]
+    learned = layer1 == "learned"
+    fresh_keys = batch.keys is None or (learned and need_p_tilde)
+    keys, scores, d_keys = batch.keys, batch.scores, None
+    if fresh_keys and learned:
+        a, da = layer1_matrix(theta[:, P_TILDE], L)
+        both = torch.matmul(torch.cat((a, da), 1) if need_p_tilde else a, x)  # y_s (and dy_s/dp̃), s = 2..L-1
+        keys, d_keys = both[:, : L - 2], (both[:, L - 2 :] if need_p_tilde else None)
+    elif fresh_keys:
+        keys = x[:, 0 : L - 2]
+    if fresh_keys:
+        scores = x[:, L - 1 : L] * keys  # |y_s| ≤ max|x| (convex combination), so the bound holds
+    weights_4g = four_gram_weights(theta[:, P], L)  # (S, 2, L-2): π, dπ/dp
+    u_du = torch.matmul(weights_4g, keys)  # (S, 2, B): u = Σπy, Σ(dπ/dp)y
+    _, _, g, h, wq, wk = theta.unbind(1)
+    c = wq * wk
+    c_max = max(abs(r[W_Q] * r[W_K]) for r in rows)
+    avg, e, z = softmax_average(c, scores, values, c_max * batch.bound**2, keep_weights=need_grad)
+    outputs = torch.stack((u_du[:, 0], avg), 1)  # (S, 2, B): u and v = Σρx
+    resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * outputs - batch.targets  # (S, 2, B): r1, r2
+    if per_sample or not need_grad:
+        half_sq = 0.5 * resid.square()
+        return ToyStep(half_sq if per_sample else half_sq.mean(-1))
+    feats = [resid, u_du, avg.unsqueeze(1), _centered_sum(e, scores, values, avg, z)]
+    if d_keys is not None:  # forward-mode derivatives of u and v along p̃
+        du_dpt = torch.matmul(weights_4g[:, :1], d_keys)  # (S, 1, B)
+        feats += [du_dpt, (c.unsqueeze(1) * x[:, L - 1] * _centered_sum(e, d_keys, values, avg, z)[:, 0]).unsqueeze(1)]
+    # Every statistic needed is a batch mean of a product with r1 or r2: one bmm gives them all.
+    feats = torch.cat(feats, 1)  # (S, 6 or 8, B): r1 r2 u du v dv/dc [du/dp̃ dv/dp̃]
+    prods = torch.bmm(feats, resid.transpose(1, 2)).view(S, -1) / B  # (S, 12 or 16)
+    r1r1, r2r2, r1u, r1du, r2v, r2dl = prods.index_select(1, _STAT_INDEX).unbind(1)
+    dp_tilde = g * prods[:, 12] + h * prods[:, 15] if d_keys is not None else torch.zeros_like(c)
+    dc = h * r2dl
+    grad = torch.stack((dp_tilde, g * r1du, r1u, r2v, wk * dc, wq * dc), 1)
+    return ToyStep(0.5 * torch.stack((r1r1, r2r2), 1), grad)
+
+
+_STAT_INDEX = torch.tensor([0, 3, 4, 6, 9, 11])  # r1·r1, r2·r2, u·r1, du·r1, v·r2, (dv/dc)·r2 in `prods`
+
+
+def _centered_sum(e: torch.Tensor, d: torch.Tensor, values: torch.Tensor, v: torch.Tensor, z: torch.Tensor
+                  ) -> torch.Tensor:
+    """Σ_s ρ_s (x_s − v) d_s with ρ = e / z: the derivative of v = Σρx along logits moving by d, (S, 1, B)."""
+    ed = e * d
+    return ed.sum(1).mul_(v).neg_().add_(ed.mul_(values).sum(1)).div_(z).unsqueeze(1)
+
+
+def w_kq(theta: torch.Tensor) -> torch.Tensor:
+    """Effective w_KQ = sign(w_Q w_K)·sqrt|w_Q w_K| (equals w_Q = w_K on the balanced manifold, Lemma 5.4)."""
+    c = theta[..., W_Q] * theta[..., W_K]
+    return torch.sign(c) * c.abs().sqrt()

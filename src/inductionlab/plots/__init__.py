@@ -1,0 +1,53 @@
+"""Matplotlib (Agg) helpers shared by the experiments' figures."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PHASE_COLORS = ("#fdd9b5", "#e6e6e6", "#c7e9c0", "#d6e2f5")
+PHASE_LABELS = ("I: partial learning", "II: plateau", "III: emergence", "IV: convergence")
+CURVE_COLORS = {"loss": "black", "loss_G4": "#d95f02", "loss_IH2": "#1b9e77", "p": "#7570b3", "w_V1": "#d95f02",
+                "w_V2": "#1b9e77", "w_KQ": "#e7298a", "p_tilde": "#666666"}
+
+
+def subplots(ncols: int, nrows: int = 1, width: float = 4.2, height: float = 3.4):
+    plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")
+    return fig, axes.ravel()
+
+
+def num(value) -> float:
+    """A summary number read back from JSON (null → NaN)."""
+    return math.nan if value is None else float(value)
+
+
+def phase_spans(times: dict, t_end: float) -> list[tuple[float, float]]:
+    """[0, T_I], [T_I, T_II], [T_II, T_III], [T_III, end]; a boundary not reached is clipped to the end,
+    and T_II earlier than T_I (the early IH-loss dip, spec §5.5) is moved up to T_I."""
+    def clip(v):
+        return t_end if v is None or (isinstance(v, float) and math.isnan(v)) else min(float(v), t_end)
+    t_i = clip(times.get("T_I"))
+    t_ii = max(clip(times.get("T_II")), t_i)
+    t_iii = max(clip(times.get("T_III")), t_ii)
+    return [(0.0, t_i), (t_i, t_ii), (t_ii, t_iii), (t_iii, t_end)]
+
+
+def shade_phases(ax, spans: list[tuple[float, float]], labels: bool = False) -> None:
+    for (lo, hi), color, label in zip(spans, PHASE_COLORS, PHASE_LABELS):
+        if hi > lo:
+            ax.axvspan(lo, hi, color=color, alpha=0.7, lw=0, label=label if labels else None, zorder=0)
+
+
+def save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=130)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

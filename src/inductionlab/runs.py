@@ -1,0 +1,185 @@
+"""The run directory: what every experiment writes, and how to read it back.
+
+Layout of a run directory::
+
+    config.json        the resolved config (every field, after presets and overrides)
+    metrics.parquet    training curves, long format: one row per (run, stage, eval step) — columns
+                       run, seed, stage, step, t (= lr × step within the stage), loss, loss_G4,
+                       loss_IH2, p_tilde, p, w_V1, w_V2, w_Q, w_K, w_KQ
+    <name>.parquet     further tables of the experiment (e.g. gf.parquet, results.parquet)
+    summary.json       headline numbers (phase times, final parameters, wall_seconds, versions)
+    *.png              figures (re-made from the saved tables by ``inductionlab report DIR``)
+    checkpoints/       ckpt.pt of long runs (resumable with ``--resume``)
+
+Every file is written atomically (temporary file + rename), so an interrupted run never leaves a
+half-written file behind.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import torch
+
+CONFIG, SUMMARY, CHECKPOINT = "config.json", "summary.json", "checkpoints/ckpt.pt"
+
+
+def _atomic(path: Path, write: Callable[[str], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):
+        return _jsonable(obj.item())
+    return obj
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic JSON write; NaN/inf become null so that the file stays valid JSON."""
+    text = json.dumps(_jsonable(data), indent=2, sort_keys=False)
+    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text + "\n"))
+
+
+def write_parquet(path: Path, df: pd.DataFrame) -> None:
+    _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    _atomic(Path(path), lambda tmp: torch.save(state, tmp))
+
+
+def load_checkpoint(path: Path) -> dict:
+    return torch.load(path, weights_only=False)
+
+
+def versions() -> dict[str, str]:
+    """Package versions for summary.json."""
+    import matplotlib
+    import numpy
+    import scipy
+
+    from inductionlab import __version__
+
+    return {"inductionlab": __version__, "python": platform.python_version(), "torch": torch.__version__,
+            "numpy": numpy.__version__, "scipy": scipy.__version__, "pandas": pd.__version__,
+            "matplotlib": matplotlib.__version__}
+
+
+@dataclass
+class Results:
+    """What an experiment's ``run`` returns: named tables and a summary dict."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+
+
+def save_results(run_dir: Path, results: Results) -> None:
+    for name, df in results.tables.items():
+        write_parquet(Path(run_dir) / f"{name}.parquet", df)
+    write_json(Path(run_dir) / SUMMARY, results.summary)
+
+
+def load_results(run_dir: Path) -> Results:
+    run_dir = Path(run_dir)
+    if not (run_dir / SUMMARY).exists():
+        raise FileNotFoundError(f"{run_dir} is not a finished run directory (no {SUMMARY}); run an experiment into it first")
+    tables = {p.stem: pd.read_parquet(p) for p in sorted(run_dir.glob("*.parquet"))}
+    return Results(tables, json.loads((run_dir / SUMMARY).read_text()))
+
+
+@dataclass
+class LoadedRun:
+    """A run directory read back: resolved config (dict), metrics (pandas), summary, other tables."""
+
+    path: Path
+    config: dict[str, Any]
+    metrics: pd.DataFrame | None
+    summary: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+
+
+def load_run(run_dir: str | os.PathLike) -> LoadedRun:
+    """Load a run directory: ``run = load_run("runs/lazy-to-rich"); run.metrics.plot(x="t", y="loss_IH2")``."""
+    res = load_results(Path(run_dir))
+    config = json.loads((Path(run_dir) / CONFIG).read_text())
+    return LoadedRun(Path(run_dir), config, res.tables.get("metrics"), res.summary, res.tables)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where an experiment writes, and how: ``checkpoint`` (None disables), ``resume``, ``progress``."""
+
+    run_dir: Path | None = None
+    resume: bool = False
+    progress: bool = False
+
+    @property
+    def checkpoint(self) -> Path | None:
+        return None if self.run_dir is None else Path(self.run_dir) / CHECKPOINT
+
+
+class RunDirError(RuntimeError):
+    """The output directory holds another run (or an unfinished one): say what to do."""
+
+
+def run_experiment(name: str, cfg: Any, out_dir: str | os.PathLike, resume: bool = False, force: bool = False,
+                   progress: bool = False) -> Path:
+    """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
+
+    Writes config.json first, then the tables, summary.json (with wall_seconds, versions, config_hash)
+    and the figures.  ``resume`` continues an interrupted run (same config required); ``force``
+    overwrites a finished one.
+    """
+    import time
+
+    from inductionlab import experiments
+    from inductionlab.config import config_hash, to_dict
+
+    exp = experiments.get(name)
+    out = Path(out_dir)
+    _check_run_dir(out, to_dict(cfg), resume, force)
+    write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
+    start = time.perf_counter()
+    results = exp.run(cfg, RunContext(out, resume, progress))
+    results.summary = {"experiment": name, **results.summary, "wall_seconds": time.perf_counter() - start,
+                       "config_hash": config_hash(cfg), "versions": versions()}
+    save_results(out, results)
+    exp.plot(results, out)
+    return out
+
+
+def _check_run_dir(out: Path, config: dict, resume: bool, force: bool) -> None:
+    cfg_file = out / CONFIG
+    if not cfg_file.exists() or force:
+        return
+    saved = json.loads(cfg_file.read_text())
+    saved.pop("experiment", None)
+    if resume:
+        if saved != config:
+            diff = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k))
+            raise RunDirError(f"{out}: --resume needs the same config as the saved run; sections differ: {diff}. "
+                              "Use another --out, or --force to start over.")
+        return
+    state = "a finished run" if (out / SUMMARY).exists() else "an unfinished run (resume it with --resume)"
+    raise RunDirError(f"{out} already holds {state}. Use --resume, --force (overwrite) or another --out.")

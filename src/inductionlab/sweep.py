@@ -1,0 +1,166 @@
+"""Sweeps: a grid of dotted-key overrides × seeds, a JSONL manifest keyed by config hash, resume, and
+executors (a local process pool by default; SLURM through submitit).
+
+Layout of a sweep directory::
+
+    manifest.jsonl     one line per job event: {"hash", "overrides", "dir", "status", "wall_seconds"}
+    <hash>/            one run directory per configuration (see :mod:`inductionlab.runs`)
+    sweep.parquet      one row per finished job: the overrides and the scalar entries of its summary
+
+Re-running the same sweep skips the jobs whose hash is marked done and whose summary exists.  For
+experiments with ``RUN_AXIS`` the seeds of a grid point train together on the run axis in one job.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from inductionlab import experiments
+from inductionlab._runtime import tune_process
+from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict
+from inductionlab.runs import SUMMARY, run_experiment, write_parquet
+
+Executor = Literal["local", "slurm", "submitit-local"]
+MANIFEST = "manifest.jsonl"
+
+
+def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
+    """``["task.L=20,40", "model.sigma_init=0.1,0.01"]`` → {key: [values]}."""
+    grid: dict[str, list[str]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        if not sep or not key or not values:
+            raise ConfigError(f"--grid {spec!r}: expected KEY=V1,V2,... (e.g. task.L=20,40)")
+        grid[key.strip()] = [v.strip() for v in values.split(",") if v.strip()]
+    return grid
+
+
+@dataclass(frozen=True)
+class Job:
+    experiment: str
+    config: dict[str, Any]  # resolved, nested (config.json without "experiment")
+    overrides: dict[str, str]
+    hash: str
+    dir: str
+
+
+def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
+    """Expand the grid (cartesian product) and the seeds into jobs; every config is validated first."""
+    exp = experiments.get(name)
+    jobs = []
+    keys = list(grid)
+    for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
+        overrides = dict(zip(keys, combo))
+        cfg = override(base_cfg, overrides)
+        if seeds > 1 and exp.RUN_AXIS:
+            variants = [override(cfg, {"n_runs": seeds})]
+        elif seeds > 1:
+            variants = [override(cfg, {"seed": cfg.seed + i}) for i in range(seeds)]
+        else:
+            variants = [cfg]
+        for variant in variants:
+            h = config_hash(variant)
+            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(variant.seed)}, h, str(out / h)))
+    return jobs
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Run one job into its directory (resuming an interrupted one); picklable for any executor."""
+    tune_process()
+    exp = experiments.get(job.experiment)
+    cfg = from_dict(exp.Config, job.config)
+    start = time.perf_counter()
+    run_experiment(job.experiment, cfg, job.dir, resume=True)
+    return {"hash": job.hash, "wall_seconds": time.perf_counter() - start}
+
+
+def _done(out: Path) -> set[str]:
+    done = set()
+    manifest = out / MANIFEST
+    if manifest.exists():
+        for line in manifest.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("status") == "done" and (out / entry["hash"] / SUMMARY).exists():
+                done.add(entry["hash"])
+    return done
+
+
+def _append(out: Path, entry: dict) -> None:
+    with open(out / MANIFEST, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+
+
+def run_sweep(name: str, base_cfg: Any, grid: dict[str, list[str]], out: Path, seeds: int = 1, workers: int = 1,
+              executor: Executor = "local", slurm: dict[str, Any] | None = None, progress: bool = True) -> pd.DataFrame:
+    """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet)."""
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = plan(name, base_cfg, grid, seeds, out)
+    done = _done(out)
+    todo = [j for j in jobs if j.hash not in done]
+    for job in todo:
+        _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": job.hash, "status": "submitted"})
+    if executor == "local":
+        _run_local(todo, out, workers, progress)
+    else:
+        _run_submitit(todo, out, executor, slurm or {}, progress)
+    return collect(out, jobs)
+
+
+def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool) -> None:
+    if workers <= 1:
+        for job in tqdm(jobs, desc="sweep", disable=not progress):
+            _append(out, {**run_job(job), "status": "done"})
+        return
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=tune_process) as pool:
+        futures = {pool.submit(run_job, j): j for j in jobs}
+        for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
+            job = futures[fut]
+            try:
+                _append(out, {**fut.result(), "status": "done"})
+            except Exception as err:  # noqa: BLE001 - recorded in the manifest, the sweep goes on
+                _append(out, {"hash": job.hash, "status": "failed", "error": f"{type(err).__name__}: {err}"})
+
+
+def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool) -> None:
+    import submitit
+
+    folder = out / "submitit"
+    ex = submitit.LocalExecutor(folder=folder) if executor == "submitit-local" else \
+        submitit.AutoExecutor(folder=folder, cluster="slurm")
+    ex.update_parameters(timeout_min=int(slurm.get("timeout_min", 60)), **{k: v for k, v in slurm.items() if k != "timeout_min"})
+    submitted = [(job, ex.submit(run_job, job)) for job in jobs]
+    for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
+        try:
+            _append(out, {**handle.result(), "status": "done"})
+        except Exception as err:  # noqa: BLE001
+            _append(out, {"hash": job.hash, "status": "failed", "error": f"{type(err).__name__}: {err}"})
+
+
+def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
+    """One row per finished job: its overrides and the scalar (and one-level nested) summary entries."""
+    rows = []
+    for job in jobs:
+        path = Path(job.dir) / SUMMARY
+        if not path.exists():
+            continue
+        summary = json.loads(path.read_text())
+        row = {"hash": job.hash, **job.overrides}
+        for key, value in summary.items():
+            if isinstance(value, (int, float, str, bool)) or value is None:
+                row[key] = value
+            elif isinstance(value, dict) and key != "versions":
+                row.update({f"{key}.{k}": v for k, v in value.items() if isinstance(v, (int, float, str, bool))})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    write_parquet(out / "sweep.parquet", table)
+    return table

@@ -1,0 +1,1 @@
+"""Closed-form population losses, gradient-flow vector fields and predictions."""

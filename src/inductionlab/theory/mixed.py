@@ -1,0 +1,88 @@
+"""Closed forms of the Stage-II population losses of the toy model (Wang et al., dynamics paper,
+appendix C.3, eqs. 7 and 10; spec §5.4), with y_s = x_{s-1} and Gaussian tokens.
+
+State (model parameters, not the reduced ŵ): p = p^(2,1), g = w_V1, h = w_V2, w_Q, w_K.
+
+* 4-gram (eq. 7):  L_G4 = ½g*² + ½g² M(2p)/M(p)² − g* g / M(p),  M(p) = Σ_{k=0}^{L-3} e^{-pk}.
+* Induction head with softmax replaced by exp(·)/(L−2) (Bai et al. 2023; eq. 10), v = w_Q w_K:
+  L_IH2 = c(w*²,w*²)/(2(1+α*)²(L−2)) + h² c(v,v)/(2(L−2)) − h c(v,w*²)/((1+α*)(L−2)),
+  c(a,b) = (1 − (a+b)²)^{-1/2}   (Lemma 7: E[e^{aXY}Z²] = (1−a²)^{-1/2}), valid for 2|v|, 2w*² < 1.
+
+Gradients are with respect to the model's own parameters: ∂/∂w_Q = w_K ∂/∂v.  On the balanced manifold
+w_Q = w_K = w this runs w at half the rate of the printed ŵ ODE (spec A6) — the printed ODE treats w²
+as if w were one parameter.  Scalar functions use ``math`` (they sit inside ODE right-hand sides).
+"""
+from __future__ import annotations
+
+import math
+
+from inductionlab.config import require
+
+SMALL_P = 1e-4  # below this, M and m are summed term by term (the closed forms lose ~ε/p)
+
+
+def M(p: float, L: int) -> float:
+    """M(p) = Σ_{k=0}^{L-3} e^{-pk} = (1 − e^{-p(L-2)}) / (1 − e^{-p}) (written with expm1: no cancellation)."""
+    if abs(p) < SMALL_P:
+        return math.fsum(math.exp(-p * k) for k in range(L - 2))
+    return math.expm1(-p * (L - 2)) / math.expm1(-p)
+
+
+def m(p: float, L: int) -> float:
+    """m(p) = −M'(p) = Σ_{k=1}^{L-3} k e^{-pk} = q (1 − n q^{n−1} + (n−1) q^n) / (1−q)², q = e^{-p}, n = L−2."""
+    if abs(p) < SMALL_P:
+        return math.fsum(k * math.exp(-p * k) for k in range(1, L - 2))
+    n, q, one_minus_q = L - 2, math.exp(-p), -math.expm1(-p)
+    numerator = -math.expm1(-p * (n - 1)) - (n - 1) * q ** (n - 1) * one_minus_q
+    return q * numerator / (one_minus_q * one_minus_q)
+
+
+def g_star(alpha_star: float) -> float:
+    return alpha_star / (1 + alpha_star)
+
+
+def h_star(alpha_star: float) -> float:
+    return 1 / (1 + alpha_star)
+
+
+def loss_grad_g4(p: float, g: float, alpha_star: float, L: int) -> tuple[float, float, float]:
+    """(L_G4, ∂L_G4/∂p, ∂L_G4/∂g), eq. (7); −gradient is the printed (ṗ, ġ) of appendix C.3.1."""
+    gs, mp, m1, m2p, m22 = g_star(alpha_star), M(p, L), m(p, L), M(2 * p, L), m(2 * p, L)
+    loss = 0.5 * gs * gs + 0.5 * g * g * m2p / (mp * mp) - gs * g / mp
+    d_p = (-gs * g * m1 + g * g * m1 * m2p / mp - g * g * m22) / (mp * mp)
+    d_g = -(gs - g * m2p / mp) / mp
+    return loss, d_p, d_g
+
+
+def _c(a: float, b: float) -> float:
+    return (1 - (a + b) ** 2) ** -0.5
+
+
+def check_ih_domain(w_star: float, v: float = 0.0) -> None:
+    """The exp-simplified closed form needs 2w*² < 1 and 2|w_Q w_K| < 1."""
+    if 2 * w_star**2 < 1 and 2 * abs(v) < 1:
+        return
+    require(2 * w_star**2 < 1, "task.w_star", f"the closed form (eq. 10) needs w* < 1/√2 ≈ 0.7071, got {w_star}")
+    require(2 * abs(v) < 1, "w_Q·w_K", f"the closed form (eq. 10) needs |w_Q w_K| < 1/2, got {v}")
+
+
+def loss_grad_ih2(wq: float, wk: float, h: float, alpha_star: float, w_star: float, L: int
+                  ) -> tuple[float, float, float, float]:
+    """(L_IH2, ∂/∂w_Q, ∂/∂w_K, ∂/∂h) of the exp-simplified eq. (10), with v = w_Q w_K."""
+    v, vs, n, a1 = wq * wk, w_star**2, L - 2, 1 + alpha_star
+    check_ih_domain(w_star, v)
+    c_vv, c_vs = _c(v, v), _c(v, vs)
+    loss = _c(vs, vs) / (2 * a1 * a1 * n) + h * h * c_vv / (2 * n) - h * c_vs / (a1 * n)
+    d_v = h * h * 4 * v * c_vv**3 / (2 * n) - h * (v + vs) * c_vs**3 / (a1 * n)
+    return loss, wk * d_v, wq * d_v, h * c_vv / n - c_vs / (a1 * n)
+
+
+def predicted_plateau(L: int, alpha_star: float, w_star: float, sigma_init: float) -> float:
+    """Theorem 5.5's scale of T_II and T_III: (1+α*)² L log(1/σ_init) / w*² (constants not given)."""
+    return (1 + alpha_star) ** 2 * L * math.log(1 / sigma_init) / w_star**2
+
+
+def h_turning_threshold(w_star: float) -> float:
+    """w° of the proof: h starts to fall once w exceeds it (≈ 0.299 at w* = 0.49; spec §5.5)."""
+    a = 4 * w_star**4
+    return math.sqrt((3 - a - math.sqrt((a - 3) ** 2 - 4 * a)) / (8 * w_star**2))

@@ -1,0 +1,34 @@
+import math
+
+import numpy as np
+
+from inductionlab.analysis.phases import first_crossing, phase_times
+from inductionlab.analysis.scaling import linear_fit, power_law_exponent
+
+
+def test_phase_times_of_a_synthetic_curve_with_known_boundaries():
+    t = np.linspace(0, 1000, 10_001)
+    g4 = np.exp(-t / 10)  # ≤ 1% at t = 10 ln 100
+    h = 0.5 * (1 - np.exp(-t / 50)) * 1.2  # crosses h* = 0.5 at t = 50 ln 6
+    t_o = 50 * math.log(6)
+    ih = np.where(t < 400, 1.0, np.exp(-(t - 400) / 20))  # plateau then drop at 400
+    w = 0.49 / (1 + np.exp(-(t - 380) / 10))
+    p = phase_times(t, g4, ih, h, w, alpha_star=1.0, w_star=0.49)
+    assert abs(p.T_I - 10 * math.log(100)) < 0.1
+    assert abs(p.T_o - t_o) < 0.1
+    assert abs(p.T_II - (400 + 20 * math.log(1 / 0.99))) < 0.1
+    assert abs(p.T_50 - (400 + 20 * math.log(2))) < 0.1
+    assert abs(p.T_III - (400 + 20 * math.log(100))) < 0.1
+    assert abs(p.T_whalf - 380) < 0.1
+
+
+def test_never_reached_is_nan_and_interpolation_is_linear():
+    assert math.isnan(first_crossing([0, 1, 2], [3, 2, 1], 0.5, "down"))
+    assert first_crossing([0, 1, 2], [3, 2, 1], 1.5, "down") == 1.5
+
+
+def test_fits():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    assert abs(power_law_exponent(x, 3 * x**-2) + 2) < 1e-12
+    slope, intercept, r2 = linear_fit(x, 2 * x + 1)
+    assert abs(slope - 2) < 1e-12 and abs(r2 - 1) < 1e-12

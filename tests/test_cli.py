@@ -1,0 +1,66 @@
+import json
+
+import pandas as pd
+import pytest
+
+from inductionlab import experiments, load_run
+from inductionlab.cli import main
+
+
+@pytest.mark.parametrize("name", sorted(experiments.REGISTRY))
+def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, capsys):
+    out = tmp_path / name
+    assert main(["run", name, "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
+    assert "summary:" in capsys.readouterr().out
+    run = load_run(out)
+    assert json.loads((out / "config.json").read_text())["experiment"] == name
+    assert run.summary["wall_seconds"] > 0 and "torch" in run.summary["versions"]
+    pngs = sorted(out.glob("*.png"))
+    assert pngs
+    for p in pngs:
+        p.unlink()
+    assert main(["report", str(out)]) == 0
+    assert sorted(out.glob("*.png")) == pngs
+
+
+def test_lazy_to_rich_smoke_writes_the_documented_files(tmp_path):
+    out = tmp_path / "l2r"
+    assert main(["run", "lazy-to-rich", "--preset", "smoke", "--out", str(out), "--no-progress", "--seed", "3",
+                 "--n_runs", "2"]) == 0
+    run = load_run(out)
+    assert isinstance(run.metrics, pd.DataFrame)
+    assert {"run", "seed", "stage", "step", "t", "loss", "loss_G4", "loss_IH2", "w_KQ"} <= set(run.metrics.columns)
+    assert set(run.metrics.seed) == {3, 4} and (out / "checkpoints" / "ckpt.pt").exists()
+    for key in ("T_I", "T_o", "T_II", "T_III", "T_50", "final", "wall_seconds", "versions"):
+        assert key in run.summary
+    assert set(run.summary["final"]) >= {"loss", "loss_G4", "loss_IH2", "p_tilde", "p", "w_V1", "w_V2", "w_KQ"}
+
+
+def test_existing_run_dir_needs_resume_or_force(tmp_path, capsys):
+    out = tmp_path / "r"
+    args = ["run", "lazy-to-rich", "--preset", "smoke", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    assert main(args) == 2 and "--force" in capsys.readouterr().err
+    assert main(args + ["--resume", "--task.alpha_star", "2"]) == 2 and "same config" in capsys.readouterr().err
+    assert main(args + ["--force"]) == 0
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "lazy-to-poor"], ["unknown experiment", "lazy-to-rich"]),
+    (["run", "lazy-to-rich", "--model.sigma_init", "0"], ["model.sigma_init", "> 0"]),
+    (["run", "lazy-to-rich", "--task.L", "3"], ["task.L", "≥ 5"]),
+    (["run", "lazy-to-rich", "--train.lr", "abc"], ["train.lr", "float"]),
+    (["run", "lazy-to-rich", "--task.wstar", "0.3"], ["unknown key", "task.w_star"]),
+    (["run", "lazy-to-rich", "--task.w_star", "0.75"], ["task.w_star", "1/√2"]),
+    (["report", "/nonexistent/dir"], ["not a run directory"]),
+])
+def test_bad_input_fails_with_a_message(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    for w in words:
+        assert w in err
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0 and "plateau-scaling" in capsys.readouterr().out
+    assert main(["list", "--keys", "lazy-to-rich"]) == 0 and "--task.alpha_star" in capsys.readouterr().out

@@ -1,0 +1,55 @@
+import pytest
+
+from inductionlab import experiments
+from inductionlab.cli import resolve
+from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict
+from inductionlab.experiments import lazy_to_rich
+
+
+def test_dotted_override_parses_by_annotation():
+    cfg = override(lazy_to_rich.CONFIG, {"task.alpha_star": "2", "train.stage1_steps": "10", "task.tokens": "boolean",
+                                         "gf": "exact"})
+    assert cfg.task.alpha_star == 2.0 and cfg.train.stage1_steps == 10 and cfg.task.tokens == "boolean"
+    assert lazy_to_rich.CONFIG.task.alpha_star == 1.0  # frozen original untouched
+
+
+def test_json_round_trip_and_hash():
+    cfg = override(lazy_to_rich.CONFIG, {"seed": "3"})
+    assert from_dict(type(cfg), to_dict(cfg)) == cfg
+    assert config_hash(cfg) != config_hash(lazy_to_rich.CONFIG)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("model.sigma_init", "0", ["model.sigma_init", "> 0"]),
+    ("model.sigma_init", "-1e-3", ["model.sigma_init", "> 0"]),
+    ("task.L", "4", ["task.L", "≥ 5"]),
+    ("task.w_star", "0.8", ["task.w_star", "1/√2"]),
+    ("task.tokens", "uniform", ["task.tokens", "'gaussian'", "'boolean'"]),
+    ("train.stage1_steps", "ten", ["train.stage1_steps", "int"]),
+    ("train.lr", "fast", ["train.lr", "float"]),
+    ("task.alpah_star", "1", ["task.alpah_star", "unknown key", "task.alpha_star"]),
+    ("task", "1", ["task", "section"]),
+])
+def test_invalid_values_name_the_field_and_what_is_allowed(key, value, words):
+    with pytest.raises(ConfigError) as err:
+        override(lazy_to_rich.CONFIG, {key: value})
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_boolean_tokens_reject_closed_form_gf():
+    with pytest.raises(ConfigError, match="Gaussian"):
+        override(lazy_to_rich.CONFIG, {"task.tokens": "boolean", "gf": "closed"})
+
+
+def test_unknown_experiment_and_preset():
+    with pytest.raises(ConfigError, match="known: .*lazy-to-rich"):
+        experiments.get("lazy-to-poor")
+    with pytest.raises(ConfigError, match="unknown preset"):
+        resolve("lazy-to-rich", "fastest", {})
+
+
+def test_every_experiment_has_the_interface():
+    for name, exp in experiments.REGISTRY.items():
+        assert exp.NAME == name and callable(exp.run) and callable(exp.plot) and "smoke" in exp.PRESETS
+        override(exp.CONFIG, exp.PRESETS["smoke"])  # presets validate

@@ -1,0 +1,36 @@
+import json
+
+from inductionlab.cli import main, resolve
+from inductionlab.sweep import parse_grid, plan, run_sweep
+
+
+def test_grid_and_seeds_plan_jobs_on_the_run_axis(tmp_path):
+    cfg = resolve("lazy-to-rich", "smoke", {})
+    jobs = plan("lazy-to-rich", cfg, parse_grid(["task.alpha_star=1,2", "model.sigma_init=0.01,0.1"]), 3, tmp_path)
+    assert len(jobs) == 4 and all(j.config["n_runs"] == 3 for j in jobs) and len({j.hash for j in jobs}) == 4
+    no_axis = plan("plateau-scaling", resolve("plateau-scaling", "smoke", {}), {}, 2, tmp_path)
+    assert [j.config["seed"] for j in no_axis] == [0, 1]
+
+
+def test_local_sweep_resumes_and_skips_finished_jobs(tmp_path, capsys):
+    out = tmp_path / "sw"
+    argv = ["sweep", "lazy-to-rich", "--preset", "smoke", "--grid", "task.alpha_star=1,2", "--out", str(out),
+            "--no-progress", "--gf", "none"]
+    assert main(argv) == 0
+    table_lines = (out / "manifest.jsonl").read_text().splitlines()
+    assert sum(json.loads(x)["status"] == "done" for x in table_lines) == 2
+    assert main(argv) == 0  # nothing left to do
+    assert (out / "manifest.jsonl").read_text().splitlines() == table_lines
+    import pandas as pd
+
+    table = pd.read_parquet(out / "sweep.parquet")
+    assert sorted(table["task.alpha_star"]) == ["1", "2"] and "final.w_KQ" in table.columns
+
+
+def test_process_pool_and_submitit_local_executors(tmp_path):
+    cfg = resolve("lazy-to-rich", "smoke", {"gf": "none"})
+    grid = parse_grid(["seed=1,2"])
+    pool = run_sweep("lazy-to-rich", cfg, grid, tmp_path / "pool", workers=2, progress=False)
+    sub = run_sweep("lazy-to-rich", cfg, grid, tmp_path / "sub", executor="submitit-local", progress=False)
+    assert len(pool) == len(sub) == 2
+    assert sorted(pool["final.w_KQ"]) == sorted(sub["final.w_KQ"])

@@ -1,0 +1,65 @@
+import math
+
+import pytest
+import torch
+
+from inductionlab.config import ConfigError
+from inductionlab.models import toy
+from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.theory import mixed as th
+
+
+@pytest.mark.parametrize("p", [0.0, 5e-5, 1e-3, 0.3, 2.0, 40.0])
+def test_M_and_m_equal_their_sums(p):
+    L = 23
+    assert math.isclose(th.M(p, L), math.fsum(math.exp(-p * k) for k in range(L - 2)), rel_tol=1e-12)
+    assert math.isclose(th.m(p, L), math.fsum(k * math.exp(-p * k) for k in range(1, L - 2)), rel_tol=1e-10, abs_tol=1e-300)
+
+
+def test_closed_form_4gram_loss_matches_monte_carlo():
+    L, n = 12, 400_000
+    target = MixedTarget.per_run([1.5], [0.4], L, dtype=torch.float64)
+    x = new_tokens(1, L, n, make_generators([5]), "gaussian", torch.float64)
+    p, g = 0.8, 0.35
+    theta = torch.tensor([[0.0, p, g, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    mc = toy.loss_and_grad(theta, toy.make_batch(x, target, "ideal"), "ideal", per_sample=True).partial[0, 0]
+    exact = th.loss_grad_g4(p, g, 1.5, L)[0]
+    assert abs(float(mc.mean()) - exact) < 4 * float(mc.std()) / math.sqrt(n)
+    assert abs(float(mc.mean()) / exact - 1) < 0.01
+
+
+def test_exp_simplified_ih_loss_matches_monte_carlo_of_its_definition():
+    """Eq. (10) is ½E[(h*/N Σ e^{w*² x_L x_{s-1}} x_s − h/N Σ e^{v x_L x_{s-1}} x_s)²], N = L−2."""
+    L, n, a, ws, wq, wk, h = 10, 1_000_000, 1.0, 0.49, 0.3, 0.5, 0.4
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(n, L, generator=gen, dtype=torch.float64)
+    q = x[:, L - 1 : L] * x[:, : L - 2]
+    vals = x[:, 1 : L - 1]
+    diff = ((torch.exp(ws**2 * q) / (1 + a) - h * torch.exp(wq * wk * q)) * vals).sum(1) / (L - 2)
+    mc = 0.5 * diff**2
+    exact = th.loss_grad_ih2(wq, wk, h, a, ws, L)[0]
+    assert abs(float(mc.mean()) - exact) < 4 * float(mc.std()) / math.sqrt(n)
+
+
+@pytest.mark.parametrize("fn, args", [(th.loss_grad_g4, (0.7, 0.3, 1.0, 15)), (th.loss_grad_g4, (1e-5, 0.01, 2.0, 40)),
+                                      (th.loss_grad_ih2, (0.2, 0.35, 0.45, 1.0, 0.49, 40))])
+def test_analytic_gradients_equal_finite_differences(fn, args):
+    n_params = 2 if fn is th.loss_grad_g4 else 3
+    grads = fn(*args)[1:]
+    for i in range(n_params):
+        eps = 1e-6
+        hi = list(args); hi[i] += eps
+        lo = list(args); lo[i] -= eps
+        num = (fn(*hi)[0] - fn(*lo)[0]) / (2 * eps)
+        assert math.isclose(grads[i], num, rel_tol=1e-5, abs_tol=1e-10)
+
+
+def test_domain_of_the_closed_form_is_enforced():
+    with pytest.raises(ConfigError, match="w\\* < 1/√2"):
+        th.loss_grad_ih2(0.1, 0.1, 0.5, 1.0, 0.71, 40)
+    with pytest.raises(ConfigError, match="w_Q w_K"):
+        th.loss_grad_ih2(0.8, 0.8, 0.5, 1.0, 0.49, 40)
+
+
+def test_h_turning_threshold_value_from_the_spec():
+    assert abs(th.h_turning_threshold(0.49) - 0.299) < 1e-3
