@@ -10,10 +10,10 @@ import math
 import torch
 
 LOG2E = math.log2(math.e)
-_FAST_EXPONENT_LIMIT = 60.0  # |logit·log2 e| below this: exp2 without a max shift cannot overflow float32
+FAST_EXPONENT_LIMIT = 60.0  # |logit·log2 e| below this: exp2 without a max shift cannot overflow float32
 
 
-def softmax_average(coef: torch.Tensor, scores: torch.Tensor, values: torch.Tensor, logit_bound: float,
+def softmax_average(coef: torch.Tensor, scores: torch.Tensor, values: torch.Tensor, shift: bool,
                     keep_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Softmax-weighted average over positions with logits ``coef · scores``.
 
@@ -21,7 +21,8 @@ def softmax_average(coef: torch.Tensor, scores: torch.Tensor, values: torch.Tens
         coef: (S,) logit coefficient per run.
         scores: (S, K, B) unscaled scores (e.g. ``x_L · y_s``); the softmax runs over K.
         values: (S or 1, K, B) values to average.
-        logit_bound: any upper bound on ``|coef · scores|``; used to choose the shift-free path.
+        shift: subtract the per-column max before exponentiating; needed only when the logits could
+            overflow (see :func:`needs_shift`).
         keep_weights: also return the unnormalised weights (costs one more buffer).
 
     Returns:
@@ -32,12 +33,17 @@ def softmax_average(coef: torch.Tensor, scores: torch.Tensor, values: torch.Tens
         slower: broadcasting multiplies over a middle axis do not vectorise well on CPU.)
     """
     weights = (coef * LOG2E).view(-1, 1, 1) * scores
-    if logit_bound * LOG2E >= _FAST_EXPONENT_LIMIT:
+    if shift:
         weights.sub_(weights.amax(dim=1, keepdim=True))
     weights.exp2_()
     z = weights.sum(dim=1)
     weighted = weights * values if keep_weights or weights.requires_grad else weights.mul_(values)
     return weighted.sum(dim=1).div_(z), (weights if keep_weights else None), z
+
+
+def needs_shift(logit_bound: float) -> bool:
+    """Whether logits bounded by ``logit_bound`` in absolute value could overflow exp2 unshifted."""
+    return logit_bound * LOG2E >= FAST_EXPONENT_LIMIT
 
 
 def abs_bound(x: torch.Tensor) -> float:

@@ -20,11 +20,14 @@ def _cfg(**kw):
     return ToyTrainConfig(**{**SMALL, **kw})
 
 
-def test_run_axis_equals_separate_runs():
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_run_axis_equals_separate_runs(prefetch):
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
-    both = train_toy(_cfg(), target, toy.init_params(torch.tensor([0.01, 0.05]), 2), [3, 4], lr=[0.1, 0.2])
+    both = train_toy(_cfg(), target, toy.init_params(torch.tensor([0.01, 0.05]), 2), [3, 4], lr=[0.1, 0.2],
+                     prefetch=prefetch)
     for r, (a, w, s, lr, seed) in enumerate([(1.0, 0.49, 0.01, 0.1, 3), (2.0, 0.3, 0.05, 0.2, 4)]):
-        one = train_toy(_cfg(), MixedTarget.per_run([a], [w], L), toy.init_params(s, 1), [seed], lr=[lr])
+        one = train_toy(_cfg(), MixedTarget.per_run([a], [w], L), toy.init_params(s, 1), [seed], lr=[lr],
+                        prefetch=not prefetch)
         assert torch.allclose(both.theta[r], one.theta[0], rtol=1e-5, atol=1e-7)
         m_both = both.metrics[both.metrics.run == r].reset_index(drop=True)
         assert list(m_both.t) == list(one.metrics.t)
@@ -55,7 +58,7 @@ def test_sgd_matches_one_manual_step():
     cfg = _cfg(stage1_steps=0, stage2_steps=1)
     out = train_toy(cfg, target, toy.init_params(0.01, 1), [5])
     stream = trainer.BatchStream(target, cfg.batch_size, trainer.make_generators([5]), "ideal", None, cfg.checkpoint_every)
-    grad = toy.loss_and_grad(toy.init_params(0.01, 1), stream.next(), "ideal", need_p_tilde=False).grad
+    grad = toy.loss_and_grad(toy.init_params(0.01, 1), stream.next(), "ideal", wrt="layer2").grad
     expected = toy.init_params(0.01, 1) - 0.1 * grad * torch.tensor([0, 1, 1, 1, 1, 1.0])
     assert torch.allclose(out.theta, expected, atol=1e-7)
 
@@ -73,10 +76,16 @@ def test_adam_step_matches_torch_adam():
     assert torch.allclose(theta, ref.detach(), atol=1e-12)
 
 
+def test_prefetch_gives_identical_numbers():
+    target = MixedTarget.per_run([1.0], [0.49], L)
+    runs = [train_toy(_cfg(), target, toy.init_params(0.01, 1), [9], prefetch=p) for p in (True, False)]
+    assert torch.equal(runs[0].theta, runs[1].theta) and runs[0].metrics.equals(runs[1].metrics)
+
+
 def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch):
     target = MixedTarget.per_run([1.0, 1.5], [0.49, 0.4], L)
     theta0 = toy.init_params(0.01, 2)
-    full = train_toy(_cfg(), target, theta0, [1, 2])
+    full = train_toy(_cfg(), target, theta0, [1, 2], prefetch=False)
     ckpt = tmp_path / "ckpt.pt"
     real_step, calls = optim.step, [0]
 

@@ -40,11 +40,11 @@ class Config:
 
     task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
     model: ToyConfig = field(default_factory=ToyConfig)
-    train: ToyTrainConfig = field(default_factory=ToyTrainConfig)
+    train: ToyTrainConfig = field(default_factory=lambda: ToyTrainConfig(compile=True))
     seed: int = 0
     n_runs: int = 1
     gf: Literal["both", "closed", "exact", "none"] = "both"
-    gf_mc_samples: int = 8192
+    gf_mc_samples: int = 4096
 
     def __post_init__(self) -> None:
         require(self.n_runs >= 1, "n_runs", f"must be ≥ 1, got {self.n_runs}")
@@ -63,7 +63,8 @@ PRESETS = {
               "train.eval_every": 1000, "train.checkpoint_every": 10_000, "gf_mc_samples": 2048},
     "literal": {"train.stage2_layer1": "trained"},
     "smoke": {"train.stage1_steps": 20, "train.stage2_steps": 60, "train.eval_size": 512, "train.eval_every": 20,
-              "train.eval_log_points": 5, "train.batch_size": 64, "train.checkpoint_every": 40, "gf_mc_samples": 64,
+              "train.eval_log_points": 5, "train.batch_size": 64, "train.checkpoint_every": 40, "train.compile": False,
+              "gf_mc_samples": 64,
               "task.L": 8},
 }
 

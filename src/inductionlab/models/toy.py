@@ -17,7 +17,6 @@ time goes into Python overhead and element passes, and a hand-written backward n
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -26,6 +25,7 @@ import torch
 
 from inductionlab.config import require
 from inductionlab.ops import abs_bound, softmax_average
+from inductionlab.ops import needs_shift as ops_needs_shift
 from inductionlab.tasks.mixed import MixedTarget, mixed_target
 
 PARAMS = ("p_tilde", "p", "w_V1", "w_V2", "w_Q", "w_K")
@@ -66,9 +66,18 @@ def rpe_weights(slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor
     return weights, weights * (mean_d - distances)
 
 
-@functools.lru_cache(maxsize=64)
+_CONSTANTS: dict[tuple, torch.Tensor | tuple[torch.Tensor, torch.Tensor]] = {}  # per (kind, L, dtype)
+
+
 def _layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Distances s−1−τ and the strictly causal −inf bias for rows s = 2..L−1, columns τ = 1..L."""
+    key = ("layer1", L, dtype)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = _make_layer1_geometry(L, dtype)
+    return _CONSTANTS[key]
+
+
+def _make_layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     s = torch.arange(2, L, dtype=dtype).view(-1, 1)  # 1-indexed positions
     tau = torch.arange(1, L + 1, dtype=dtype).view(1, -1)
     bias = torch.zeros(L - 2, L, dtype=dtype).masked_fill(tau >= s, -math.inf)
@@ -81,16 +90,16 @@ def layer1_matrix(p_tilde: torch.Tensor, L: int) -> tuple[torch.Tensor, torch.Te
     return rpe_weights(p_tilde, *_layer1_geometry(L, p_tilde.dtype))
 
 
-@functools.lru_cache(maxsize=64)
 def _four_gram_distances(L: int, dtype: torch.dtype) -> torch.Tensor:
-    return torch.arange(L - 3, -1, -1, dtype=dtype)  # L-1-s for s = 2..L-1
+    key = ("four_gram", L, dtype)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = torch.arange(L - 3, -1, -1, dtype=dtype)  # L-1-s for s = 2..L-1
+    return _CONSTANTS[key]
 
 
 def four_gram_weights(p: torch.Tensor, L: int) -> torch.Tensor:
     """π_s = softmax(−p (L−1−s)) over s = 2..L−1 and dπ/dp = π (k̄ − k), stacked: (S, 2, L−2)."""
-    k = _four_gram_distances(L, p.dtype)
-    pi = torch.softmax(p.unsqueeze(1) * -k, dim=1)
-    return torch.stack((pi, pi * ((pi @ k).unsqueeze(1) - k)), 1)
+    return torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1)
 
 
 @dataclass
@@ -149,60 +158,110 @@ def make_batch(x: torch.Tensor, target: MixedTarget, layer1: Layer1, a: torch.Te
     return Batch(x, targets, bound, keys, scores)
 
 
+Wrt = Literal["all", "layer1", "layer2"]
+
+
+@dataclass
+class _Forward:
+    """Intermediate values of one forward pass (shapes: runs S, key positions K = L−2, batch B)."""
+
+    x: torch.Tensor  # (S or 1, L, B)
+    keys: torch.Tensor  # y_s, (S or 1, K, B)
+    scores: torch.Tensor  # x_L y_s, (S or 1, K, B)
+    d_keys: torch.Tensor | None  # dy_s/dp̃, (S, K, B)
+    weights_4g: torch.Tensor  # π and dπ/dp, (S, 2, K)
+    u_du: torch.Tensor  # Σπy and Σ(dπ/dp)y, (S, 2, B)
+    v: torch.Tensor  # Σρx, (S, B)
+    e: torch.Tensor | None  # unnormalised ρ, (S, K, B)
+    z: torch.Tensor  # Σe, (S, B)
+    resid: torch.Tensor  # (r1, r2) = TF − f*, (S, 2, B)
+
+
+def _forward(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: torch.Tensor | None,
+             scores: torch.Tensor | None, layer1: Layer1, need_dy: bool, keep_e: bool, shift: bool) -> _Forward:
+    """Pure tensor code (no Python scalars from tensors), so that it can be compiled."""
+    L = x.shape[1]
+    values = x[:, 1 : L - 1]
+    d_keys = None
+    if layer1 == "learned" and (need_dy or keys is None):
+        a, da = layer1_matrix(theta[:, P_TILDE], L)
+        both = torch.matmul(torch.cat((a, da), 1) if need_dy else a, x)  # y_s (and dy_s/dp̃), s = 2..L-1
+        keys, d_keys = both[:, : L - 2], (both[:, L - 2 :] if need_dy else None)
+        scores = None
+    elif keys is None:
+        keys = x[:, 0 : L - 2]
+    if scores is None:
+        scores = x[:, L - 1 : L] * keys
+    weights_4g = four_gram_weights(theta[:, P], L)
+    u_du = torch.matmul(weights_4g, keys)
+    v, e, z = softmax_average(theta[:, W_Q] * theta[:, W_K], scores, values, shift, keep_weights=keep_e)
+    resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * torch.stack((u_du[:, 0], v), 1) - targets
+    return _Forward(x, keys, scores, d_keys, weights_4g, u_du, v, e, z, resid)
+
+
+def core(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: torch.Tensor | None,
+         scores: torch.Tensor | None, layer1: Layer1, wrt: Wrt, shift: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Partial losses (S, 2) and gradient (S, 6) from tensors only — the unit a trainer may compile."""
+    need_dy = wrt != "layer2" and layer1 == "learned"
+    return _gradient(theta, _forward(theta, x, targets, keys, scores, layer1, need_dy, True, shift), wrt)
+
+
+def needs_shift(theta: torch.Tensor, bound: float) -> bool:
+    """Whether the model's logits w_Q w_K x_L y_s (|y_s| ≤ max|x| ≤ bound) could overflow exp2 unshifted."""
+    return ops_needs_shift(max(abs(r[W_Q] * r[W_K]) for r in theta.detach().tolist()) * bound * bound)
+
+
 def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned", need_grad: bool = True,
-                  need_p_tilde: bool = True, per_sample: bool = False) -> ToyStep:
-    """Forward pass, losses and the hand-written gradient of the toy model.
+                  wrt: Wrt = "all", per_sample: bool = False) -> ToyStep:
+    """Forward pass, partial losses and the hand-written gradient of the toy model.
 
     Args:
         theta: (S, 6) parameters.
         batch: tokens (S or 1, L, B) with their targets (see :func:`make_batch`).
         layer1: "learned" (eq. 5 with p̃) or "ideal" (y_s = x_{s-1}).
-        need_grad / need_p_tilde: skip the whole gradient / only the layer-1 one (two L×L matmuls).
-        per_sample: return the partial losses per sample, (S, B), instead of batch means (no gradient).
+        need_grad: compute the gradient.
+        wrt: which gradient entries to compute — "layer1" (p̃ only, Stage I), "layer2" (the five
+            layer-2 parameters, Stage II) or "all"; the others are returned as 0.
+        per_sample: return the partial losses per sample, (S, 2, B), instead of batch means.
     """
     x = batch.x
-    S, L, B = theta.shape[0], x.shape[1], x.shape[2]
+    S = theta.shape[0]
     require(theta.shape == (S, len(PARAMS)), "theta", f"expected shape (S, {len(PARAMS)}), got {tuple(theta.shape)}")
     require(x.shape[0] in (1, S), "x", f"expected ({S} or 1, L, B) tokens, got {tuple(x.shape)}")
-    rows = theta.detach().tolist()
-    values = x[:, 1 : L - 1]
-    learned = layer1 == "learned"
-    fresh_keys = batch.keys is None or (learned and need_p_tilde)
-    keys, scores, d_keys = batch.keys, batch.scores, None
-    if fresh_keys and learned:
-        a, da = layer1_matrix(theta[:, P_TILDE], L)
-        both = torch.matmul(torch.cat((a, da), 1) if need_p_tilde else a, x)  # y_s (and dy_s/dp̃), s = 2..L-1
-        keys, d_keys = both[:, : L - 2], (both[:, L - 2 :] if need_p_tilde else None)
-    elif fresh_keys:
-        keys = x[:, 0 : L - 2]
-    if fresh_keys:
-        scores = x[:, L - 1 : L] * keys  # |y_s| ≤ max|x| (convex combination), so the bound holds
-    weights_4g = four_gram_weights(theta[:, P], L)  # (S, 2, L-2): π, dπ/dp
-    u_du = torch.matmul(weights_4g, keys)  # (S, 2, B): u = Σπy, Σ(dπ/dp)y
-    _, _, g, h, wq, wk = theta.unbind(1)
-    c = wq * wk
-    c_max = max(abs(r[W_Q] * r[W_K]) for r in rows)
-    avg, e, z = softmax_average(c, scores, values, c_max * batch.bound**2, keep_weights=need_grad)
-    outputs = torch.stack((u_du[:, 0], avg), 1)  # (S, 2, B): u and v = Σρx
-    resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * outputs - batch.targets  # (S, 2, B): r1, r2
+    shift = needs_shift(theta, batch.bound)
     if per_sample or not need_grad:
-        half_sq = 0.5 * resid.square()
+        fwd = _forward(theta, x, batch.targets, batch.keys, batch.scores, layer1, False, False, shift)
+        half_sq = 0.5 * fwd.resid.square()
         return ToyStep(half_sq if per_sample else half_sq.mean(-1))
-    feats = [resid, u_du, avg.unsqueeze(1), _centered_sum(e, scores, values, avg, z)]
-    if d_keys is not None:  # forward-mode derivatives of u and v along p̃
-        du_dpt = torch.matmul(weights_4g[:, :1], d_keys)  # (S, 1, B)
-        feats += [du_dpt, (c.unsqueeze(1) * x[:, L - 1] * _centered_sum(e, d_keys, values, avg, z)[:, 0]).unsqueeze(1)]
-    # Every statistic needed is a batch mean of a product with r1 or r2: one bmm gives them all.
-    feats = torch.cat(feats, 1)  # (S, 6 or 8, B): r1 r2 u du v dv/dc [du/dp̃ dv/dp̃]
-    prods = torch.bmm(feats, resid.transpose(1, 2)).view(S, -1) / B  # (S, 12 or 16)
-    r1r1, r2r2, r1u, r1du, r2v, r2dl = prods.index_select(1, _STAT_INDEX).unbind(1)
-    dp_tilde = g * prods[:, 12] + h * prods[:, 15] if d_keys is not None else torch.zeros_like(c)
-    dc = h * r2dl
-    grad = torch.stack((dp_tilde, g * r1du, r1u, r2v, wk * dc, wq * dc), 1)
-    return ToyStep(0.5 * torch.stack((r1r1, r2r2), 1), grad)
+    return ToyStep(*core(theta, x, batch.targets, batch.keys, batch.scores, layer1, wrt, shift))
 
 
-_STAT_INDEX = torch.tensor([0, 3, 4, 6, 9, 11])  # r1·r1, r2·r2, u·r1, du·r1, v·r2, (dv/dc)·r2 in `prods`
+def _gradient(theta: torch.Tensor, fwd: _Forward, wrt: Wrt) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every statistic the gradient needs is a batch mean of a product with r1 or r2, so the features
+    are stacked and one bmm with the residuals gives them all (far fewer ops than term by term)."""
+    S, L, B = theta.shape[0], fwd.x.shape[1], fwd.x.shape[2]
+    _, _, g, h, wq, wk = theta.unbind(1)
+    values, resid = fwd.x[:, 1 : L - 1], fwd.resid
+    feats = [resid]
+    if wrt != "layer1":  # u, du/dp, v, dv/dc
+        feats += [fwd.u_du, fwd.v.unsqueeze(1), _centered_sum(fwd.e, fwd.scores, values, fwd.v, fwd.z)]
+    if fwd.d_keys is not None:  # du/dp̃, dv/dp̃ (forward mode along p̃)
+        dv = (wq * wk).unsqueeze(1) * fwd.x[:, L - 1] * _centered_sum(fwd.e, fwd.d_keys, values, fwd.v, fwd.z)[:, 0]
+        feats += [torch.matmul(fwd.weights_4g[:, :1], fwd.d_keys), dv.unsqueeze(1)]
+    prods = torch.bmm(torch.cat(feats, 1), resid.transpose(1, 2)).view(S, -1) / B  # (S, 2 × n_features)
+    zero = torch.zeros_like(g)
+    dp_tilde = g * prods[:, -4] + h * prods[:, -1] if fwd.d_keys is not None else zero
+    if wrt == "layer1":
+        grad = torch.stack((dp_tilde, zero, zero, zero, zero, zero), 1)
+    else:
+        r1u, r1du, r2v, r2dl = prods.index_select(1, _STAT_INDEX).unbind(1)
+        dc = h * r2dl
+        grad = torch.stack((dp_tilde, g * r1du, r1u, r2v, wk * dc, wq * dc), 1)
+    return 0.5 * prods.index_select(1, _LOSS_INDEX), grad
+
+
+_LOSS_INDEX = torch.tensor([0, 3])  # r1·r1, r2·r2 in `prods`
+_STAT_INDEX = torch.tensor([4, 6, 9, 11])  # u·r1, du·r1, v·r2, (dv/dc)·r2 in `prods`
 
 
 def _centered_sum(e: torch.Tensor, d: torch.Tensor, values: torch.Tensor, v: torch.Tensor, z: torch.Tensor

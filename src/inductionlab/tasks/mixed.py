@@ -15,7 +15,7 @@ from typing import Literal, Sequence
 import torch
 
 from inductionlab.config import require
-from inductionlab.ops import abs_bound, softmax_average
+from inductionlab.ops import abs_bound, needs_shift, softmax_average
 
 Tokens = Literal["gaussian", "boolean"]
 
@@ -121,7 +121,7 @@ def mixed_target(x: torch.Tensor, target: MixedTarget, x_bound: float | None = N
     bound = abs_bound(x) if x_bound is None else x_bound
     if scores is None:
         scores = x[:, L - 1 : L] * x[:, 0 : L - 2]  # x_L x_{s-1}, s = 2..L-1
-    ih, _, _ = softmax_average(target.c_star, scores, x[:, 1 : L - 1], bound * bound * target.c_star_max)
+    ih, _, _ = softmax_average(target.c_star, scores, x[:, 1 : L - 1], needs_shift(bound * bound * target.c_star_max))
     return target_columns(x, ih, target)
 
 

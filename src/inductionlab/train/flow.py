@@ -88,7 +88,7 @@ def exact_loss(prob: FlowProblem) -> LossFn:
     def fn(y: np.ndarray) -> tuple[float, float, np.ndarray]:
         theta = torch.zeros(1, 6, dtype=torch.float64)
         theta[0, cols] = torch.from_numpy(np.asarray(y, dtype=np.float64))
-        out = toy.loss_and_grad(theta, batch, "ideal", need_p_tilde=False)
+        out = toy.loss_and_grad(theta, batch, "ideal", wrt="layer2")
         return float(out.loss_G4[0]), float(out.loss_IH2[0]), out.grad[0, cols].numpy()
 
     return fn
@@ -139,13 +139,14 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-7, atol:
     ih_times = [math.nan] * 3
     if math.isfinite(t_o) and t_o < prob.t_end:
         ref = loss_fn(first.y[:, -1])[1]
+        pending = [i for i in (0, 2, 3) if math.isnan(found[i])]  # never T_o again: it sits on the start point
         ih_events = [_event(lambda t, y, f=f: loss_fn(y)[1] - f * ref, -1) for f in (0.99, 0.5, 0.01)]
         second = solve_ivp(rhs, (t_o, prob.t_end), first.y[:, -1], method=METHOD, rtol=rtol, atol=atol,
-                           events=events + ih_events, dense_output=True)
-        for i in (0, 2, 3):
-            if math.isnan(found[i]) and len(second.t_events[i]):
-                found[i] = float(second.t_events[i][0])
-        ih_times = [float(ev[0]) if len(ev) else math.nan for ev in second.t_events[4:]]
+                           events=[events[i] for i in pending] + ih_events, dense_output=True)
+        for j, i in enumerate(pending):
+            if len(second.t_events[j]):
+                found[i] = float(second.t_events[j][0])
+        ih_times = [float(ev[0]) if len(ev) else math.nan for ev in second.t_events[len(pending):]]
         segments.append((second, t_o, prob.t_end))
     curve = _curve(segments, t_grid, loss_fn)
     phases = PhaseTimes(found[0], t_o, ih_times[0], ih_times[2], ih_times[1], found[2], found[3])

@@ -11,6 +11,7 @@ resume (generator states are saved), and a NaN/inf check that stops with the las
 from __future__ import annotations
 
 import math
+import queue
 import signal
 import threading
 from dataclasses import dataclass
@@ -83,14 +84,16 @@ class Stage:
     steps: int
     trains: tuple[int, ...]  # parameter columns (models.toy.PARAMS order)
     layer1: toy.Layer1
+    wrt: toy.Wrt
 
 
 def stages_of(cfg: ToyTrainConfig) -> list[Stage]:
     """The stage list: layerwise = [I: p̃ on the learned layer 1, II: layer 2]; joint = one stage, all six."""
     if cfg.schedule == "joint":
-        return [Stage("joint", cfg.stage1_steps + cfg.stage2_steps, tuple(range(6)), "learned")]
+        return [Stage("joint", cfg.stage1_steps + cfg.stage2_steps, tuple(range(6)), "learned", "all")]
     layer1 = "ideal" if cfg.stage2_layer1 == "ideal" else "learned"
-    return [Stage("I", cfg.stage1_steps, (toy.P_TILDE,), "learned"), Stage("II", cfg.stage2_steps, toy.LAYER2, layer1)]
+    return [Stage("I", cfg.stage1_steps, (toy.P_TILDE,), "learned", "layer1"),
+            Stage("II", cfg.stage2_steps, toy.LAYER2, layer1, "layer2")]
 
 
 def eval_steps(steps: int, every: int, log_points: int) -> np.ndarray:
@@ -128,30 +131,75 @@ class BatchStream:
 
     Targets (and keys, when layer 1 is fixed) do not depend on the trained parameters, so one batched
     call prepares a whole block; run r's tokens always come from ``generators[r]``, so a batched job
-    equals separate runs.  Checkpoints are taken at block boundaries, where the generator state is exact.
+    equals separate runs.  With ``prefetch`` a background thread draws the next blocks while the trainer
+    computes (torch releases the GIL inside ops: RNG and compute overlap on two cores); the numbers are
+    identical either way.  ``states`` are the generator states at the start of the current block, so a
+    checkpoint taken at a block boundary resumes exactly.
     """
 
     def __init__(self, target: MixedTarget, batch: int, gens: list[torch.Generator], layer1: toy.Layer1,
-                 a: torch.Tensor | None, align: int, block_bytes: int = 4 << 20):
+                 a: torch.Tensor | None, align: int, prefetch: bool = False, block_bytes: int = 4 << 20):
         S, L = target.n_runs, target.L
         fits = max(1, min(64, block_bytes // (4 * S * L * batch)))
         self.block = math.gcd(1 << (fits.bit_length() - 1), align)  # a power of two dividing the checkpoint interval
-        self.buf = torch.empty(S, self.block, L, batch)
+        self.shape = (S, self.block, L, batch)
         self.target, self.gens, self.layer1, self.a = target.repeat_runs(self.block), gens, layer1, a
-        self.k, self.prepared = self.block, None
+        self.k, self.prepared, self.states = self.block, None, None
+        self.end_states = [g.get_state() for g in gens]  # where the generators stand after the current block
+        self._queue: queue.Queue | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if prefetch:
+            self._queue = queue.Queue(maxsize=2)
+            self._thread = threading.Thread(target=self._produce, daemon=True)
+            self._thread.start()
+
+    def _make(self) -> tuple[list[torch.Tensor], list[torch.Tensor], toy.Batch]:
+        start = [g.get_state() for g in self.gens]
+        x = sample_tokens(torch.empty(self.shape), self.gens, self.target.tokens)
+        return start, [g.get_state() for g in self.gens], toy.make_batch(x, self.target, self.layer1, self.a)
+
+    def _produce(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item = self._make()
+            except Exception as err:  # noqa: BLE001 - handed to the consumer
+                item = err
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def _take(self) -> None:
+        item = self._make() if self._queue is None else self._queue.get()
+        if isinstance(item, Exception):
+            raise item
+        (self.states, self.end_states, self.prepared), self.k = item, 0
 
     @property
     def at_boundary(self) -> bool:
-        return self.k == self.block
+        """True before the first step of a block (the block is then fetched, so ``states`` are its start)."""
+        if self.k == self.block:
+            self._take()
+        return self.k == 0
 
     def next(self) -> toy.Batch:
-        if self.at_boundary:
-            sample_tokens(self.buf, self.gens, self.target.tokens)
-            self.prepared, self.k = toy.make_batch(self.buf, self.target, self.layer1, self.a), 0
+        if self.k == self.block:
+            self._take()
         b, k = self.prepared, self.k
         self.k += 1
         return toy.Batch(b.x[:, k], b.targets[:, k], b.bound, None if b.keys is None else b.keys[:, k],
                          None if b.scores is None else b.scores[:, k])
+
+    def close(self) -> None:
+        """Stop the producer and leave the generators just after the current block (as without prefetch)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        for g, st in zip(self.gens, self.end_states):
+            g.set_state(st)
 
 
 def _row_block(stage: str, step: int, lr: torch.Tensor, seeds: Sequence[int], theta: torch.Tensor,
@@ -203,7 +251,7 @@ class TrainResult:
 
 def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
               lr: Sequence[float] | None = None, checkpoint: Path | None = None, resume: bool = False,
-              progress: bool = False) -> TrainResult:
+              progress: bool = False, prefetch: bool = True) -> TrainResult:
     """Train S toy models at once (one per row of ``theta0``, data of run r from ``seeds[r]``).
 
     Args:
@@ -215,6 +263,7 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
         checkpoint: path of the checkpoint file; None disables checkpointing.
         resume: continue from ``checkpoint`` if it exists (exactly, bit for bit).
         progress: show a tqdm bar.
+        prefetch: draw the next batches in a background thread (uses a second core; same numbers).
     """
     tune_process()
     S = theta0.shape[0]
@@ -236,7 +285,8 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
     with _StopFlag() as stop:
         try:
             for si in range(state["stage"], len(stages)):
-                _run_stage(cfg, stages[si], si, state, gens, target, lr_t, seeds, evalset, checkpoint, stop, bar)
+                loop = _Loop(checkpoint, stop, bar, prefetch)
+                _run_stage(cfg, stages[si], si, state, gens, target, lr_t, seeds, evalset, loop)
                 if stages[si].name == "I":
                     state["p_tilde_after_stage1"] = state["theta"][:, toy.P_TILDE].clone()
                 state["stage"], state["step"], state["opt"] = si + 1, 0, None
@@ -247,10 +297,11 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
                        (p1 if p1 is not None else state["theta"][:, toy.P_TILDE]).double().numpy())
 
 
-def _checkpoint(path: Path | None, state: dict, gens: list[torch.Generator]) -> None:
+def _checkpoint(path: Path | None, state: dict, gens: list[torch.Generator], stream: BatchStream | None) -> None:
+    """Save at a step boundary (a block boundary of ``stream``), unless θ is not finite."""
     if path is None or not bool(torch.isfinite(state["theta"]).all()):
         return
-    state["gens"] = [g.get_state() for g in gens]
+    state["gens"] = stream.states if stream is not None else [g.get_state() for g in gens]
     save_checkpoint(path, state)
 
 
@@ -263,23 +314,40 @@ def _check_finite(theta: torch.Tensor, stage: Stage, step: int, checkpoint: Path
                              f"{kept}. Lower train.lr or use a smaller model.sigma_init.")
 
 
+@dataclass
+class _Loop:
+    checkpoint: Path | None
+    stop: _StopFlag
+    bar: tqdm
+    prefetch: bool
+
+
 def _run_stage(cfg: ToyTrainConfig, stage: Stage, si: int, state: dict, gens: list[torch.Generator],
-               target: MixedTarget, lr: torch.Tensor, seeds: Sequence[int], evalset: EvalSet,
-               checkpoint: Path | None, stop: _StopFlag, bar: tqdm) -> None:
+               target: MixedTarget, lr: torch.Tensor, seeds: Sequence[int], evalset: EvalSet, loop: _Loop) -> None:
     theta = state["theta"]
     S, L = theta.shape[0], target.L
     lr_mask = torch.zeros(S, 6, dtype=theta.dtype)
     lr_mask[:, list(stage.trains)] = lr.view(-1, 1).to(theta.dtype)
     if state["opt"] is None:
         state["opt"] = optim.new_state("adam" if cfg.optimizer == "adam" else "sgd", theta, (cfg.adam_beta1, cfg.adam_beta2))
-    opt = state["opt"]
-    need_p_tilde = toy.P_TILDE in stage.trains
-    frozen_a = None if need_p_tilde or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
+    frozen_a = None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
     if cfg.optimizer == "gd":
         x = new_tokens(S, L, cfg.n_samples, make_generators([s + 7919 * (si + 1) for s in seeds]), target.tokens)
         fixed, stream = toy.make_batch(x, target, stage.layer1, frozen_a), None
     else:
-        fixed, stream = None, BatchStream(target, cfg.batch_size, gens, stage.layer1, frozen_a, cfg.checkpoint_every)
+        fixed, stream = None, BatchStream(target, cfg.batch_size, gens, stage.layer1, frozen_a, cfg.checkpoint_every,
+                                          prefetch=loop.prefetch and stage.steps > state["step"])
+    try:
+        _steps(cfg, stage, state, fixed, stream, gens, lr, lr_mask, seeds, evalset, loop)
+    finally:
+        if stream is not None:
+            stream.close()
+
+
+def _steps(cfg: ToyTrainConfig, stage: Stage, state: dict, fixed: toy.Batch | None, stream: BatchStream | None,
+           gens: list[torch.Generator], lr: torch.Tensor, lr_mask: torch.Tensor, seeds: Sequence[int],
+           evalset: EvalSet, loop: _Loop) -> None:
+    theta, opt, checkpoint, bar = state["theta"], state["opt"], loop.checkpoint, loop.bar
     evals = set(eval_steps(stage.steps, cfg.eval_every, cfg.eval_log_points).tolist())
     next_checkpoint = (state["step"] // cfg.checkpoint_every + 1) * cfg.checkpoint_every
     for step in range(state["step"], stage.steps + 1):
@@ -290,14 +358,14 @@ def _run_stage(cfg: ToyTrainConfig, stage: Stage, si: int, state: dict, gens: li
             break
         if step % cfg.finite_check_every == 0:
             _check_finite(theta, stage, step, checkpoint)
-        if (stop.raised or step >= next_checkpoint) and (stream is None or stream.at_boundary):
+        if (loop.stop.raised or step >= next_checkpoint) and (stream is None or stream.at_boundary):
             next_checkpoint = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
-            _checkpoint(checkpoint, state, gens)
-            if stop.raised:
+            _checkpoint(checkpoint, state, gens, stream)
+            if loop.stop.raised:
                 raise Interrupted(f"interrupted in stage {stage.name} at step {step}; checkpoint at {checkpoint}. "
                                   "Run again with --resume to continue exactly.")
-        out = toy.loss_and_grad(theta, fixed or stream.next(), stage.layer1, need_p_tilde=need_p_tilde)
-        optim.step(theta, out.grad, lr_mask, opt)
+        grad = toy.loss_and_grad(theta, fixed or stream.next(), stage.layer1, wrt=stage.wrt).grad
+        optim.step(theta, grad, lr_mask, opt)
         if step % 100 == 99:
             bar.update(100)
     bar.update(stage.steps % 100)
