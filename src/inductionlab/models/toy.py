@@ -17,6 +17,7 @@ time goes into Python overhead and element passes, and a hand-written backward n
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -66,18 +67,9 @@ def rpe_weights(slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor
     return weights, weights * (mean_d - distances)
 
 
-_CONSTANTS: dict[tuple, torch.Tensor | tuple[torch.Tensor, torch.Tensor]] = {}  # per (kind, L, dtype)
-
-
+@functools.cache
 def _layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Distances s−1−τ and the strictly causal −inf bias for rows s = 2..L−1, columns τ = 1..L."""
-    key = ("layer1", L, dtype)
-    if key not in _CONSTANTS:
-        _CONSTANTS[key] = _make_layer1_geometry(L, dtype)
-    return _CONSTANTS[key]
-
-
-def _make_layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     s = torch.arange(2, L, dtype=dtype).view(-1, 1)  # 1-indexed positions
     tau = torch.arange(1, L + 1, dtype=dtype).view(1, -1)
     bias = torch.zeros(L - 2, L, dtype=dtype).masked_fill(tau >= s, -math.inf)
@@ -90,11 +82,9 @@ def layer1_matrix(p_tilde: torch.Tensor, L: int) -> tuple[torch.Tensor, torch.Te
     return rpe_weights(p_tilde, *_layer1_geometry(L, p_tilde.dtype))
 
 
+@functools.cache
 def _four_gram_distances(L: int, dtype: torch.dtype) -> torch.Tensor:
-    key = ("four_gram", L, dtype)
-    if key not in _CONSTANTS:
-        _CONSTANTS[key] = torch.arange(L - 3, -1, -1, dtype=dtype)  # L-1-s for s = 2..L-1
-    return _CONSTANTS[key]
+    return torch.arange(L - 3, -1, -1, dtype=dtype)  # L-1-s for s = 2..L-1
 
 
 def four_gram_weights(p: torch.Tensor, L: int) -> torch.Tensor:
@@ -179,7 +169,7 @@ class _Forward:
 
 def _forward(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: torch.Tensor | None,
              scores: torch.Tensor | None, layer1: Layer1, need_dy: bool, keep_e: bool, shift: bool) -> _Forward:
-    """Pure tensor code (no Python scalars from tensors), so that it can be compiled."""
+    """The forward pass from tensors (the shift decision is made by the caller)."""
     L = x.shape[1]
     values = x[:, 1 : L - 1]
     d_keys = None
@@ -201,7 +191,7 @@ def _forward(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: 
 
 def core(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: torch.Tensor | None,
          scores: torch.Tensor | None, layer1: Layer1, wrt: Wrt, shift: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Partial losses (S, 2) and gradient (S, 6) from tensors only — the unit a trainer may compile."""
+    """Partial losses (S, 2) and the gradient (S, 6) of one batch given as tensors."""
     need_dy = wrt != "layer2" and layer1 == "learned"
     return _gradient(theta, _forward(theta, x, targets, keys, scores, layer1, need_dy, True, shift), wrt)
 

@@ -60,8 +60,8 @@ class ToyTrainConfig:
     stage2_layer1: Literal["trained", "ideal"] = "ideal"
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
-    eval_size: int = 50_000
-    eval_every: int = 1000
+    eval_size: int = 160_000
+    eval_every: int = 2000
     eval_log_points: int = 60
     eval_seed: int = 2024
     checkpoint_every: int = 20_000
