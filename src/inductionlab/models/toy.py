@@ -61,8 +61,9 @@ def rpe_weights(slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor
     slope (S,); distances (..., K) broadcast to (S, ..., K); ``bias`` (..., K) is 0 for allowed keys and
     −inf for masked ones (weight 0).
     """
-    logits = slope.view((-1,) + (1,) * distances.dim()) * -distances
-    weights = torch.softmax(logits if bias is None else logits + bias, dim=-1)
+    slope = slope.view((-1,) + (1,) * distances.dim())
+    logits = torch.addcmul(bias, slope, distances, value=-1) if bias is not None else slope * -distances
+    weights = torch.softmax(logits, dim=-1)
     mean_d = (weights * distances).sum(-1, keepdim=True)
     return weights, weights * (mean_d - distances)
 
@@ -88,8 +89,19 @@ def _four_gram_distances(L: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 def four_gram_weights(p: torch.Tensor, L: int) -> torch.Tensor:
-    """π_s = softmax(−p (L−1−s)) over s = 2..L−1 and dπ/dp = π (k̄ − k), stacked: (S, 2, L−2)."""
-    return torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1)
+    """π_s = softmax(−p (L−1−s)) over s = 2..L−1 and dπ/dp = π (k̄ − k), stacked: (S, 2, L−2).
+
+    The last result is memoised on the values of p: p is frozen in Stage I, so it is computed once there.
+    """
+    if p.requires_grad:
+        return torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1)
+    key = (tuple(p.tolist()), L, p.dtype)
+    if _LAST_4G.get("key") != key:
+        _LAST_4G.update(key=key, value=torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1))
+    return _LAST_4G["value"]
+
+
+_LAST_4G: dict = {}
 
 
 @dataclass
