@@ -70,7 +70,7 @@ def ours(steps: int, runs: int, stage: str, prefetch: bool) -> float:
     cfg = ToyTrainConfig(stage1_steps=s1, stage2_steps=s2, eval_every=10**9, eval_log_points=0, eval_size=1000)
     target = MixedTarget.per_run([1.0] * runs, [0.49] * runs, L)
     t = time.perf_counter()
-    train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), prefetch=prefetch)
+    train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), threads=2 if prefetch else 1)
     return (time.perf_counter() - t) / steps / runs
 
 

@@ -128,11 +128,14 @@ def load_run(run_dir: str | os.PathLike) -> LoadedRun:
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where an experiment writes, and how: ``checkpoint`` (None disables), ``resume``, ``progress``."""
+    """Where an experiment writes, and how: ``checkpoint`` (None disables), ``resume``, ``progress``, and
+    ``threads`` — how many cores the run may use (2: data drawn and evaluations done in the background;
+    the numbers are the same either way; sweeps with several workers use 1)."""
 
     run_dir: Path | None = None
     resume: bool = False
     progress: bool = False
+    threads: int = 2
 
     @property
     def checkpoint(self) -> Path | None:
@@ -144,7 +147,7 @@ class RunDirError(RuntimeError):
 
 
 def run_experiment(name: str, cfg: Any, out_dir: str | os.PathLike, resume: bool = False, force: bool = False,
-                   progress: bool = False) -> Path:
+                   progress: bool = False, threads: int = 2) -> Path:
     """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
 
     Writes config.json first, then the tables, summary.json (with wall_seconds, versions, config_hash)
@@ -161,7 +164,7 @@ def run_experiment(name: str, cfg: Any, out_dir: str | os.PathLike, resume: bool
     _check_run_dir(out, to_dict(cfg), resume, force)
     write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
     start = time.perf_counter()
-    results = exp.run(cfg, RunContext(out, resume, progress))
+    results = exp.run(cfg, RunContext(out, resume, progress, threads))
     results.summary = {"experiment": name, **results.summary, "wall_seconds": time.perf_counter() - start,
                        "config_hash": config_hash(cfg), "versions": versions()}
     save_results(out, results)

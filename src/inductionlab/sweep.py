@@ -16,7 +16,7 @@ import itertools
 import json
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -51,6 +51,7 @@ class Job:
     overrides: dict[str, str]
     hash: str
     dir: str
+    threads: int = 1  # cores per job: 1 when several workers share the machine
 
 
 def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
@@ -79,7 +80,7 @@ def run_job(job: Job) -> dict[str, Any]:
     exp = experiments.get(job.experiment)
     cfg = from_dict(exp.Config, job.config)
     start = time.perf_counter()
-    run_experiment(job.experiment, cfg, job.dir, resume=True)
+    run_experiment(job.experiment, cfg, job.dir, resume=True, threads=job.threads)
     return {"hash": job.hash, "wall_seconds": time.perf_counter() - start}
 
 
@@ -105,6 +106,8 @@ def run_sweep(name: str, base_cfg: Any, grid: dict[str, list[str]], out: Path, s
     """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet)."""
     out.mkdir(parents=True, exist_ok=True)
     jobs = plan(name, base_cfg, grid, seeds, out)
+    if executor == "local" and workers <= 1:
+        jobs = [replace(j, threads=2) for j in jobs]
     done = _done(out)
     todo = [j for j in jobs if j.hash not in done]
     for job in todo:

@@ -24,10 +24,10 @@ def _cfg(**kw):
 def test_run_axis_equals_separate_runs(prefetch):
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
     both = train_toy(_cfg(), target, toy.init_params(torch.tensor([0.01, 0.05]), 2), [3, 4], lr=[0.1, 0.2],
-                     prefetch=prefetch)
+                     threads=2 if prefetch else 1)
     for r, (a, w, s, lr, seed) in enumerate([(1.0, 0.49, 0.01, 0.1, 3), (2.0, 0.3, 0.05, 0.2, 4)]):
         one = train_toy(_cfg(), MixedTarget.per_run([a], [w], L), toy.init_params(s, 1), [seed], lr=[lr],
-                        prefetch=not prefetch)
+                        threads=1 if prefetch else 2)
         assert torch.allclose(both.theta[r], one.theta[0], rtol=1e-5, atol=1e-7)
         m_both = both.metrics[both.metrics.run == r].reset_index(drop=True)
         assert list(m_both.t) == list(one.metrics.t)
@@ -78,14 +78,14 @@ def test_adam_step_matches_torch_adam():
 
 def test_prefetch_gives_identical_numbers():
     target = MixedTarget.per_run([1.0], [0.49], L)
-    runs = [train_toy(_cfg(), target, toy.init_params(0.01, 1), [9], prefetch=p) for p in (True, False)]
+    runs = [train_toy(_cfg(), target, toy.init_params(0.01, 1), [9], threads=t) for t in (2, 1)]
     assert torch.equal(runs[0].theta, runs[1].theta) and runs[0].metrics.equals(runs[1].metrics)
 
 
 def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch):
     target = MixedTarget.per_run([1.0, 1.5], [0.49, 0.4], L)
     theta0 = toy.init_params(0.01, 2)
-    full = train_toy(_cfg(), target, theta0, [1, 2], prefetch=False)
+    full = train_toy(_cfg(), target, theta0, [1, 2], threads=1)
     ckpt = tmp_path / "ckpt.pt"
     real_step, calls = optim.step, [0]
 

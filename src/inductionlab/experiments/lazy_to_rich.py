@@ -10,6 +10,7 @@ exact-softmax loss with a Monte-Carlo gradient (:mod:`inductionlab.train.flow`).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -73,12 +74,18 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     S = cfg.n_runs
     seeds = [cfg.seed + i for i in range(S)]
     target = MixedTarget.from_config(cfg.task, S)
-    out = train_toy(cfg.train, target, init_params(cfg.model.sigma_init, S), seeds, checkpoint=ctx.checkpoint,
-                    resume=ctx.resume, progress=ctx.progress)
+    pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
+    gf_future = pool.submit(_gradient_flows, cfg) if pool else None
+    try:
+        out = train_toy(cfg.train, target, init_params(cfg.model.sigma_init, S), seeds, checkpoint=ctx.checkpoint,
+                        resume=ctx.resume, progress=ctx.progress, threads=ctx.threads)
+        gf = gf_future.result() if gf_future else _gradient_flows(cfg)
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
     metrics = out.metrics
     tables = {"metrics": metrics}
     summary = _summarise(metrics, cfg, out.p_tilde_after_stage1)
-    gf = _gradient_flows(cfg, metrics)
     if gf:
         tables["gf"] = pd.concat([r.curve.assign(method=m) for m, r in gf.items()], ignore_index=True)
         summary["gf_phases"] = {m: r.phases.as_dict() for m, r in gf.items()}
@@ -109,10 +116,12 @@ def _nanmean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
-def _gradient_flows(cfg: Config, metrics: pd.DataFrame) -> dict:
+def _gradient_flows(cfg: Config) -> dict:
+    """GF curves on the Stage-II time axis [0, lr × steps] (not for Adam, whose time axis differs)."""
     if cfg.gf == "none" or cfg.train.optimizer == "adam":
         return {}
-    t_end = float(_stage2(metrics).t.max())
+    steps = cfg.train.stage2_steps + (cfg.train.stage1_steps if cfg.train.schedule == "joint" else 0)
+    t_end = cfg.train.lr * steps
     base = dict(L=cfg.task.L, alpha_star=cfg.task.alpha_star, w_star=cfg.task.w_star, sigma_init=cfg.model.sigma_init,
                 t_end=max(t_end, 1e-6), tokens=cfg.task.tokens, mc_samples=cfg.gf_mc_samples, mc_seed=cfg.seed)
     methods = {"both": ("closed", "exact"), "closed": ("closed",), "exact": ("exact",)}[cfg.gf]

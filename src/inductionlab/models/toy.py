@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from dataclasses import dataclass
 from typing import Literal
 
@@ -96,12 +97,13 @@ def four_gram_weights(p: torch.Tensor, L: int) -> torch.Tensor:
     if p.requires_grad:
         return torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1)
     key = (tuple(p.tolist()), L, p.dtype)
-    if _LAST_4G.get("key") != key:
-        _LAST_4G.update(key=key, value=torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1))
-    return _LAST_4G["value"]
+    last = getattr(_LAST_4G, "entry", None)
+    if last is None or last[0] != key:
+        last = _LAST_4G.entry = (key, torch.stack(rpe_weights(p, _four_gram_distances(L, p.dtype)), 1))
+    return last[1]
 
 
-_LAST_4G: dict = {}
+_LAST_4G = threading.local()  # per thread: training and a gradient-flow solve may run side by side
 
 
 @dataclass

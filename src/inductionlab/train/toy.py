@@ -14,7 +14,8 @@ import math
 import queue
 import signal
 import threading
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Sequence
 
@@ -205,10 +206,12 @@ class BatchStream:
             g.set_state(st)
 
 
-def _row_block(stage: str, step: int, lr: torch.Tensor, seeds: Sequence[int], theta: torch.Tensor,
-               losses: tuple[torch.Tensor, ...]) -> dict[str, np.ndarray]:
+def _eval_row(stage: Stage, step: int, lr: torch.Tensor, seeds: Sequence[int], theta: torch.Tensor,
+              evalset: EvalSet) -> dict[str, np.ndarray]:
+    """One block of metric rows: the losses on the evaluation sample and the parameters, per run."""
+    losses = evalset.losses(theta, stage.layer1)
     S = theta.shape[0]
-    block = {"run": np.arange(S), "seed": np.asarray(seeds), "stage": np.full(S, stage), "step": np.full(S, step),
+    block = {"run": np.arange(S), "seed": np.asarray(seeds), "stage": np.full(S, stage.name), "step": np.full(S, step),
              "t": (lr.double() * step).numpy(), "loss": losses[0].numpy(), "loss_G4": losses[1].numpy(),
              "loss_IH2": losses[2].numpy(), "rse_IH2": losses[3].numpy()}
     th = theta.double().numpy()
@@ -254,7 +257,7 @@ class TrainResult:
 
 def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
               lr: Sequence[float] | None = None, checkpoint: Path | None = None, resume: bool = False,
-              progress: bool = False, prefetch: bool = True) -> TrainResult:
+              progress: bool = False, threads: int = 2) -> TrainResult:
     """Train S toy models at once (one per row of ``theta0``, data of run r from ``seeds[r]``).
 
     Args:
@@ -266,7 +269,8 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
         checkpoint: path of the checkpoint file; None disables checkpointing.
         resume: continue from ``checkpoint`` if it exists (exactly, bit for bit).
         progress: show a tqdm bar.
-        prefetch: draw the next batches in a background thread (uses a second core; same numbers).
+        threads: 2 draws the next batches and evaluates in background threads, on a second core;
+            1 does everything in the calling thread.  The numbers are the same either way.
     """
     tune_process()
     S = theta0.shape[0]
@@ -285,16 +289,19 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
     total = sum(s.steps for s in stages)
     done = sum(s.steps for s in stages[: state["stage"]]) + state["step"]
     bar = tqdm(total=total, initial=done, disable=not progress, desc="train", unit="step", mininterval=1.0)
+    evaluator = ThreadPoolExecutor(max_workers=1) if threads > 1 else None
     with _StopFlag() as stop:
         try:
             for si in range(state["stage"], len(stages)):
-                loop = _Loop(checkpoint, stop, bar, prefetch)
+                loop = _Loop(checkpoint, stop, bar, evaluator)
                 _run_stage(cfg, stages[si], si, state, gens, target, lr_t, seeds, evalset, loop)
                 if stages[si].name == "I":
                     state["p_tilde_after_stage1"] = state["theta"][:, toy.P_TILDE].clone()
                 state["stage"], state["step"], state["opt"] = si + 1, 0, None
         finally:
             bar.close()
+            if evaluator is not None:
+                evaluator.shutdown()
     p1 = state["p_tilde_after_stage1"]
     return TrainResult(state["theta"], metrics_frame(state["blocks"]),
                        (p1 if p1 is not None else state["theta"][:, toy.P_TILDE]).double().numpy())
@@ -322,7 +329,16 @@ class _Loop:
     checkpoint: Path | None
     stop: _StopFlag
     bar: tqdm
-    prefetch: bool
+    evaluator: ThreadPoolExecutor | None  # background evaluations (and prefetching) when not None
+    pending: list = field(default_factory=list)  # evaluations under way, in step order
+
+    def evaluate(self, fn, *args) -> None:
+        self.pending.append(self.evaluator.submit(fn, *args) if self.evaluator else fn(*args))
+
+    def collect(self, blocks: list) -> None:
+        """Append the finished evaluations to ``blocks`` in step order (waits for those under way)."""
+        blocks.extend(p.result() if isinstance(p, Future) else p for p in self.pending)
+        self.pending.clear()
 
 
 def _run_stage(cfg: ToyTrainConfig, stage: Stage, si: int, state: dict, gens: list[torch.Generator],
@@ -339,10 +355,11 @@ def _run_stage(cfg: ToyTrainConfig, stage: Stage, si: int, state: dict, gens: li
         fixed, stream = toy.make_batch(x, target, stage.layer1, frozen_a), None
     else:
         fixed, stream = None, BatchStream(target, cfg.batch_size, gens, stage.layer1, frozen_a, cfg.checkpoint_every,
-                                          prefetch=loop.prefetch and stage.steps > state["step"])
+                                          prefetch=loop.evaluator is not None and stage.steps > state["step"])
     try:
         _steps(cfg, stage, state, fixed, stream, gens, lr, lr_mask, seeds, evalset, loop)
     finally:
+        loop.collect(state["blocks"])
         if stream is not None:
             stream.close()
 
@@ -356,13 +373,14 @@ def _steps(cfg: ToyTrainConfig, stage: Stage, state: dict, fixed: toy.Batch | No
     for step in range(state["step"], stage.steps + 1):
         state["step"] = step
         if step in evals:
-            state["blocks"].append(_row_block(stage.name, step, lr, seeds, theta, evalset.losses(theta, stage.layer1)))
+            loop.evaluate(_eval_row, stage, step, lr, seeds, theta.clone(), evalset)
         if step == stage.steps:
             break
         if step % cfg.finite_check_every == 0:
             _check_finite(theta, stage, step, checkpoint)
         if (loop.stop.raised or step >= next_checkpoint) and (stream is None or stream.at_boundary):
             next_checkpoint = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
+            loop.collect(state["blocks"])
             _checkpoint(checkpoint, state, gens, stream)
             if loop.stop.raised:
                 raise Interrupted(f"interrupted in stage {stage.name} at step {step}; checkpoint at {checkpoint}. "
