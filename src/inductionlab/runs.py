@@ -151,8 +151,8 @@ def run_experiment(name: str, cfg: Any, out_dir: str | os.PathLike, resume: bool
     """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
 
     Writes config.json first, then the tables, summary.json (with wall_seconds, versions, config_hash)
-    and the figures.  ``resume`` continues an interrupted run (same config required); ``force``
-    overwrites a finished one.
+    and the figures.  ``resume`` continues an interrupted run (same config required; a finished run is
+    left as it is); ``force`` overwrites a finished one.
     """
     import time
 
@@ -162,6 +162,8 @@ def run_experiment(name: str, cfg: Any, out_dir: str | os.PathLike, resume: bool
     exp = experiments.get(name)
     out = Path(out_dir)
     _check_run_dir(out, to_dict(cfg), resume, force)
+    if resume and not force and (out / SUMMARY).exists():
+        return out  # finished already: nothing to resume
     write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
     start = time.perf_counter()
     results = exp.run(cfg, RunContext(out, resume, progress, threads))

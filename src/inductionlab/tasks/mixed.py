@@ -84,9 +84,6 @@ class MixedTarget:
         """Each run repeated k times in a row (S·k runs), to match a (S, k, L, B) block of batches."""
         return MixedTarget(self.alpha_star.repeat_interleave(k), self.w_star.repeat_interleave(k), self.L, self.tokens)
 
-    def to(self, dtype: torch.dtype) -> "MixedTarget":
-        return MixedTarget(self.alpha_star.to(dtype), self.w_star.to(dtype), self.L, self.tokens)
-
 
 def make_generators(seeds: Sequence[int]) -> list[torch.Generator]:
     """One CPU generator per run, so run r of a batched job equals a single run with ``seeds[r]``."""
