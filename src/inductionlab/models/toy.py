@@ -26,8 +26,8 @@ from typing import Literal
 import torch
 
 from inductionlab.config import require
+from inductionlab import ops
 from inductionlab.ops import abs_bound, softmax_average
-from inductionlab.ops import needs_shift as ops_needs_shift
 from inductionlab.tasks.mixed import MixedTarget, mixed_target
 
 PARAMS = ("p_tilde", "p", "w_V1", "w_V2", "w_Q", "w_K")
@@ -181,9 +181,8 @@ class _Forward:
     resid: torch.Tensor  # (r1, r2) = TF − f*, (S, 2, B)
 
 
-def _forward(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: torch.Tensor | None,
-             scores: torch.Tensor | None, layer1: Layer1, need_dy: bool, keep_e: bool, shift: bool) -> _Forward:
-    """The forward pass from tensors (the shift decision is made by the caller)."""
+def _forward(theta: torch.Tensor, batch: Batch, layer1: Layer1, need_dy: bool, keep_e: bool) -> _Forward:
+    x, keys, scores = batch.x, batch.keys, batch.scores
     L = x.shape[1]
     values = x[:, 1 : L - 1]
     d_keys = None
@@ -198,21 +197,15 @@ def _forward(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: 
         scores = x[:, L - 1 : L] * keys
     weights_4g = four_gram_weights(theta[:, P], L)
     u_du = torch.matmul(weights_4g, keys)
-    v, e, z = softmax_average(theta[:, W_Q] * theta[:, W_K], scores, values, shift, keep_weights=keep_e)
-    resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * torch.stack((u_du[:, 0], v), 1) - targets
+    v, e, z = softmax_average(theta[:, W_Q] * theta[:, W_K], scores, values, needs_shift(theta, batch.bound),
+                              keep_weights=keep_e)
+    resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * torch.stack((u_du[:, 0], v), 1) - batch.targets
     return _Forward(x, keys, scores, d_keys, weights_4g, u_du, v, e, z, resid)
-
-
-def core(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, keys: torch.Tensor | None,
-         scores: torch.Tensor | None, layer1: Layer1, wrt: Wrt, shift: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Partial losses (S, 2) and the gradient (S, 6) of one batch given as tensors."""
-    need_dy = wrt != "layer2" and layer1 == "learned"
-    return _gradient(theta, _forward(theta, x, targets, keys, scores, layer1, need_dy, True, shift), wrt)
 
 
 def needs_shift(theta: torch.Tensor, bound: float) -> bool:
     """Whether the model's logits w_Q w_K x_L y_s (|y_s| ≤ max|x| ≤ bound) could overflow exp2 unshifted."""
-    return ops_needs_shift(max(abs(r[W_Q] * r[W_K]) for r in theta.detach().tolist()) * bound * bound)
+    return ops.needs_shift(max(abs(r[W_Q] * r[W_K]) for r in theta.detach().tolist()) * bound * bound)
 
 
 def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned", need_grad: bool = True,
@@ -232,12 +225,11 @@ def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned",
     S = theta.shape[0]
     require(theta.shape == (S, len(PARAMS)), "theta", f"expected shape (S, {len(PARAMS)}), got {tuple(theta.shape)}")
     require(x.shape[0] in (1, S), "x", f"expected ({S} or 1, L, B) tokens, got {tuple(x.shape)}")
-    shift = needs_shift(theta, batch.bound)
     if per_sample or not need_grad:
-        fwd = _forward(theta, x, batch.targets, batch.keys, batch.scores, layer1, False, False, shift)
-        half_sq = 0.5 * fwd.resid.square()
+        half_sq = 0.5 * _forward(theta, batch, layer1, need_dy=False, keep_e=False).resid.square()
         return ToyStep(half_sq if per_sample else half_sq.mean(-1))
-    return ToyStep(*core(theta, x, batch.targets, batch.keys, batch.scores, layer1, wrt, shift))
+    need_dy = wrt != "layer2" and layer1 == "learned"
+    return ToyStep(*_gradient(theta, _forward(theta, batch, layer1, need_dy, keep_e=True), wrt))
 
 
 def _gradient(theta: torch.Tensor, fwd: _Forward, wrt: Wrt) -> tuple[torch.Tensor, torch.Tensor]:
