@@ -65,9 +65,12 @@ def plain(steps: int, ideal: bool = True) -> float:
     return (time.perf_counter() - t) / steps
 
 
-def ours(steps: int, runs: int, stage: str, prefetch: bool) -> float:
+def ours(steps: int, runs: int, stage: str, prefetch: bool, compile: str | None = None) -> float:
+    """train_toy as its default compile="auto" runs a long stage (compiled at ≤ 4 runs), unless given."""
+    compile = compile or ("on" if runs <= 4 else "off")
     s1, s2 = (steps, 0) if stage == "I" else (0, steps)
-    cfg = ToyTrainConfig(stage1_steps=s1, stage2_steps=s2, eval_every=10**9, eval_log_points=0, eval_size=1000)
+    cfg = ToyTrainConfig(stage1_steps=s1, stage2_steps=s2, eval_every=10**9, eval_log_points=0, eval_size=1000,
+                         compile=compile)
     target = MixedTarget.per_run([1.0] * runs, [0.49] * runs, L)
     t = time.perf_counter()
     train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), threads=2 if prefetch else 1)
@@ -92,14 +95,17 @@ def main() -> None:
         "(b) plain eager autograd + torch.optim.SGD, own process (Stage II, ideal layer 1)": lambda: plain_in_fresh_process(n),
         "(b) the same plain script inside our tuned process": lambda: plain(n),
         "(b') plain script, Stage II with the learned layer 1": lambda: plain(n // 2, ideal=False),
-        "(c) ours, 1 run, Stage II (ideal layer 1), prefetch thread (default)": lambda: ours(n, 1, "II", True),
-        "(c) ours, 1 run, Stage II, one thread (prefetch off)": lambda: ours(n, 1, "II", False),
-        "(c') ours, 1 run, Stage I (learned layer 1, p̃ gradient), prefetch": lambda: ours(n // 2, 1, "I", True),
-        "(c') ours, 1 run, Stage I, one thread": lambda: ours(n // 2, 1, "I", False),
-        "(d) ours, 32 runs, Stage II, one thread, per run-step": lambda: ours(max(n // 8, 100), 32, "II", False),
+        "(c) ours, 1 run, Stage II (ideal layer 1), compiled, prefetch thread (default)": lambda: ours(n, 1, "II", True),
+        "(c) ours, 1 run, Stage II, compiled, one thread (prefetch off)": lambda: ours(n, 1, "II", False),
+        "(c) ours, 1 run, Stage II, eager (compile off), prefetch": lambda: ours(n, 1, "II", True, "off"),
+        "(c') ours, 1 run, Stage I (learned layer 1, p̃ gradient), compiled, prefetch": lambda: ours(n // 2, 1, "I", True),
+        "(c') ours, 1 run, Stage I, eager, prefetch": lambda: ours(n // 2, 1, "I", True, "off"),
+        "(d) ours, 32 runs, Stage II (eager, as auto), one thread, per run-step": lambda: ours(max(n // 8, 100), 32, "II", False),
         "(d) ours, 32 runs, Stage II, prefetch, per run-step": lambda: ours(max(n // 8, 100), 32, "II", True),
     }
     tune_process()
+    for stage in ("I", "II"):  # compile once before timing (seconds, once per process)
+        ours(20, 1, stage, False)
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(args.rounds):
         for name, fn in cases.items():
@@ -112,7 +118,8 @@ def main() -> None:
     keys = list(cases)
     a, b = med[keys[0]], med[keys[1]]
     print(f"\n(b)/(c): prefetch {b / med[keys[4]]:.2f}, one thread {b / med[keys[5]]:.2f} (target ≥ 2.5)")
-    print(f"(d)/(a): one thread {med[keys[8]] / a:.2f}, prefetch {med[keys[9]] / a:.2f} (target ≤ 2)")
+    print(f"(b)/(c) eager, prefetch: {b / med[keys[6]]:.2f}")
+    print(f"(d)/(a): one thread {med[keys[9]] / a:.2f}, prefetch {med[keys[10]] / a:.2f} (target ≤ 2)")
 
 
 if __name__ == "__main__":

@@ -66,3 +66,25 @@ def test_bad_shapes_are_reported():
     target, x = _setup()
     with pytest.raises(ValueError, match="theta"):
         toy.loss_and_grad(THETA[:, :5], toy.make_batch(x, target, "ideal"), "ideal")
+
+
+@pytest.mark.parametrize("layer1", ["learned", "ideal"])
+@pytest.mark.parametrize("shift", [False, True])
+def test_straight_line_stage_two_step_equals_the_hand_written_one(layer1, shift):
+    """straight_step (the function the trainer compiles) against loss_and_grad(wrt="layer2"), frozen keys."""
+    target, x = _setup()
+    a = toy.layer1_matrix(THETA[:, toy.P_TILDE], x.shape[1])[0] if layer1 == "learned" else None
+    batch = toy.make_batch(x, target, layer1, a)
+    ref = toy.loss_and_grad(THETA, batch, layer1, wrt="layer2")
+    partial, grad = toy.straight_step(THETA, batch.x, batch.targets, shift, batch.keys, batch.scores)
+    assert torch.allclose(partial, ref.partial, atol=1e-14) and torch.allclose(grad, ref.grad, atol=1e-13)
+    assert float(grad[:, toy.P_TILDE].abs().max()) == 0
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_straight_line_learned_step_equals_the_hand_written_one(shift):
+    target, x = _setup()
+    batch = toy.make_batch(x, target, "learned")
+    ref = toy.loss_and_grad(THETA, batch, "learned", wrt="all")
+    partial, grad = toy.straight_step(THETA, batch.x, batch.targets, shift)
+    assert torch.allclose(partial, ref.partial, atol=1e-14) and torch.allclose(grad, ref.grad, atol=1e-13)

@@ -120,3 +120,10 @@ def test_invalid_train_config():
         ToyTrainConfig(lr=0)
     with pytest.raises(ValueError, match="joint"):
         ToyTrainConfig(schedule="joint")
+
+
+def test_compiled_stage_two_trains_like_the_eager_step():
+    target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
+    on, off = (train_toy(_cfg(compile=c), target, toy.init_params(0.05, 2), [3, 4], threads=1) for c in ("on", "off"))
+    assert torch.allclose(on.theta, off.theta, rtol=1e-4, atol=1e-6)
+    assert not torch.equal(on.theta, toy.init_params(0.05, 2))

@@ -69,13 +69,15 @@ def rpe_weights(slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor
     return weights, weights * (mean_d - distances)
 
 
-@functools.cache
-def _layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def layer1_geometry(L: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Distances s−1−τ and the strictly causal −inf bias for rows s = 2..L−1, columns τ = 1..L."""
     s = torch.arange(2, L, dtype=dtype).view(-1, 1)  # 1-indexed positions
     tau = torch.arange(1, L + 1, dtype=dtype).view(1, -1)
     bias = torch.zeros(L - 2, L, dtype=dtype).masked_fill(tau >= s, -math.inf)
     return (s - 1 - tau).clamp(min=0), bias
+
+
+_layer1_geometry = functools.cache(layer1_geometry)  # eager steps reuse it; compiled code builds it inline
 
 
 def layer1_matrix(p_tilde: torch.Tensor, L: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,6 +232,52 @@ def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned",
         return ToyStep(half_sq if per_sample else half_sq.mean(-1))
     need_dy = wrt != "layer2" and layer1 == "learned"
     return ToyStep(*_gradient(theta, _forward(theta, batch, layer1, need_dy, keep_e=True), wrt))
+
+
+def straight_step(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, shift: bool,
+                  keys: torch.Tensor | None = None, scores: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Partial losses (S, 2) and the gradient (S, 6): the maths of :func:`loss_and_grad`, written as one
+    straight-line function of tensors (no host syncs) so that ``torch.compile`` fuses it into a few
+    loops — the trainer compiles it on long stages.
+
+    Without ``keys``: the learned layer 1, all six gradient entries (``wrt="all"``).  With ``keys`` y_s
+    and ``scores`` x_L y_s precomputed, (S or 1, L−2, B): layer 1 fixed, the p̃ entry is 0 (Stage II).
+    x (S or 1, L, B); targets (S, 2, B); ``shift``: subtract the per-column max of the logits, needed only
+    when they could overflow (:func:`needs_shift`; compiled, that max costs more than the rest of the step).
+    """
+    L = x.shape[1]
+    p_tilde, p, g, h, w_q, w_k = theta.unbind(1)
+    values = x[:, 1 : L - 1]
+    d_keys = None
+    if keys is None:
+        a, da = rpe_weights(p_tilde, *layer1_geometry(L, theta.dtype))
+        y_dy = torch.matmul(torch.cat((a, da), 1), x)
+        keys, d_keys = y_dy[:, : L - 2], y_dy[:, L - 2 :]  # y_s and dy_s/dp̃, (S, K, B)
+        scores = x[:, L - 1 : L] * keys
+    dist = torch.arange(L - 3, -1, -1, dtype=theta.dtype)  # L−1−s for s = 2..L−1
+    pi = torch.softmax(-p.unsqueeze(1) * dist, -1)  # (S, K)
+    d_pi = pi * ((pi * dist).sum(-1, keepdim=True) - dist)  # dπ/dp
+    u_du = torch.matmul(torch.stack((pi, d_pi), 1), keys)  # Σπy, Σ(dπ/dp)y: (S, 2, B)
+    c = (w_q * w_k).view(-1, 1, 1)
+    logits = c * scores
+    e = torch.exp(logits - logits.amax(1, keepdim=True) if shift else logits)  # (S, K, B)
+    z = e.sum(1)
+    v = (e * values).sum(1) / z  # Σρx, (S, B)
+    centred = e * (values - v.unsqueeze(1))
+    dv = (centred * scores).sum(1) / z  # dv/d(w_Q w_K)
+    resid = torch.stack((g.unsqueeze(1) * u_du[:, 0], h.unsqueeze(1) * v), 1) - targets  # (S, 2, B)
+    r1, r2 = resid.unbind(1)
+    if d_keys is None:
+        dp_tilde = torch.zeros_like(p)
+    else:
+        u_dpt = torch.matmul(pi.unsqueeze(1), d_keys)[:, 0]  # du/dp̃
+        v_dpt = c[:, 0] * x[:, L - 1] * (centred * d_keys).sum(1) / z  # dv/dp̃
+        dp_tilde = (g.unsqueeze(1) * r1 * u_dpt + h.unsqueeze(1) * r2 * v_dpt).mean(-1)
+    dc = h * (r2 * dv).mean(-1)
+    grad = torch.stack((dp_tilde, g * (r1 * u_du[:, 1]).mean(-1), (r1 * u_du[:, 0]).mean(-1), (r2 * v).mean(-1),
+                        w_k * dc, w_q * dc), 1)
+    return 0.5 * resid.square().mean(-1), grad
 
 
 def _gradient(theta: torch.Tensor, fwd: _Forward, wrt: Wrt) -> tuple[torch.Tensor, torch.Tensor]:
