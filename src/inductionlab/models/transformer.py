@@ -1,0 +1,199 @@
+"""The general multi-layer, multi-head attention transformer of Wang et al. (spec §1; paper §2, eqs. 1–3):
+dot-product ("DP") and ALiBi-type relative-position ("RPE") attention, switchable per head, with a
+learnable slope per head and the strictly causal φ(z; p) = −p(z − 1) for z ≥ 1, −∞ otherwise.
+
+Shapes (run axis first, so many seeds / settings train in one process): S runs, B batch, L positions,
+D = d_model, H heads, K = d_head, d = token dimension, V = vocabulary.  Parameter names and shape order
+follow TransformerLens, with the run axis in front:
+
+* ``embed.W_E`` (S, d, D) for real-valued tokens, (S, V, D) for discrete ones (a lookup);
+* ``blocks.{l}.attn.W_Q``, ``W_K``, ``W_V`` (S, H, D, K); ``blocks.{l}.attn.W_O`` (S, H, K, D);
+  ``blocks.{l}.attn.p`` (S, H) — the RPE slope of each head;
+* ``blocks.{l}.mlp.W_in`` (S, D, m), ``b_in`` (S, m), ``W_out`` (S, m, D), ``b_out`` (S, D) where the layer
+  has an FFN (width m > 0);
+* ``unembed.W_U`` (S, D, d_out).
+
+Block l: Z ← Z + SA(Z) (or SA(Z) without residual), then Z ← Z + FFN(Z) if it has one.  No 1/√K scaling
+by default (the paper has none; ``scale=True`` adds it).  Query position i attends to keys j with
+``key_start ≤ j < i`` (1-indexed; spec A1: the toy and the constructions start layer-2 keys at 2 or n);
+a query with no keys (position 1 always) outputs 0, never NaN.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from inductionlab.config import require
+
+PerLayer = bool | tuple[bool, ...]
+PerHead = bool | tuple[tuple[bool, ...], ...]
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Architecture.  Per-layer options take one value for all layers or a tuple with one per layer;
+    ``dp`` / ``rpe`` take one bool, or per layer a tuple of per-head bools."""
+
+    d_in: int = 1  # token dimension (real-valued tokens); ignored when vocab > 0
+    vocab: int = 0  # > 0: discrete tokens 0..vocab−1 with a lookup embedding
+    d_model: int = 8
+    n_layers: int = 2
+    n_heads: int = 1
+    d_head: int = 0  # 0: d_model
+    dp: PerHead = True
+    rpe: PerHead = True
+    residual: PerLayer = True
+    ffn_width: int | tuple[int, ...] = 0
+    key_start: int | tuple[int, ...] = 1
+    scale: bool = False
+    readout: Literal["last", "all"] = "last"
+    d_out: int = 0  # 0: d_in (real tokens) or vocab (discrete)
+    init_std: float = 0.01
+    slope_init: float = 0.01
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "n_layers", "n_heads"):
+            require(getattr(self, name) >= 1, f"model.{name}", f"must be an integer ≥ 1, got {getattr(self, name)}")
+        for name in ("d_in", "vocab", "d_head", "d_out"):
+            require(getattr(self, name) >= 0, f"model.{name}", f"must be an integer ≥ 0, got {getattr(self, name)}")
+        require(self.vocab > 0 or self.d_in >= 1, "model.d_in", "real-valued tokens need d_in ≥ 1 (or set model.vocab)")
+        require(self.init_std >= 0 and math.isfinite(self.init_std), "model.init_std", "must be a finite number ≥ 0")
+        for name in ("residual", "ffn_width", "key_start"):
+            value = getattr(self, name)
+            require(not isinstance(value, tuple) or len(value) == self.n_layers, f"model.{name}",
+                    f"give one value or {self.n_layers} (one per layer), got {value}")
+        for name in ("dp", "rpe"):
+            value = getattr(self, name)
+            ok = isinstance(value, bool) or (len(value) == self.n_layers and all(len(v) == self.n_heads for v in value))
+            require(ok, f"model.{name}", f"give one bool or {self.n_layers} tuples of {self.n_heads} bools (layer × head)")
+        require(all(k >= 1 for k in self.layer("key_start")), "model.key_start", "key positions start at 1 (1-indexed)")
+        require(all(m >= 0 for m in self.layer("ffn_width")), "model.ffn_width", "must be ≥ 0 (0: no FFN)")
+
+    def layer(self, name: str) -> tuple:
+        """The per-layer value of ``name``, expanded to one entry per layer."""
+        value = getattr(self, name)
+        return value if isinstance(value, tuple) else (value,) * self.n_layers
+
+    def heads(self, name: Literal["dp", "rpe"]) -> torch.Tensor:
+        """(n_layers, H) 0/1 mask of the heads that use the DP or the RPE term."""
+        value = getattr(self, name)
+        rows = [[value] * self.n_heads] * self.n_layers if isinstance(value, bool) else value
+        return torch.tensor(rows, dtype=torch.float32)
+
+    @property
+    def K(self) -> int:
+        return self.d_head or self.d_model
+
+    @property
+    def out_dim(self) -> int:
+        return self.d_out or (self.vocab if self.vocab else self.d_in)
+
+
+Params = dict[str, torch.Tensor]
+
+
+def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """Name → shape without the run axis."""
+    D, H, K = cfg.d_model, cfg.n_heads, cfg.K
+    shapes = {"embed.W_E": (cfg.vocab or cfg.d_in, D)}
+    for l, m in enumerate(cfg.layer("ffn_width")):
+        a = f"blocks.{l}.attn."
+        shapes |= {a + "W_Q": (H, D, K), a + "W_K": (H, D, K), a + "W_V": (H, D, K), a + "W_O": (H, K, D), a + "p": (H,)}
+        if m:
+            f = f"blocks.{l}.mlp."
+            shapes |= {f + "W_in": (D, m), f + "b_in": (m,), f + "W_out": (m, D), f + "b_out": (D,)}
+    shapes["unembed.W_U"] = (D, cfg.out_dim)
+    return shapes
+
+
+def init_params(cfg: TransformerConfig, n_runs: int, generator: torch.Generator,
+                dtype: torch.dtype = torch.float32) -> Params:
+    """Weights ~ N(0, init_std²), biases 0, slopes ``slope_init`` (spec §6: initialisation scale 0.01)."""
+    params = {}
+    for name, shape in param_shapes(cfg).items():
+        if name.endswith(".p"):
+            params[name] = torch.full((n_runs, *shape), cfg.slope_init, dtype=dtype)
+        elif ".b_" in name:
+            params[name] = torch.zeros(n_runs, *shape, dtype=dtype)
+        else:
+            params[name] = torch.randn(n_runs, *shape, generator=generator, dtype=dtype) * cfg.init_std
+    return params
+
+
+def zero_params(cfg: TransformerConfig, n_runs: int = 1, dtype: torch.dtype = torch.float64) -> Params:
+    """All-zero parameters, for hand-built constructions to fill in."""
+    return {name: torch.zeros(n_runs, *shape, dtype=dtype) for name, shape in param_shapes(cfg).items()}
+
+
+def attention_mask(L: int, key_start: int) -> torch.Tensor:
+    """(L, L) bool: query i (row) may attend to key j iff key_start ≤ j < i (1-indexed), strictly causal."""
+    i = torch.arange(1, L + 1).view(-1, 1)
+    j = torch.arange(1, L + 1).view(1, -1)
+    return (j < i) & (j >= key_start)
+
+
+def embed(cfg: TransformerConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
+    """Tokens → (S, B, L, D).  Real tokens x (S or 1, B, L, d); discrete tokens (S or 1, B, L) integers."""
+    W_E = params["embed.W_E"]
+    if cfg.vocab:
+        require(not x.is_floating_point(), "x", "discrete tokens must be integers (model.vocab > 0)")
+        runs = torch.arange(W_E.shape[0]).view(-1, 1, 1)
+        return W_E[runs, x.expand(W_E.shape[0], -1, -1)]
+    require(x.shape[-1] == cfg.d_in, "x", f"expected tokens of dimension d_in = {cfg.d_in}, got {tuple(x.shape)}")
+    return torch.matmul(x, W_E.unsqueeze(1))
+
+
+def attention(cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Layer l's multi-head attention: output (S, B, L', D) and pattern (S, B, H, L', L), where L' = L, or
+    1 with ``last_only`` (only the last query: all a last-position readout needs from the last layer)."""
+    a = f"blocks.{l}.attn."
+    L = z.shape[2]
+    Lq = 1 if last_only else L
+    zh = z.unsqueeze(2)  # (S, B, 1, L, D)
+    v = torch.matmul(zh, params[a + "W_V"].unsqueeze(1))  # (S, B, H, L, K)
+    logits = torch.zeros(z.shape[0], z.shape[1], cfg.n_heads, Lq, L, dtype=z.dtype)
+    dp, rpe = cfg.heads("dp")[l].to(z.dtype), cfg.heads("rpe")[l].to(z.dtype)
+    if bool(dp.any()):
+        q = torch.matmul(zh[..., L - Lq :, :], params[a + "W_Q"].unsqueeze(1))
+        k = torch.matmul(zh, params[a + "W_K"].unsqueeze(1))
+        qk = torch.matmul(q, k.transpose(-1, -2))
+        logits = logits + dp.view(-1, 1, 1) * (qk / math.sqrt(cfg.K) if cfg.scale else qk)
+    if bool(rpe.any()):
+        i = torch.arange(L, dtype=z.dtype)
+        dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
+        slope = (params[a + "p"] * rpe).view(z.shape[0], 1, cfg.n_heads, 1, 1)
+        logits = logits - slope * dist
+    allowed = attention_mask(L, cfg.layer("key_start")[l])[L - Lq :]
+    has_keys = allowed.any(-1, keepdim=True)  # (L, 1); rows without keys get a finite dummy row, then 0
+    logits = logits.masked_fill(~allowed, -math.inf).masked_fill(~has_keys, 0.0)
+    pattern = torch.softmax(logits, -1) * has_keys
+    heads = torch.matmul(pattern, v)  # (S, B, H, L, K)
+    out = torch.einsum("sbhlk,shkd->sbld", heads, params[a + "W_O"])
+    return out, pattern
+
+
+def forward(cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool = False
+            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Model output — (S, B, d_out) at the last position, or (S, B, L, d_out) with readout "all" — and,
+    with ``keep``, a cache of ``blocks.{l}.attn.pattern`` (S, B, H, L, L) and ``blocks.{l}.hook_resid_post``
+    (S, B, L, D) (TransformerLens names) plus ``hook_embed``."""
+    z = embed(cfg, params, x)
+    cache = {"hook_embed": z} if keep else {}
+    for l, (residual, width) in enumerate(zip(cfg.layer("residual"), cfg.layer("ffn_width"))):
+        last_only = cfg.readout == "last" and not keep and l == cfg.n_layers - 1
+        out, pattern = attention(cfg, params, l, z, last_only)
+        z = (z[:, :, -out.shape[2] :] + out) if residual else out
+        if width:
+            f = f"blocks.{l}.mlp."
+            hidden = torch.relu(torch.matmul(z, params[f + "W_in"].unsqueeze(1)) + params[f + "b_in"][:, None, None])
+            z = z + torch.matmul(hidden, params[f + "W_out"].unsqueeze(1)) + params[f + "b_out"][:, None, None]
+        if keep:
+            cache[f"blocks.{l}.attn.pattern"] = pattern
+            cache[f"blocks.{l}.hook_resid_post"] = z
+    if cfg.readout == "last":
+        z = z[:, :, -1]  # (the last layer computed only this query unless keep)
+    return torch.matmul(z, params["unembed.W_U"].unsqueeze(1) if cfg.readout == "all" else params["unembed.W_U"]), cache
