@@ -21,6 +21,11 @@ Similarity = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (query (...
 Tokens = Literal["gaussian", "uniform"]
 
 
+def dot(w_star: torch.Tensor) -> Similarity:
+    """g(u, v) = uᵀ W* v: the bilinear score of IH_n (eqs. 4 and 6)."""
+    return lambda q, k: (torch.matmul(q, w_star.to(q.dtype)) * k).sum(-1)
+
+
 def rbf(bandwidth: float = 1.0, scale: float = 1.0) -> Similarity:
     """g(u, v) = scale · exp(−‖u − v‖² / (2 bandwidth²)): a smooth similarity with a fast-decaying POD."""
     return lambda q, k: scale * torch.exp(-(q - k).square().sum(-1) / (2 * bandwidth**2))
@@ -31,7 +36,7 @@ def cosine(scale: float = 1.0) -> Similarity:
     return lambda q, k: scale * torch.nn.functional.cosine_similarity(q, k, dim=-1, eps=1e-12)
 
 
-SIMILARITIES: dict[str, Callable[..., Similarity]] = {"rbf": rbf, "cosine": cosine}
+SIMILARITIES: dict[str, Callable[..., Similarity]] = {"dot": dot, "rbf": rbf, "cosine": cosine}
 
 
 def sample_tokens(shape: Sequence[int], tokens: Tokens, generator: torch.Generator,
@@ -66,7 +71,7 @@ def induction_head(x: torch.Tensor, w_star: torch.Tensor, n: int = 2) -> torch.T
     m = (n - 1) * x.shape[-1]
     require(tuple(w_star.shape) == (m, m), "w_star", f"IH_{n} on d = {x.shape[-1]} tokens needs a {m}×{m} matrix, "
             f"got {tuple(w_star.shape)}")
-    return generalized_induction_head(x, n, lambda q, k: (torch.matmul(q, w_star.to(q.dtype)) * k).sum(-1))
+    return generalized_induction_head(x, n, dot(w_star))
 
 
 @dataclass(frozen=True)
@@ -95,5 +100,5 @@ class InductionTaskConfig:
         """The task's target for tokens x (..., B, L, d)."""
         if self.similarity == "dot":
             return induction_head(x, self.w_star(x.dtype), self.n)
-        g = rbf(self.bandwidth, self.w_scale) if self.similarity == "rbf" else cosine(self.w_scale)
-        return generalized_induction_head(x, self.n, g)
+        args = (self.bandwidth, self.w_scale) if self.similarity == "rbf" else (self.w_scale,)
+        return generalized_induction_head(x, self.n, SIMILARITIES[self.similarity](*args))
