@@ -3,7 +3,9 @@
 per lag) and D ≥ n·d (one block per copied token), so (8, 8) can fit and (2, 2) cannot.
 
 Task and optimiser defaults are those of :mod:`inductionlab.experiments.probe` (W* = I_3, Adam lr 1e-2; the
-spec's W* = 0.49² I_3, lr 1e-3 with ``--preset spec``).  Each (H, D) pair trains its seeds on the run axis; the summary's ``final_loss`` is the mean over seeds of
+spec's W* = 0.49² I_3, lr 1e-3 with ``--preset spec``), but 12 000 steps with a cosine decay of the learning
+rate to 5% (a choice of ours: at a constant lr 1e-2 the (8, 8) loss keeps oscillating on a floor near 12% of
+the (2, 2) loss even after 25 000 steps; the decay brings it to 6%).  Each (H, D) pair trains its seeds on the run axis; the summary's ``final_loss`` is the mean over seeds of
 the final evaluation loss, keyed "HxD".
 """
 from __future__ import annotations
@@ -30,8 +32,9 @@ RUN_AXIS = True
 class Config:
     model: TransformerConfig = field(default_factory=lambda: TransformerConfig(d_in=1))
     task: InductionTaskConfig = field(default_factory=lambda: InductionTaskConfig(n=4, d=1, L=40, w_scale=1.0))
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, steps=5000, batch_size=128,
-                                                                   eval_every=200, eval_log_points=20))
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, steps=12_000, batch_size=128,
+                                                                   eval_every=500, eval_log_points=20,
+                                                                   schedule="cosine"))
     heads: tuple[int, ...] = (2, 8)
     dims: tuple[int, ...] = (2, 8)
     seeds: tuple[int, ...] = (0,)
@@ -43,7 +46,8 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {"spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64},
+PRESETS = {"spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64,
+                    "train.schedule": "constant"},
            "smoke": {"train.steps": 10, "train.eval_every": 5, "eval_size": 16, "task.L": 10, "train.batch_size": 8}}
 
 
