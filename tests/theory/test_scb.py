@@ -66,6 +66,17 @@ def test_sampler_reproduces_the_bigram_law(inst):
     assert torch.allclose(emp, law.mean(0), atol=6e-3)
 
 
+@pytest.mark.parametrize("N", [3, 24])  # a comparison count (N ≤ 16) and a binary search (N > 16)
+def test_context_tokens_follow_mu_for_small_and_large_vocabularies(N):
+    big = scb.random_instance(scb.SCBConfig(N=N, Q=2, T=20, C=8.0), 2, np.random.default_rng(2))
+    tokens, last, _ = scb.sample(big, 20_000, torch.Generator().manual_seed(3))
+    assert int(tokens.min()) == 0 and int(tokens.max()) == N - 1
+    for run in range(2):
+        freq = torch.bincount(tokens[run].flatten(), minlength=N).double() / tokens[run].numel()
+        assert torch.allclose(freq, big.mu[run], atol=3e-3)
+        assert torch.allclose(torch.bincount(last[run], minlength=N).double() / last.shape[1], big.mu[run], atol=2e-2)
+
+
 def test_assumption_violations_are_named():
     good = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=10), 1, np.random.default_rng(1))
     trivial = scb.SCBInstance(good.mu.unsqueeze(-1).expand(1, 3, 3).clone(), good.mu, good.Q)

@@ -13,11 +13,15 @@ from __future__ import annotations
 import torch
 
 
+def _flat_last(last: torch.Tensor, N: int) -> torch.Tensor:
+    """Row indices (S·B,) of the columns a_{x_{T+1}} in Aᵀ flattened to (S·N, T)."""
+    return (last + N * torch.arange(last.shape[0]).view(-1, 1)).view(-1)
+
+
 def context(A: torch.Tensor, tokens: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
     """h = X a_{x_{T+1}} (S, B, N): the attention-weighted token counts."""
     S, B, T = tokens.shape
-    runs = torch.arange(S).view(-1, 1, 1)
-    weights = A[runs, torch.arange(T).view(1, 1, -1), last.unsqueeze(-1)]  # (S, B, T)
+    weights = A.transpose(1, 2).reshape(-1, T).index_select(0, _flat_last(last, A.shape[-1])).view(S, B, T)
     return torch.zeros(S, B, A.shape[-1], dtype=A.dtype).scatter_add_(2, tokens, weights)
 
 
@@ -43,15 +47,14 @@ def gradients(V: torch.Tensor, A: torch.Tensor, tokens: torch.Tensor, last: torc
     """Raw mini-batch gradients (G_V (S, N, N), G_A (S, T, N)) of the mean loss (spec §4 [D]):
     ∇_V ℓ = r (X a_k)ᵀ and ∇_A ℓ = Xᵀ Vᵀ r e_kᵀ with r = V X a_k − e_{x_o}, k = x_{T+1}."""
     S, B, T = tokens.shape
+    N = A.shape[-1]
     h = context(A, tokens, last)
-    r = torch.einsum("snk,sbk->sbn", V, h)
+    r = torch.bmm(h, V.transpose(1, 2))
     r.scatter_add_(2, label.unsqueeze(-1), -torch.ones(S, B, 1, dtype=r.dtype))
-    g_v = torch.einsum("sbn,sbk->snk", r, h) / B
-    vr = torch.einsum("snk,sbn->sbk", V, r)  # Vᵀ r (S, B, N)
-    per_pos = vr.gather(2, tokens) / B  # (Xᵀ Vᵀ r)_t = (Vᵀ r)[x_t]  (S, B, T)
-    g_a = torch.zeros(S, T, A.shape[-1], dtype=A.dtype)
-    g_a.scatter_add_(2, last.unsqueeze(1).expand(S, T, B), per_pos.transpose(1, 2))
-    return g_v, g_a
+    g_v = torch.bmm(r.transpose(1, 2), h) / B
+    per_pos = torch.bmm(r, V).gather(2, tokens) / B  # (Xᵀ Vᵀ r)_t = (Vᵀ r)[x_t]  (S, B, T)
+    g_a_t = torch.zeros(S * N, T, dtype=A.dtype).index_add_(0, _flat_last(last, N), per_pos.view(S * B, T))
+    return g_v, g_a_t.view(S, N, T).transpose(1, 2)
 
 
 def precondition(G: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:

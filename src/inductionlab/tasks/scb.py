@@ -139,16 +139,31 @@ def _categorical(cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return (u >= cdf[..., :-1]).sum(-1)
 
 
+def _iid_tokens(mu_cdf: torch.Tensor, shape: tuple[int, int, int], generator: torch.Generator) -> torch.Tensor:
+    """Tokens i.i.d. from μ, (S, B, n) int64, from float32 uniforms (the CDF rounded to float32: probabilities
+    off by < 1e-7).  Small N: one uint8 comparison pass per CDF step; large N: a binary search."""
+    S = shape[0]
+    u = torch.rand(shape, generator=generator)
+    cdf = mu_cdf.float()
+    if cdf.shape[-1] > 16:
+        return torch.searchsorted(cdf.contiguous(), u.view(S, -1), right=True).clamp_max(cdf.shape[-1] - 1).view(shape)
+    tokens = torch.zeros(shape, dtype=torch.uint8)
+    for j in range(cdf.shape[-1] - 1):
+        tokens += u >= cdf[:, j].view(S, 1, 1)
+    return tokens.long()
+
+
 def sample(inst: SCBInstance, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """B examples per run: tokens x_1..x_T (S, B, T), last token x_{T+1} (S, B), label x_o (S, B) (int64).
-    All draws are inverse-CDF look-ups of one block of uniforms."""
+    All draws are inverse-CDF look-ups of uniforms (float32 for the T + 1 context tokens, float64 for the
+    position and the label)."""
     S, T = inst.P.shape[0], inst.T
-    u = torch.rand(S, batch, T + 3, generator=generator, dtype=inst.mu.dtype)
-    tokens = _categorical(inst.mu_cdf.view(S, 1, 1, -1), u[:, :, : T + 1, None])  # (S, B, T+1)
+    tokens = _iid_tokens(inst.mu_cdf, (S, batch, T + 1), generator)
+    u = torch.rand(S, batch, 2, generator=generator, dtype=inst.mu.dtype)
     last = tokens[:, :, T]
     runs = torch.arange(S).view(-1, 1)
-    j = _categorical(inst.q_cdf[runs, last], u[:, :, T + 1, None])  # which support entry of q^{(x_{T+1})}
+    j = _categorical(inst.q_cdf[runs, last], u[:, :, 0, None])  # which support entry of q^{(x_{T+1})}
     s = inst.q_positions[runs, last].gather(2, j.unsqueeze(-1)).squeeze(-1)
     source = tokens.gather(2, s.unsqueeze(-1)).squeeze(-1)
-    label = _categorical(inst.p_cdf[runs, source], u[:, :, T + 2, None])
+    label = _categorical(inst.p_cdf[runs, source], u[:, :, 1, None])
     return tokens[:, :, :T], last, label
