@@ -84,3 +84,35 @@ def test_assumption_violations_are_named():
         scb.check_assumption(trivial, 2, 4.0, 0.1)
     with pytest.raises(ConfigError, match="2.1\\(a\\)"):
         scb.check_assumption(good, 1, 4.0, 0.1)
+
+
+def test_noise_scales_match_single_sample_gradient_variance(inst):
+    from inductionlab.models import linear
+    V = inst.P * 0.7 + 0.3 * inst.mu.unsqueeze(-1)
+    A = inst.Q * 0.6 + 0.4 / inst.T
+    M = 3000
+    sv, sa = th.noise_scales(V, A, inst, M, torch.Generator().manual_seed(7), chunk=M)
+    tokens, last, label = scb.sample(inst, M, torch.Generator().manual_seed(7))
+    gv, ga = [], []
+    for b in range(M):
+        g = linear.gradients(V, A, tokens[:, b:b + 1], last[:, b:b + 1], label[:, b:b + 1])
+        gv.append(linear.precondition(g[0], inst.mu)), ga.append(linear.precondition(g[1], inst.mu) * inst.mu.sqrt().unsqueeze(-2))
+    N, T = inst.N, inst.T
+    var_v = torch.stack(gv).var(0).flatten(1).sum(1) / ((N - 1) * N)
+    var_a = torch.stack(ga).var(0).flatten(1).sum(1) / ((T - 1) * N)
+    assert torch.allclose(sv, var_v.sqrt(), rtol=0.03) and torch.allclose(sa, var_a.sqrt(), rtol=0.03)
+
+
+def test_gaussian_oracle_is_unbiased_with_the_stated_scale(inst):
+    V, A = inst.P.clone(), inst.Q.clone()
+    oracle = th.gaussian_noise_oracle(torch.tensor([0.4, 0.4]), torch.tensor([0.2, 0.2]), batch=4, scale_A_with_V=False)
+    gen = torch.Generator().manual_seed(0)
+    draws = [oracle(V, A, inst, gen) for _ in range(4000)]
+    gv, ga = th.population_gradients(V, A, inst)
+    nv = torch.stack([d[0] for d in draws]) - gv
+    na = torch.stack([d[1] for d in draws]) - ga
+    N, T = inst.N, inst.T
+    assert float(nv.mean(0).abs().max()) < 0.02 and torch.allclose(nv[:, 0], nv[:, 1])  # one draw for all runs
+    assert abs(float(nv.var(0).mean()) / (0.16 / 4 * (N - 1) / N) - 1) < 0.05
+    scaled = na * inst.mu.sqrt().unsqueeze(-2)
+    assert abs(float(scaled.var(0).mean()) / (0.04 / 4 * (T - 1) / T) - 1) < 0.05

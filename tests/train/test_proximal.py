@@ -69,3 +69,39 @@ def test_methods_on_the_run_axis_equal_separate_runs_on_the_same_data():
         assert torch.allclose(V[r], Vr[0], atol=1e-12) and torch.allclose(A[r], Ar[0], atol=1e-12), c.method
         mine = together[together.run == r].drop(columns="run").reset_index(drop=True)
         assert np.allclose(mine.to_numpy(float), alone.drop(columns="run").to_numpy(float), atol=1e-10), c.method
+
+
+def test_noiseless_oracle_runs_algorithm_1_through_train_scb():
+    inst = scb.random_instance(scb.SCBConfig(N=4, Q=2, T=20), 2, np.random.default_rng(0))
+    cfg = P.SCBTrainConfig(steps=400, stage1_steps=40, eta1=0.5, eta2=0.05, lam=1e-4, eval_every=100)
+    oracle = th.gaussian_noise_oracle(torch.zeros(2), torch.zeros(2), batch=1)
+    _, A, m = P.train_scb(cfg, inst, 2, oracle=oracle)
+    final = m[m.step == 400]
+    assert float(final.dist_A_norm.max()) < 1e-3 and float(final.dist_V_star.max()) < 1e-3
+    assert torch.allclose(A.sum(-2), torch.ones(2, 4, dtype=torch.float64), atol=1e-9)
+
+
+def test_transfer_step_lands_on_the_line_at_the_target_alpha():
+    inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=12), 2, np.random.default_rng(4))
+    R = P.reversal(inst.P, inst.mu)
+    assert torch.allclose(R.sum(-2), torch.ones(2, 3, dtype=torch.float64))
+    assert torch.allclose(torch.einsum("snk,sk->sn", R, inst.mu), inst.mu)
+    P_bar = 0.5 * inst.P + 0.5 * R
+    V0, A1, beta0 = P.transfer_start(inst, P_bar, 0.5, 0.8, 400_000, torch.Generator().manual_seed(0), chunk=50_000)
+    assert torch.allclose(th.signal(V0, torch.full_like(A1, 1 / 12), inst)["beta"], beta0)
+    sig = th.signal(V0, A1, inst)
+    assert torch.allclose(sig["alpha"], torch.full((2,), 0.8, dtype=torch.float64), atol=0.05)
+    assert float((sig["delta_A"] / sig["alpha"]).max()) < 0.1  # close to the line: the step is the population one
+    assert torch.allclose(A1.sum(-2), torch.ones(2, 3, dtype=torch.float64), atol=1e-12)
+
+
+def test_softmax_training_step_is_sgd_on_the_logits():
+    inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=10), 1, np.random.default_rng(5))
+    V1, W1, _ = P.train_softmax_scb(inst, 0.3, 7.0, 1, 16, 1, seed=3, Q_sparsity=2)
+    batch = scb.sample(inst, 16, torch.Generator().manual_seed(3))
+    V0, _ = P.initial_state(inst)
+    V0, W0 = V0.requires_grad_(), torch.zeros_like(inst.Q).requires_grad_()
+    from inductionlab.models import linear
+    linear.loss(V0, linear.softmax_attention(W0), *batch).sum().backward()
+    assert torch.allclose(V1, V0.detach() - 0.3 * V0.grad, atol=1e-12)
+    assert torch.allclose(W1, -7.0 * W0.grad, atol=1e-12)

@@ -13,7 +13,7 @@ Algorithm 1: Stage 1 (λ = 0, η₁) until a fixed step or max(α, β) ≥ ρ �
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -118,6 +118,32 @@ def initial_state(inst: SCBInstance) -> tuple[torch.Tensor, torch.Tensor]:
     return inst.mu.unsqueeze(-1).expand(S, N, N).clone(), torch.full((S, T, N), 1.0 / T, dtype=inst.P.dtype)
 
 
+def reversal(P: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """The time reversal D_μ Pᵀ D_μ⁻¹ of a column-stochastic P (S, N, N): column-stochastic with the same μ."""
+    return P.transpose(1, 2) * mu.unsqueeze(-1) / mu.unsqueeze(-2)
+
+
+def transfer_start(inst: SCBInstance, V_bar: torch.Tensor, gamma: float, alpha_target: float, n_samples: int,
+                   generator: torch.Generator, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Transfer initialisation (spec §8, Lemmas H.1–H.2): V₀ = μ1ᵀ + γ(V̄ − μ1ᵀ), A₀ = 11ᵀ/T, then one gradient
+    step on A from ``n_samples`` samples (drawn in chunks) with λ = 0 and η_A = α*/(K_P β₀), so that the
+    population step lands at α₁ = α* on the line (β₀ = β(V₀) from the ground truth [P: the spec's
+    η_A ≈ Θ(1)/(K_Pβ₀)]).  The thresholding that follows is the rounding at the start of Stage 2
+    (:func:`train_scb` with ``stage1_steps=0``).  Returns V₀ (S, N, N), A₁ (S, T, N) and β₀ (S,)."""
+    require(0 < gamma <= 1 and alpha_target > 0 and n_samples >= 1, "transfer", "needs 0 < γ ≤ 1, α* > 0, n ≥ 1")
+    mu = inst.mu
+    V0 = mu.unsqueeze(-1) + gamma * (V_bar - mu.unsqueeze(-1))
+    A0 = torch.full_like(inst.Q, 1.0 / inst.T)
+    beta0 = signal(V0, A0, inst)["beta"]
+    require(bool((beta0 > 0).all()), "transfer", "the pretraining task must correlate with the task (β₀ > 0, κ > 0)")
+    grad = torch.zeros_like(A0)
+    for start in range(0, n_samples, chunk):
+        size = min(chunk, n_samples - start)
+        grad += linear.gradients(V0, A0, *sample(inst, size, generator))[1] * (size / n_samples)
+    eta_A = (alpha_target / (inst.K_P * beta0)).view(-1, 1, 1)
+    return V0, A0 - eta_A * linear.precondition(grad, mu), beta0
+
+
 def evaluate(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, Q_sparsity: int, C: float) -> dict[str, torch.Tensor]:
     """Spec §10 metrics (a)–(e), per run: μ-distances raw and after normalisation (Ā, V*(Ā)), centred
     μ-cosines, the population loss, α, β and the off-line errors."""
@@ -135,14 +161,23 @@ def evaluate(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, Q_sparsity: in
             "cos_V": cos(V0, P0), "cos_A": cos(A0, Q0), "loss": population_loss(V, A, inst), **sig}
 
 
+Oracle = Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
+
+
 def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance, Q_sparsity: int,
-              progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
+              progress: bool = False, init: tuple[torch.Tensor, torch.Tensor] | None = None,
+              oracle: Oracle | None = None) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
     """Train on the run axis: one config for the S instances of ``inst``, or one config per run — then all
     runs train one instance (S = 1) on the *same* batches (methods compared on identical data) and may differ
-    in method, η₁, η₂ and λ only.  Returns V, A and the metrics table (run, step, stage, the :func:`evaluate`
-    columns, and per step, averaged since the last evaluation, ``zeroed`` — the entries the prox set to 0 —
-    and ``negative`` — entries on the negative soft-threshold branch (Stage 2 only; it fires whenever α > 1
-    puts the off-support entries (1 − α)/T below −η_Aλ))."""
+    in method, η₁, η₂ and λ only.  Returns V, A and the metrics table (run, step, samples, stage, the
+    :func:`evaluate` columns, and per step, averaged since the last evaluation, ``zeroed`` — the entries the
+    prox set to 0 — and ``negative`` — entries on the negative soft-threshold branch (Stage 2 only; it fires
+    whenever α > 1 puts the off-support entries (1 − α)/T below −η_Aλ)).
+
+    ``init``: (V₀, A₀) (S, N, N), (S, T, N) instead of :func:`initial_state` (e.g. the transfer start of
+    spec §8; ``stage1_steps=0`` then starts with the rounding and Stage 2).  ``oracle(V, A, inst, generator)``:
+    preconditioned gradients (∇̃_V, ∇̃_A) replacing the mini-batch ones (e.g. the Gaussian-noise simulation of
+    spec §10); not with ``raw_sgd``."""
     cfgs = [cfg] if isinstance(cfg, SCBTrainConfig) else list(cfg)
     base, shared = cfgs[0], len(cfgs) > 1
     if shared:
@@ -157,13 +192,15 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
     eta1, eta2, lam = (per_run(getattr(c, n) for c in cfgs) for n in ("eta1", "eta2", "lam"))
     prox = torch.tensor([c.method == "proximal" for c in cfgs]).expand(S)
     raw = torch.tensor([c.method == "raw_sgd" for c in cfgs]).expand(S).view(-1, 1, 1)
+    require(oracle is None or not bool(raw.any()), "train.method", "raw_sgd needs mini-batches, not a gradient oracle")
     gen = torch.Generator().manual_seed(base.seed)
-    V, A = initial_state(inst)
+    V, A = initial_state(inst) if init is None else (init[0].expand(S, -1, -1).clone(), init[1].expand(S, -1, -1).clone())
     stage, rows, zeroed, negative, since = torch.ones(S, dtype=torch.long), [], torch.zeros(S), torch.zeros(S), 0
     for step in tqdm(range(base.steps + 1), disable=not progress, desc=base.method, mininterval=1.0):
         if step % base.eval_every == 0 or step == base.steps:
             row = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, base.threshold_C).items()}
-            rows.append({"run": np.arange(S), "step": np.full(S, step), "stage": stage.numpy().copy(), **row,
+            rows.append({"run": np.arange(S), "step": np.full(S, step), "samples": np.full(S, step * base.batch_size),
+                         "stage": stage.numpy().copy(), **row,
                          "zeroed": (zeroed / max(since, 1)).numpy(), "negative": (negative / max(since, 1)).numpy()})
             zeroed, negative, since = torch.zeros_like(zeroed), torch.zeros_like(negative), 0
             check_finite(torch.cat([V.flatten(1), A.flatten(1)], 1), f"by step {step}", None,
@@ -175,18 +212,51 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
                 stage = torch.where(start, 2, stage)
         if step == base.steps:
             break
-        batch = sample(data_inst, base.batch_size, gen) if shared else sample(inst, base.batch_size, gen)
-        if shared:
-            batch = tuple(b.expand(S, *b.shape[1:]) for b in batch)
-        g_v, g_a = linear.gradients(V, A, *batch)
+        if oracle is None:
+            batch = sample(data_inst, base.batch_size, gen) if shared else sample(inst, base.batch_size, gen)
+            if shared:
+                batch = tuple(b.expand(S, *b.shape[1:]) for b in batch)
+            g_v, g_a = linear.gradients(V, A, *batch)
+            pre_v, pre_a = linear.precondition(g_v, inst.mu), linear.precondition(g_a, inst.mu)
+        else:
+            pre_v, pre_a = oracle(V, A, inst, gen)
         eta_v, eta_a = step_sizes(inst, torch.where(stage == 2, eta2, eta1), base.lr_mode)
         lam_now = torch.where(stage == 2, lam, 0.0).view(-1, 1, 1)
-        A_prox, z, neg = prox_step(A, linear.precondition(g_a, inst.mu), eta_a, lam_now)
-        V = torch.where(raw, V - eta1.view(-1, 1, 1) * g_v, V - eta_v * linear.precondition(g_v, inst.mu))
-        A = torch.where(raw, A - eta1.view(-1, 1, 1) * g_a, A_prox)
+        A_prox, z, neg = prox_step(A, pre_a, eta_a, lam_now)
+        V_new = V - eta_v * pre_v
+        if oracle is None and bool(raw.any()):
+            V_new = torch.where(raw, V - eta1.view(-1, 1, 1) * g_v, V_new)
+            A_prox = torch.where(raw, A - eta1.view(-1, 1, 1) * g_a, A_prox)
+        V, A = V_new, A_prox
         zeroed, since = zeroed + z * ~raw.view(-1), since + 1
         negative += neg * (stage == 2)
     return V, A, metrics_frame(rows)
+
+
+def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, batch_size: int, eval_every: int,
+                      seed: int, Q_sparsity: int, C: float = 2.0, progress: bool = False
+                      ) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
+    """The softmax model of spec §9 (A = column-wise softmax of logits W) trained by plain SGD on ℓ from
+    W₀ = 0, V₀ = μ1ᵀ, with separate learning rates for V and W (near uniform attention the softmax Jacobian
+    is ≈ Π/T, so W needs a far larger rate).  Draws the same batches as :func:`train_scb` with the same seed
+    and batch size.  Returns V (S, N, N), W (S, T, N) and the :func:`evaluate` metrics of (V, softmax(W))."""
+    gen = torch.Generator().manual_seed(seed)
+    V, _ = initial_state(inst)
+    W = torch.zeros_like(inst.Q)
+    rows = []
+    for step in tqdm(range(steps + 1), disable=not progress, desc="softmax", mininterval=1.0):
+        A = linear.softmax_attention(W)
+        if step % eval_every == 0 or step == steps:
+            row = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, C).items()}
+            rows.append({"run": np.arange(V.shape[0]), "step": np.full(V.shape[0], step),
+                         "samples": np.full(V.shape[0], step * batch_size), **row})
+            check_finite(torch.cat([V.flatten(1), W.flatten(1)], 1), f"by step {step}", None, "Lower lr_V / lr_W.")
+        if step == steps:
+            break
+        g_v, g_a = linear.gradients(V, A, *sample(inst, batch_size, gen))
+        V = V - lr_V * g_v
+        W = W - lr_W * A * (g_a - (A * g_a).sum(-2, keepdim=True))  # ∇_w = (diag σ − σσᵀ) ∇_σ per column
+    return V, W, metrics_frame(rows)
 
 
 def _stage1_over(cfg: SCBTrainConfig, step: int, row: dict) -> np.ndarray:
