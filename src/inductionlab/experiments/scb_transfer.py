@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from matplotlib.ticker import NullFormatter
 
 from inductionlab import plots
 from inductionlab.config import require
@@ -117,6 +118,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
                 label=f"{method} (median; slope {slope:.2f})" if slope is not None else method)
     if any(v is not None for d in s["samples_to_target"].values() for v in d.values()):
         ax.set_xscale("log"), ax.set_yscale("log")
+        T_all = sorted({float(T) for d in s["samples_to_target"].values() for T in d})
+        ax.set_xticks(T_all, [f"{T:g}" for T in T_all])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("context length T"), ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target")
     ax.set_title("scratch pays a T-dependent first stage; transfer does not", fontsize=9)
     ax.legend(fontsize=8)
