@@ -179,7 +179,7 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
     preconditioned gradients (∇̃_V, ∇̃_A) replacing the mini-batch ones (e.g. the Gaussian-noise simulation of
     spec §10); not with ``raw_sgd``."""
     cfgs = [cfg] if isinstance(cfg, SCBTrainConfig) else list(cfg)
-    base, shared = cfgs[0], len(cfgs) > 1
+    base, shared, data_inst = cfgs[0], len(cfgs) > 1, inst
     if shared:
         require(inst.P.shape[0] == 1, "inst", "one config per run needs a single instance (S = 1)")
         require(all(replace(c, method=base.method, eta1=base.eta1, eta2=base.eta2, lam=base.lam) == base for c in cfgs),
@@ -205,18 +205,12 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
             zeroed, negative, since = torch.zeros_like(zeroed), torch.zeros_like(negative), 0
             check_finite(torch.cat([V.flatten(1), A.flatten(1)], 1), f"by step {step}", None,
                          "Lower train.eta1 / train.eta2 (the spec picks the largest η that does not diverge).")
-            start = prox & (stage == 1) & torch.as_tensor(_stage1_over(base, step, row))
-            if bool(start.any()):
-                theta = threshold(torch.as_tensor(row["alpha"]).clamp(0, 1), inst.T, base.threshold_C, Q_sparsity)
-                A = torch.where(start.view(-1, 1, 1), round_columns(A, theta), A)
-                stage = torch.where(start, 2, stage)
+            A, stage = _enter_stage2(A, stage, prox & (stage == 1) & torch.as_tensor(_stage1_over(base, step, row)),
+                                     row["alpha"], inst, base.threshold_C, Q_sparsity)
         if step == base.steps:
             break
         if oracle is None:
-            batch = sample(data_inst, base.batch_size, gen) if shared else sample(inst, base.batch_size, gen)
-            if shared:
-                batch = tuple(b.expand(S, *b.shape[1:]) for b in batch)
-            g_v, g_a = linear.gradients(V, A, *batch)
+            g_v, g_a = _batch_gradients(V, A, data_inst, base.batch_size, gen)
             pre_v, pre_a = linear.precondition(g_v, inst.mu), linear.precondition(g_a, inst.mu)
         else:
             pre_v, pre_a = oracle(V, A, inst, gen)
@@ -228,8 +222,7 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
             V_new = torch.where(raw, V - eta1.view(-1, 1, 1) * g_v, V_new)
             A_prox = torch.where(raw, A - eta1.view(-1, 1, 1) * g_a, A_prox)
         V, A = V_new, A_prox
-        zeroed, since = zeroed + z * ~raw.view(-1), since + 1
-        negative += neg * (stage == 2)
+        zeroed, negative, since = zeroed + z * ~raw.view(-1), negative + neg * (stage == 2), since + 1
     return V, A, metrics_frame(rows)
 
 
@@ -257,6 +250,25 @@ def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, b
         V = V - lr_V * g_v
         W = W - lr_W * A * (g_a - (A * g_a).sum(-2, keepdim=True))  # ∇_w = (diag σ − σσᵀ) ∇_σ per column
     return V, W, metrics_frame(rows)
+
+
+def _batch_gradients(V: torch.Tensor, A: torch.Tensor, data_inst: SCBInstance, batch_size: int,
+                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Raw mini-batch gradients: one batch per instance, or — when ``data_inst`` holds one instance and V, A
+    hold S runs — one batch shared by all runs."""
+    batch = sample(data_inst, batch_size, generator)
+    if data_inst.P.shape[0] != V.shape[0]:
+        batch = tuple(b.expand(V.shape[0], *b.shape[1:]) for b in batch)
+    return linear.gradients(V, A, *batch)
+
+
+def _enter_stage2(A: torch.Tensor, stage: torch.Tensor, start: torch.Tensor, alpha: np.ndarray, inst: SCBInstance,
+                  C: float, Q_sparsity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Algorithm 1's Stage 1 → 2 switch for the runs in ``start`` (S,): rounding at θ(α̂), stage set to 2."""
+    if not bool(start.any()):
+        return A, stage
+    theta = threshold(torch.as_tensor(alpha).clamp(0, 1), inst.T, C, Q_sparsity)
+    return torch.where(start.view(-1, 1, 1), round_columns(A, theta), A), torch.where(start, 2, stage)
 
 
 def _stage1_over(cfg: SCBTrainConfig, step: int, row: dict) -> np.ndarray:
