@@ -198,10 +198,9 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
     stage, rows, zeroed, negative, since = torch.ones(S, dtype=torch.long), [], torch.zeros(S), torch.zeros(S), 0
     for step in tqdm(range(base.steps + 1), disable=not progress, desc=base.method, mininterval=1.0):
         if step % base.eval_every == 0 or step == base.steps:
-            row = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, base.threshold_C).items()}
-            rows.append({"run": np.arange(S), "step": np.full(S, step), "samples": np.full(S, step * base.batch_size),
-                         "stage": stage.numpy().copy(), **row,
-                         "zeroed": (zeroed / max(since, 1)).numpy(), "negative": (negative / max(since, 1)).numpy()})
+            row = _log_row(V, A, inst, step, base.batch_size, Q_sparsity, base.threshold_C, stage=stage.numpy().copy(),
+                           zeroed=(zeroed / max(since, 1)).numpy(), negative=(negative / max(since, 1)).numpy())
+            rows.append(row)
             zeroed, negative, since = torch.zeros_like(zeroed), torch.zeros_like(negative), 0
             check_finite(torch.cat([V.flatten(1), A.flatten(1)], 1), f"by step {step}", None,
                          "Lower train.eta1 / train.eta2 (the spec picks the largest η that does not diverge).")
@@ -240,9 +239,7 @@ def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, b
     for step in tqdm(range(steps + 1), disable=not progress, desc="softmax", mininterval=1.0):
         A = linear.softmax_attention(W)
         if step % eval_every == 0 or step == steps:
-            row = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, C).items()}
-            rows.append({"run": np.arange(V.shape[0]), "step": np.full(V.shape[0], step),
-                         "samples": np.full(V.shape[0], step * batch_size), **row})
+            rows.append(_log_row(V, A, inst, step, batch_size, Q_sparsity, C))
             check_finite(torch.cat([V.flatten(1), W.flatten(1)], 1), f"by step {step}", None, "Lower lr_V / lr_W.")
         if step == steps:
             break
@@ -250,6 +247,14 @@ def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, b
         V = V - lr_V * g_v
         W = W - lr_W * A * (g_a - (A * g_a).sum(-2, keepdim=True))  # ∇_w = (diag σ − σσᵀ) ∇_σ per column
     return V, W, metrics_frame(rows)
+
+
+def _log_row(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, step: int, batch_size: int, Q_sparsity: int,
+             C: float, **extra: np.ndarray) -> dict[str, np.ndarray]:
+    """One block of the metrics table: run, step, samples seen, the :func:`evaluate` metrics and ``extra``."""
+    S = V.shape[0]
+    metrics = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, C).items()}
+    return {"run": np.arange(S), "step": np.full(S, step), "samples": np.full(S, step * batch_size), **extra, **metrics}
 
 
 def _batch_gradients(V: torch.Tensor, A: torch.Tensor, data_inst: SCBInstance, batch_size: int,
