@@ -61,12 +61,14 @@ def parent_states(tokens: torch.Tensor, parents: tuple[int, ...], d: int) -> tor
     return z
 
 
-def sample(cfg: MarkovConfig, n: int, generator: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample(cfg: MarkovConfig, n: int, generator: np.random.Generator,
+           kernels: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """n sequences: tokens (n, L + 1) int64 — inputs ``tokens[:, :L]``, labels ``tokens[:, L]`` — and their
-    kernels (n, d^n, d) float64."""
+    kernels (n, d^n, d) float64, drawn from the prior unless given."""
     require(n >= 1, "n", f"must be ≥ 1, got {n}")
     d, L, parents = cfg.vocab_size, cfg.L, cfg.parents
-    kernels = draw_kernels(cfg, n, generator)
+    kernels = draw_kernels(cfg, n, generator) if kernels is None else kernels
+    require(kernels.shape == (n, d ** len(parents), d), "kernels", f"need shape {(n, d ** len(parents), d)}, got {kernels.shape}")
     cdf = np.cumsum(kernels, axis=-1)[..., :-1]  # (n, d^n, d − 1)
     u = generator.random((n, L + 1))
     x = np.empty((n, L + 1), dtype=np.int64)
@@ -102,3 +104,11 @@ def train_val_split(tokens: torch.Tensor, n_val: int, generator: torch.Generator
     require(0 < n_val < tokens.shape[0], "n_val", f"must lie in 1..{tokens.shape[0] - 1}, got {n_val}")
     perm = torch.randperm(tokens.shape[0], generator=generator)
     return tokens[perm[n_val:]], tokens[perm[:n_val]]
+
+
+def datasets(cfg: MarkovConfig, seeds: tuple[int, ...], n_samples: int, n_val: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One finite dataset per seed, split by the same seed (spec §1.5: 10 000 sequences, 9000 / 1000, seed
+    2024): train (S, n_samples − n_val, L + 1) and val (S, n_val, L + 1)."""
+    parts = [train_val_split(sample(cfg, n_samples, np.random.default_rng(s))[0], n_val,
+                             torch.Generator().manual_seed(s)) for s in seeds]
+    return torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])

@@ -1,0 +1,237 @@
+"""The two-attention-layer "disentangled" transformer TF(M, H, d, D) of Chen, Sheen, Wang, Yang 2024 (spec §2).
+
+* **Layer 1, the copier** (§2.1): H heads driven by relative positions only; head h attends from position l to
+  l − j with logit w^{(h)}_j over a window of lags j = 1..M and outputs v^{(h)}_l = Σ_j softmax_j(w^{(h)}) e_{x_{l−j}}.
+  Lags before the start are left out of the softmax; with none left v = 0 (spec A8).  ``windows="shared"``:
+  every head sees lags 1..M (spec A3).  ``windows="shifted"``: the authors' scheme, M = 2H − 1 and head h
+  sees lags h..h+H−1 only (repo parity).
+* **Disentangled residual**: layer 2 sees [e_{x_l}; v^{(1)}_l; …; v^{(H)}_l]; the raw token is its value.
+* **FFN with normalisation, the selector** (§2.2): over the subsets S ⊆ [H], |S| ≤ D (∅ included, spec A5),
+  with selection weights p_S = c_S² / Σ c².  ``norm="head_l2"`` (default, the repo form, spec A4): each head
+  output is ℓ2-normalised and K_l = Σ_S p_S Π_{h∈S} relu⟨v̂^{(h)}_{L+1}, v̂^{(h)}_l⟩.  ``norm="exact"``: the
+  paper's u = φ(v)/‖φ(v)‖, K_l = Σ c_S² Π⟨v_{L+1}, v_l⟩ / (‖φ(v_{L+1})‖ ‖φ(v_l)‖).  ``norm="layernorm"``: a
+  LayerNorm(d) per head with trainable affine parameters in place of the ℓ2 step (the full model, §5.3).
+* **Layer 2, the classifier** (§2.3): y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} ∈ Δ([d]), one scalar a.
+* **Loss** (§2.4, spec A2): ``loss="ce"`` is −log(y_{x_{L+1}} + 1e−12); ``loss="softmax_of_probs"`` is the repo's
+  surrogate −log softmax(y)_{x_{L+1}}.
+* ``variant="full"`` (§5.3): per-head W_Q, W_K, W_OV ∈ ℝ^{d×d} (initialised 0.01·I), token scores
+  e_{x_l}ᵀ W_Q W_Kᵀ e_{x_j} added to the RPE, and attention to the position itself (lag 0) with logit 1e−6;
+  the query position L + 1 attends to its own (empty, zero-valued) slot as well, as the authors' appended
+  zero row does.
+
+**How it is computed.**  Everything layer 1 produces at position l depends on l only through its *window
+state*, the tokens (x_{l−j})_{j ∈ lags} (lags 1..M; 0..M in the full variant), each in [d] or "absent"
+(before the start, and the query's own token).  There are Z = (d+1)^{|lags|} states (64 for d = M = 3), so
+the head outputs are computed once per state, the kernel once per pair of states as a table T (S, Z, Z), and
+a sequence's logits are gathered as T[z_{L+1}, z_l].  This is the model exactly, for any parameters, at a
+cost of O(B·L) per step instead of the authors' (L+1)² masked matrices per head.
+
+Shapes: S runs (seeds on the run axis), B sequences, L positions, H heads, M lags, d tokens, Z states,
+n_sub subsets.  Parameters (all with the run axis first): ``w`` (S, H, M), ``c`` (S, n_sub), ``a`` (S, 1);
+full variant ``W_Q``, ``W_K``, ``W_OV`` (S, H, d, d); layernorm ``ln_gamma``, ``ln_beta`` (S, H, d).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import torch
+
+from inductionlab.config import require
+
+EPS_LOG = 1e-12  # spec A2
+EPS_L2 = 1e-7  # the repo's v / (‖v‖ + 1e−7)
+SELF_LOGIT = 1e-6  # the full model's lag-0 logit (spec §5.3)
+GROUPS = {"c": ("c", "ln_gamma", "ln_beta"), "w": ("w", "W_Q", "W_K", "W_OV"), "a": ("a",)}
+
+
+@dataclass(frozen=True)
+class ChenConfig:
+    """Architecture and initialisation (spec §3.1: c = a = 0.01, head h starts at w_+ on lag h, w_− elsewhere;
+    (3, 0.1) for the simplified model, (1, 0.01) for the full one)."""
+
+    vocab_size: int = 3
+    n_heads: int = 3
+    window: int = 3  # M; "shifted" needs 2H − 1
+    max_degree: int = 2  # D
+    windows: Literal["shared", "shifted"] = "shared"
+    norm: Literal["head_l2", "exact", "layernorm"] = "head_l2"
+    loss: Literal["ce", "softmax_of_probs"] = "ce"
+    variant: Literal["simplified", "full"] = "simplified"
+    w_plus: float = 3.0
+    w_minus: float = 0.1
+    c_init: float = 0.01
+    a_init: float = 0.01
+
+    def __post_init__(self) -> None:
+        require(self.vocab_size >= 2, "model.vocab_size", f"needs at least 2 tokens, got {self.vocab_size}")
+        require(self.n_heads >= 1, "model.n_heads", f"must be ≥ 1, got {self.n_heads}")
+        require(1 <= self.max_degree <= self.n_heads, "model.max_degree", f"must lie in 1..n_heads = {self.n_heads}, got {self.max_degree}")
+        if self.windows == "shared":
+            require(self.window >= self.n_heads, "model.window", f"the shared window needs M ≥ H = {self.n_heads} (head h starts on lag h), got {self.window}")
+        else:
+            require(self.window == 2 * self.n_heads - 1, "model.window", f"the shifted scheme needs M = 2H − 1 = {2 * self.n_heads - 1}, got {self.window}")
+        require(self.n_states <= 4096, "model.window", f"(d+1)^(number of lags) = {self.n_states} window states exceed 4096")
+        require(self.c_init != 0, "model.c_init", "must be non-zero (p_S = c_S² / Σ c²)")
+
+    @property
+    def lags(self) -> tuple[int, ...]:
+        return tuple(range(0 if self.variant == "full" else 1, self.window + 1))
+
+    @property
+    def n_states(self) -> int:
+        return (self.vocab_size + 1) ** (self.window + (self.variant == "full"))
+
+    @property
+    def subsets(self) -> list[tuple[int, ...]]:
+        """Subsets of heads (0-based), by size then lexicographically: (), (0,), (1,), …, (0, 1), …"""
+        return [s for k in range(self.max_degree + 1) for s in itertools.combinations(range(self.n_heads), k)]
+
+
+def subset_label(subset: tuple[int, ...]) -> str:
+    """"{1,2}" for heads (0, 1) — head h starts on lag h, so labels read as lag sets."""
+    return "{" + ",".join(str(h + 1) for h in subset) + "}"
+
+
+def init_params(cfg: ChenConfig, n_runs: int, dtype: torch.dtype = torch.float64) -> dict[str, torch.Tensor]:
+    """The deterministic initialisation of spec §3.1, repeated over S = n_runs."""
+    H, M, d = cfg.n_heads, cfg.window, cfg.vocab_size
+    w = torch.full((H, M), cfg.w_minus, dtype=dtype)
+    w[torch.arange(H), torch.arange(H)] = cfg.w_plus  # head h on lag h + 1 (0-based column h)
+    p = {"w": w, "c": torch.full((len(cfg.subsets),), cfg.c_init, dtype=dtype), "a": torch.full((1,), cfg.a_init, dtype=dtype)}
+    if cfg.variant == "full":
+        eye = 0.01 * torch.eye(d, dtype=dtype).expand(H, d, d)
+        p.update(W_Q=eye, W_K=eye, W_OV=eye)
+    if cfg.norm == "layernorm":
+        p.update(ln_gamma=torch.ones(H, d, dtype=dtype), ln_beta=torch.zeros(H, d, dtype=dtype))
+    return {k: v.expand(n_runs, *v.shape).clone() for k, v in p.items()}
+
+
+def selection_weights(c: torch.Tensor) -> torch.Tensor:
+    """p_S = c_S² / Σ c² (S, n_sub)."""
+    c2 = c.square()
+    return c2 / c2.sum(-1, keepdim=True)
+
+
+def _state_tokens(cfg: ChenConfig) -> torch.Tensor:
+    """(Z, J) the token at each lag of every window state (d = absent); code Σ_j tok_j (d+1)^j."""
+    base, J = cfg.vocab_size + 1, len(cfg.lags)
+    codes = torch.arange(cfg.n_states)
+    return torch.stack([(codes // base**j) % base for j in range(J)], 1)
+
+
+def _allowed(cfg: ChenConfig) -> torch.Tensor:
+    """(H, J) which lags each head may attend to (the shifted scheme masks all but h..h+H−1)."""
+    lags = torch.tensor(cfg.lags)
+    heads = torch.arange(cfg.n_heads).view(-1, 1)
+    if cfg.windows == "shifted":
+        return (lags >= heads + 1) & (lags <= heads + cfg.n_heads)
+    return (lags >= 1).expand(cfg.n_heads, -1) | (lags == 0)
+
+
+def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor]) -> torch.Tensor:
+    """v^{(h)} for every window state (S, H, Z, d) (spec §2.1; the full variant §5.3)."""
+    d = cfg.vocab_size
+    toks = _state_tokens(cfg)  # (Z, J)
+    E = torch.nn.functional.one_hot(toks, d + 1)[..., :d].to(params["w"].dtype)  # (Z, J, d); absent → 0
+    w = params["w"]  # (S, H, M)
+    if cfg.variant == "full":
+        w = torch.cat([torch.full_like(w[..., :1], SELF_LOGIT), w], -1)  # lag 0 first
+    logits = w.unsqueeze(2)  # (S, H, 1, J)
+    if cfg.variant == "full":
+        qk = torch.einsum("shde,shfe->shdf", params["W_Q"], params["W_K"])  # (S, H, d, d)
+        logits = logits + torch.einsum("zd,shdf,zjf->shzj", E[:, 0], qk, E)  # the query is the lag-0 token
+    present = (toks < d) | (torch.tensor(cfg.lags) == 0)  # lag 0: the query attends to its own empty slot too
+    mask = present.unsqueeze(0) & _allowed(cfg).unsqueeze(1)  # (H, Z, J)
+    shift = logits.detach().masked_fill(~mask, float("-inf")).amax(-1, keepdim=True).nan_to_num(neginf=0.0)
+    weights = torch.where(mask, logits - shift, float("-inf")).exp()  # (S, H, Z, J); no lag valid → all 0
+    attn = weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+    if cfg.variant == "full":
+        return torch.einsum("shzj,zjd,shed->shze", attn, E, params["W_OV"])
+    return torch.einsum("shzj,zjd->shzd", attn, E)
+
+
+def kernel_table(cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tensor | None = None) -> torch.Tensor:
+    """T[z_q, z] = ⟨u(z_q), u(z)⟩ (S, Z, Z), the layer-2 kernel between window states (spec §2.2).
+    ``p`` (S, n_sub) replaces the selection weights c² / Σ c² (for gradients with respect to p)."""
+    v = head_outputs(cfg, params)  # (S, H, Z, d)
+    p = selection_weights(params["c"]) if p is None else p
+    if cfg.norm == "head_l2":
+        v = v / (v.norm(dim=-1, keepdim=True) + EPS_L2)
+    elif cfg.norm == "layernorm":
+        v = torch.nn.functional.layer_norm(v, v.shape[-1:]) * params["ln_gamma"].unsqueeze(2) + params["ln_beta"].unsqueeze(2)
+    gram = v @ v.transpose(-1, -2)  # (S, H, Z, Z)
+    if cfg.norm != "exact":
+        gram = gram.relu()
+    table = torch.zeros_like(gram[:, 0])
+    sq_norm = torch.zeros_like(gram[:, 0, 0])  # ‖φ(v(z))‖² / Σ c², the exact form's normaliser
+    for k, subset in enumerate(cfg.subsets):
+        prod, sq = torch.ones_like(table), torch.ones_like(sq_norm)
+        for h in subset:
+            prod = prod * gram[:, h]
+            sq = sq * gram[:, h].diagonal(dim1=-2, dim2=-1)
+        table = table + p[:, k, None, None] * prod
+        sq_norm = sq_norm + p[:, k, None] * sq
+    if cfg.norm == "exact":
+        n = sq_norm.clamp_min(torch.finfo(sq_norm.dtype).tiny).sqrt()
+        table = table / (n.unsqueeze(-1) * n.unsqueeze(-2))
+    return table
+
+
+class Batch(NamedTuple):
+    """A dataset prepared for the model, with the positions of each sequence grouped: one entry u per distinct
+    (sequence, window state z_l, token x_l), for the S·B sequences of all runs.  ``index`` (U,) into the
+    flattened tables (S·Z·Z): s·Z² + z_{L+1}·Z + z_l; ``row`` (U,) s·Z + z_{L+1}; ``run`` (U,) s; ``slot`` (U,)
+    (s·B + b)·d + x_l, where y is accumulated; ``count`` (U,) how many positions l ≤ L share the entry;
+    ``labels`` (S, B) the targets x_{L+1}."""
+
+    index: torch.Tensor
+    row: torch.Tensor
+    run: torch.Tensor
+    slot: torch.Tensor
+    count: torch.Tensor
+    labels: torch.Tensor
+
+
+def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch.float64) -> Batch:
+    """``tokens`` (S, B, L + 1) or (B, L + 1) — inputs x_{1:L} and label x_{L+1} — as a :class:`Batch`."""
+    tokens = tokens.unsqueeze(0) if tokens.dim() == 2 else tokens
+    require(int(tokens.max()) < cfg.vocab_size and int(tokens.min()) >= 0, "tokens", f"must lie in 0..{cfg.vocab_size - 1}")
+    S, B, L1 = tokens.shape
+    d, base, Z = cfg.vocab_size, cfg.vocab_size + 1, cfg.n_states
+    x = tokens.clone()
+    x[..., -1] = d  # the query position L + 1 has no token of its own
+    codes = torch.zeros_like(x)
+    for j, lag in enumerate(cfg.lags):
+        shifted = torch.full_like(x, d)
+        shifted[..., lag:] = x[..., : L1 - lag]
+        codes += shifted * base**j
+    seq = torch.arange(S * B).view(S, B, 1)
+    key = ((seq * Z + codes[..., -1:]) * Z + codes[..., :-1]) * d + tokens[..., :-1]  # (S, B, L)
+    key, count = torch.unique(key, return_counts=True)
+    token, pair = key % d, key // d
+    z, zq, seq = pair % Z, (pair // Z) % Z, pair // Z**2
+    run = seq // B
+    return Batch((run * Z + zq) * Z + z, run * Z + zq, run, seq * d + token, count.to(dtype), tokens[..., -1])
+
+
+def predict(cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None) -> torch.Tensor:
+    """The output distribution y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} (S, B, d); ``p`` as in :func:`kernel_table`."""
+    T = kernel_table(cfg, params, p)  # (S, Z, Z)
+    a = params["a"].view(-1)
+    shift = a.detach().view(-1, 1) * T.detach().amax(-1)  # (S, Z): the largest logit of each query state
+    logits = (a.index_select(0, batch.run) * T.view(-1).index_select(0, batch.index)
+              - shift.view(-1).index_select(0, batch.row))  # (U,)
+    mass = torch.zeros(batch.labels.numel() * cfg.vocab_size, dtype=T.dtype).index_add_(
+        0, batch.slot, logits.exp() * batch.count.to(T.dtype))
+    y = mass.view(*batch.labels.shape, cfg.vocab_size)
+    return y / y.sum(-1, keepdim=True)
+
+
+def loss(cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean loss per run (S,): −log(y_{x_{L+1}} + 1e−12), or the repo's softmax-of-probabilities surrogate."""
+    y = predict(cfg, params, batch, p)
+    if cfg.loss == "ce":
+        return -(y.gather(2, batch.labels.unsqueeze(-1)).squeeze(-1) + EPS_LOG).log().mean(-1)
+    return -(y.log_softmax(-1).gather(2, batch.labels.unsqueeze(-1)).squeeze(-1)).mean(-1)

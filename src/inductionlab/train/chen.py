@@ -1,0 +1,128 @@
+"""Staged and joint full-batch training of the Chen et al. model (spec §3).
+
+A schedule is a list of stages; each names the parameter groups it trains — ``c`` (the FFN selector, with the
+LayerNorm affine parameters), ``w`` (layer 1: the RPE and, in the full model, W_Q, W_K, W_OV), ``a`` (the
+classifier) — with its own learning rate and number of epochs.  The three-stage flow of §3.2 is
+("c", "w", "a") with (lr, epochs) (1, 2000), (10⁵, 5000), (1, 5000) (spec A6); joint training CWa is ("cwa",)
+and CW_a ("cw", "a").  One epoch is one full-batch gradient step on the fixed training set (SGD, momentum 0).
+
+Each stage is a run of :func:`inductionlab.train.autograd.train` with the other groups frozen, so it has that
+loop's checkpoints (``stage{i}.pt`` beside the run's checkpoint), exact resume and NaN/inf check.  Metrics are
+taken on a log-spaced epoch grid per stage (not every epoch; spec §6): train and validation loss, a, p_S for
+every subset, the RPE weights of every head, and the mean total-variation distance of the model's prediction
+to the Bayes, in-context bigram and unigram estimators on the validation set.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from inductionlab.config import require
+from inductionlab.models import chen
+from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, ngram_estimator
+from inductionlab.train.autograd import TrainConfig, pack, train
+
+
+@dataclass(frozen=True)
+class StagedConfig:
+    """Stages (letters of the groups trained), their learning rates and lengths in epochs (spec §3.2, A6)."""
+
+    stages: tuple[str, ...] = ("c", "w", "a")
+    lrs: tuple[float, ...] = (1.0, 1e5, 1.0)
+    epochs: tuple[int, ...] = (2000, 5000, 5000)
+    eval_log_points: int = 40  # per stage
+    checkpoint_every: int = 2000
+    dtype: Literal["float32", "float64"] = "float32"
+
+    def __post_init__(self) -> None:
+        n = len(self.stages)
+        require(n >= 1, "train.stages", "give at least one stage, e.g. c,w,a")
+        require(len(self.lrs) == n and len(self.epochs) == n, "train.lrs/epochs", f"need one per stage ({n}), got {len(self.lrs)} and {len(self.epochs)}")
+        for s in self.stages:
+            require(bool(s) and set(s) <= set(chen.GROUPS), "train.stages", f"each stage is letters of c, w, a (e.g. cwa), got {s!r}")
+        require(all(lr > 0 and math.isfinite(lr) for lr in self.lrs), "train.lrs", f"must be finite and > 0, got {self.lrs}")
+        require(all(e >= 0 for e in self.epochs), "train.epochs", f"must be ≥ 0, got {self.epochs}")
+        require(self.checkpoint_every >= 1, "train.checkpoint_every", "must be ≥ 1")
+
+
+def _distances(y: torch.Tensor, refs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Mean total-variation distance (S,) of y (S, B, d) to each reference (S, B, d)."""
+    return {f"tv_{name}": (0.5 * (y - ref).abs().sum(-1)).mean(-1).numpy() for name, ref in refs.items()}
+
+
+def reference_predictors(task: MarkovConfig, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Bayes, in-context bigram and unigram predictions (S, B, d) for tokens (S, B, L + 1)."""
+    inputs = tokens[..., :-1].flatten(0, 1)
+    d, shape = task.vocab_size, (*tokens.shape[:2], task.vocab_size)
+    return {"bayes": bayes_predictor(task, inputs).view(shape),
+            "bigram": ngram_estimator(inputs, (1,), d, task.alpha).view(shape),
+            "unigram": ngram_estimator(inputs, (), d, task.alpha).view(shape)}
+
+
+def param_columns(cfg: chen.ChenConfig, params: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """a, p_{S} per subset and w_h{h}_lag{j} (RPE weights) per run, for the metrics table."""
+    w = params["w"].detach().double().numpy().copy()  # a copy: θ is updated in place after this
+    row = {"a": params["a"][:, 0].detach().double().numpy().copy()}
+    p = chen.selection_weights(params["c"].detach().double())
+    row.update({f"p_{chen.subset_label(s)}": p[:, k].numpy() for k, s in enumerate(cfg.subsets)})
+    for h in range(cfg.n_heads):
+        row.update({f"w_h{h + 1}_lag{j + 1}": w[:, h, j] for j in range(cfg.window)})
+    return row
+
+
+def train_staged(model: chen.ChenConfig, cfg: StagedConfig, task: MarkovConfig, train_tokens: torch.Tensor,
+                 val_tokens: torch.Tensor, checkpoint: Path | None = None, resume: bool = False,
+                 progress: bool = False, desc: str = "markov") -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
+    """Train S runs (one dataset each: tokens (S, B, L + 1)) through the stages; returns the final parameters
+    and the metrics table (run, stage, stage_name, step, epoch, train_loss, val_loss, a, p_*, w_*, tv_*)."""
+    S, dtype = train_tokens.shape[0], getattr(torch, cfg.dtype)
+    theta, views = pack(chen.init_params(model, S, dtype))
+    train_batch, val_batch = chen.make_batch(model, train_tokens, dtype), chen.make_batch(model, val_tokens, dtype)
+    refs = reference_predictors(task, val_tokens)
+
+    def loss(th: torch.Tensor, batch: chen.Batch) -> torch.Tensor:
+        return chen.loss(model, views(th), batch)
+
+    def evaluate(th: torch.Tensor, step: int) -> dict[str, np.ndarray]:
+        params = views(th)
+        row = {"train_loss": loss(th, train_batch).double().numpy(), "val_loss": loss(th, val_batch).double().numpy()}
+        y = chen.predict(model, params, val_batch).double()
+        return {**row, **param_columns(model, params), **_distances(y, refs)}
+
+    blocks, offset = [], 0
+    for i, (groups, lr, epochs) in enumerate(zip(cfg.stages, cfg.lrs, cfg.epochs)):
+        names = {n for g in groups for n in chen.GROUPS[g]}
+        mask = torch.cat([torch.full((v[0].numel(),), float(k in names)) for k, v in views(theta).items()])
+        tc = TrainConfig(optimizer="sgd", lr=lr, steps=epochs, batch_size=1, eval_every=max(epochs, 1),
+                         eval_log_points=cfg.eval_log_points, checkpoint_every=cfg.checkpoint_every)
+        ckpt = None if checkpoint is None else Path(checkpoint).with_name(f"stage{i}.pt")
+        theta, m = train(tc, theta, loss, lambda g: train_batch, evaluate, checkpoint=ckpt, resume=resume,
+                         progress=progress, desc=f"{desc} stage {i + 1}/{len(cfg.stages)} ({groups})", trainable=mask)
+        if i:
+            m = m[m.step > 0]  # the start of a stage is the end of the previous one
+        blocks.append(m.assign(stage=i, stage_name=groups, epoch=m.step + offset))
+        offset += epochs
+    return {k: v.clone() for k, v in views(theta).items()}, pd.concat(blocks, ignore_index=True)
+
+
+def a_log_fit(metrics: pd.DataFrame) -> tuple[float, float]:
+    """(slope, R²) of a against ln(epoch within the stage) over the second half (log-scale) of the last stage
+    that trains a: a(t) ≈ slope·ln t + c (spec §3.2, acceptance 8.2); means over runs.  NaN if no stage
+    trains a or it has fewer than three evaluations there."""
+    stages = metrics[metrics.stage_name.str.contains("a")]
+    if stages.empty:
+        return math.nan, math.nan
+    a = stages[stages.stage == stages.stage.max()].groupby("step").a.mean()
+    t = a.index.to_numpy(float)
+    keep = t >= math.sqrt(max(t.max(), 1.0))
+    if keep.sum() < 3:
+        return math.nan, math.nan
+    x, y = np.log(t[keep]), a.to_numpy()[keep]
+    coef = np.polyfit(x, y, 1)
+    return float(coef[0]), float(1 - (y - np.polyval(coef, x)).var() / max(y.var(), 1e-300))
