@@ -22,7 +22,8 @@
 **How it is computed.**  Everything layer 1 produces at position l depends on l only through its *window
 state*, the tokens (x_{l−j})_{j ∈ lags} (lags 1..M; 0..M in the full variant), each in [d] or "absent"
 (before the start, and the query's own token).  There are Z = (d+1)^{|lags|} states (64 for d = M = 3), so
-the head outputs are computed once per state, the kernel once per pair of states as a table T (S, Z, Z), and
+the head outputs are computed once per state that occurs in the data, the kernel once per pair of states as a
+table T (S, Z, Z), and
 a sequence's logits are gathered as T[z_{L+1}, z_l].  This is the model exactly, for any parameters, at a
 cost of O(B·L) per step instead of the authors' (L+1)² masked matrices per head.
 
@@ -114,11 +115,11 @@ def selection_weights(c: torch.Tensor) -> torch.Tensor:
     return c2 / c2.sum(-1, keepdim=True)
 
 
-def _state_tokens(cfg: ChenConfig) -> torch.Tensor:
-    """(Z, J) the token at each lag of every window state (d = absent); code Σ_j tok_j (d+1)^j."""
+def _state_tokens(cfg: ChenConfig, states: torch.Tensor) -> torch.Tensor:
+    """(Z, J) the token at each lag of the window states with codes ``states`` (Z,) (d = absent); the code of a
+    state is Σ_j tok_j (d+1)^j."""
     base, J = cfg.vocab_size + 1, len(cfg.lags)
-    codes = torch.arange(cfg.n_states)
-    return torch.stack([(codes // base**j) % base for j in range(J)], 1)
+    return torch.stack([(states // base**j) % base for j in range(J)], 1)
 
 
 def _allowed(cfg: ChenConfig) -> torch.Tensor:
@@ -130,10 +131,11 @@ def _allowed(cfg: ChenConfig) -> torch.Tensor:
     return (lags >= 1).expand(cfg.n_heads, -1) | (lags == 0)
 
 
-def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor]) -> torch.Tensor:
-    """v^{(h)} for every window state (S, H, Z, d) (spec §2.1; the full variant §5.3)."""
+def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch.Tensor | None = None) -> torch.Tensor:
+    """v^{(h)} (S, H, Z, d) for the window states ``states`` (Z,) — all (d+1)^{|lags|} by default (spec §2.1;
+    the full variant §5.3)."""
     d = cfg.vocab_size
-    toks = _state_tokens(cfg)  # (Z, J)
+    toks = _state_tokens(cfg, torch.arange(cfg.n_states) if states is None else states)  # (Z, J)
     E = torch.nn.functional.one_hot(toks, d + 1)[..., :d].to(params["w"].dtype)  # (Z, J, d); absent → 0
     w = params["w"]  # (S, H, M)
     if cfg.variant == "full":
@@ -152,10 +154,11 @@ def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor]) -> torch.Tens
     return torch.einsum("shzj,zjd->shzd", attn, E)
 
 
-def kernel_table(cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tensor | None = None) -> torch.Tensor:
-    """T[z_q, z] = ⟨u(z_q), u(z)⟩ (S, Z, Z), the layer-2 kernel between window states (spec §2.2).
-    ``p`` (S, n_sub) replaces the selection weights c² / Σ c² (for gradients with respect to p)."""
-    v = head_outputs(cfg, params)  # (S, H, Z, d)
+def kernel_table(cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tensor | None = None,
+                 states: torch.Tensor | None = None) -> torch.Tensor:
+    """T[z_q, z] = ⟨u(z_q), u(z)⟩ (S, Z, Z), the layer-2 kernel between the window states ``states`` (all by
+    default) (spec §2.2).  ``p`` (S, n_sub) replaces the selection weights c² / Σ c² (for gradients in p)."""
+    v = head_outputs(cfg, params, states)  # (S, H, Z, d)
     p = selection_weights(params["c"]) if p is None else p
     if cfg.norm == "head_l2":
         v = v / (v.norm(dim=-1, keepdim=True) + EPS_L2)
@@ -181,10 +184,11 @@ def kernel_table(cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tens
 
 class Batch(NamedTuple):
     """A dataset prepared for the model, with the positions of each sequence grouped: one entry u per distinct
-    (sequence, window state z_l, token x_l), for the S·B sequences of all runs.  ``index`` (U,) into the
-    flattened tables (S·Z·Z): s·Z² + z_{L+1}·Z + z_l; ``row`` (U,) s·Z + z_{L+1}; ``run`` (U,) s; ``slot`` (U,)
-    (s·B + b)·d + x_l, where y is accumulated; ``count`` (U,) how many positions l ≤ L share the entry;
-    ``labels`` (S, B) the targets x_{L+1}."""
+    (sequence, window state z_l, token x_l), for the S·B sequences of all runs.  States are numbered 0..Z−1
+    among the ``states`` (Z,) (their codes) that occur in the data.  ``index`` (U,) into the flattened tables
+    (S·Z·Z): s·Z² + z_{L+1}·Z + z_l; ``row`` (U,) s·Z + z_{L+1}; ``run`` (U,) s; ``slot`` (U,) (s·B + b)·d + x_l,
+    where y is accumulated; ``count`` (U,) how many positions l ≤ L share the entry; ``labels`` (S, B) the
+    targets x_{L+1}."""
 
     index: torch.Tensor
     row: torch.Tensor
@@ -192,6 +196,7 @@ class Batch(NamedTuple):
     slot: torch.Tensor
     count: torch.Tensor
     labels: torch.Tensor
+    states: torch.Tensor
 
 
 def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch.float64) -> Batch:
@@ -199,7 +204,7 @@ def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch
     tokens = tokens.unsqueeze(0) if tokens.dim() == 2 else tokens
     require(int(tokens.max()) < cfg.vocab_size and int(tokens.min()) >= 0, "tokens", f"must lie in 0..{cfg.vocab_size - 1}")
     S, B, L1 = tokens.shape
-    d, base, Z = cfg.vocab_size, cfg.vocab_size + 1, cfg.n_states
+    d, base = cfg.vocab_size, cfg.vocab_size + 1
     x = tokens.clone()
     x[..., -1] = d  # the query position L + 1 has no token of its own
     codes = torch.zeros_like(x)
@@ -207,18 +212,20 @@ def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch
         shifted = torch.full_like(x, d)
         shifted[..., lag:] = x[..., : L1 - lag]
         codes += shifted * base**j
+    states, codes = torch.unique(codes, return_inverse=True)  # only the states that occur: Z ≤ (d+1)^{|lags|}
+    Z = len(states)
     seq = torch.arange(S * B).view(S, B, 1)
     key = ((seq * Z + codes[..., -1:]) * Z + codes[..., :-1]) * d + tokens[..., :-1]  # (S, B, L)
     key, count = torch.unique(key, return_counts=True)
     token, pair = key % d, key // d
     z, zq, seq = pair % Z, (pair // Z) % Z, pair // Z**2
     run = seq // B
-    return Batch((run * Z + zq) * Z + z, run * Z + zq, run, seq * d + token, count.to(dtype), tokens[..., -1])
+    return Batch((run * Z + zq) * Z + z, run * Z + zq, run, seq * d + token, count.to(dtype), tokens[..., -1], states)
 
 
 def predict(cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None) -> torch.Tensor:
     """The output distribution y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} (S, B, d); ``p`` as in :func:`kernel_table`."""
-    T = kernel_table(cfg, params, p)  # (S, Z, Z)
+    T = kernel_table(cfg, params, p, batch.states)  # (S, Z, Z)
     a = params["a"].view(-1)
     shift = a.detach().view(-1, 1) * T.detach().amax(-1)  # (S, Z): the largest logit of each query state
     logits = (a.index_select(0, batch.run) * T.view(-1).index_select(0, batch.index)
