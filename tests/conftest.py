@@ -1,8 +1,33 @@
+import random
+
 import pytest
 import torch
+
+from inductionlab.tasks.text import ENV
+
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def write_corpus(folder, layout="{split}.txt", lines=60, seed=0):
+    """A small text corpus the tests make themselves: three splits of random words."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15))) for _ in range(lines))
+        (folder / layout.format(split=split)).write_text(text + "\n", encoding="utf-8")
+    return folder
 
 
 @pytest.fixture(autouse=True)
 def _one_thread():
     torch.set_num_threads(1)
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _text_data(tmp_path_factory):
+    """Experiments that read text (wikitext, repeated-text) find a tiny corpus through $INDUCTIONLAB_DATA."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv(ENV, str(write_corpus(tmp_path_factory.mktemp("text"))))
+    yield
+    mp.undo()

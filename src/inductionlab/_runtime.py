@@ -19,10 +19,15 @@ import torch
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 
-@functools.cache
 def tune_process(threads: int = 1) -> bool:
-    """Apply the settings once per process; returns whether the allocator tuning took effect."""
+    """Set the torch threads (every call) and tune the allocator (once per process); returns whether the
+    allocator tuning took effect."""
     torch.set_num_threads(threads)
+    return _tune_allocator()
+
+
+@functools.cache
+def _tune_allocator() -> bool:
     name = ctypes.util.find_library("c")
     if name is None:
         return False

@@ -32,3 +32,12 @@ def test_fits():
     assert abs(power_law_exponent(x, 3 * x**-2) + 2) < 1e-12
     slope, intercept, r2 = linear_fit(x, 2 * x + 1)
     assert abs(slope - 2) < 1e-12 and abs(r2 - 1) < 1e-12
+
+
+def test_plateau_finds_the_flat_stretch_between_two_drops():
+    from inductionlab.analysis.phases import plateau
+    t = np.arange(0, 101, 5.0)
+    y = np.where(t < 20, 5 - 0.2 * t, np.where(t <= 60, 1.0, 1.0 - 0.02 * (t - 60)))
+    start, end = plateau(t, y)
+    assert start == 20 and 60 <= end <= 70  # within 5% of the range of the plateau level
+    assert np.isnan(plateau(t, 5 - 0.04 * t)[0])  # a steady decline has no plateau

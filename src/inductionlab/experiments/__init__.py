@@ -8,15 +8,16 @@ from types import ModuleType
 
 from inductionlab.config import ConfigError
 from inductionlab.experiments import (adam_vs_gd_highdim, approx_gihn, approx_ih2, approx_ihn, heads_dims, joint_training,
-                                     lazy_to_rich, lazy_to_rich_boolean, markov_full, markov_joint, markov_length_generalization, markov_mi, markov_stages, plateau_scaling, probe,
-                                     scb_convergence,
-                                     scb_noise_sim, scb_softmax, scb_transfer)
+                                     lazy_to_rich, lazy_to_rich_boolean, markov_full, markov_joint,
+                                     markov_length_generalization, markov_mi, markov_stages, plateau_scaling, probe,
+                                     repeated_text, scb_convergence, scb_noise_sim, scb_softmax, scb_transfer, wikitext)
 
 REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in (lazy_to_rich, lazy_to_rich_boolean, plateau_scaling, approx_ih2, approx_ihn, approx_gihn,
                                                       probe, heads_dims, adam_vs_gd_highdim, joint_training,
                                                       scb_convergence, scb_softmax, scb_transfer,
                                                       scb_noise_sim, markov_stages, markov_joint, markov_mi,
-                                                      markov_length_generalization, markov_full)}
+                                                      markov_length_generalization, markov_full, wikitext,
+                                                      repeated_text)}
 
 
 def get(name: str) -> ModuleType:

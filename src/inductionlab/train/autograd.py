@@ -81,19 +81,20 @@ def pack(params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Callable[[torch
 def train(cfg: TrainConfig, theta0: torch.Tensor, loss: Callable[[torch.Tensor, Any], torch.Tensor],
           sample: Callable[[torch.Generator], Any], evaluate: Callable[[torch.Tensor, int], dict[str, np.ndarray]],
           lr: Sequence[float] | None = None, checkpoint: Path | None = None, resume: bool = False,
-          progress: bool = False, desc: str = "train", trainable: torch.Tensor | None = None
+          progress: bool = False, desc: str = "train", trainable: torch.Tensor | None = None, threads: int = 1
           ) -> tuple[torch.Tensor, pd.DataFrame]:
     """Train S runs from θ0 (S, P); returns the final θ and the metrics table (columns run, step and
     whatever ``evaluate`` returns, one value per run).  ``loss(θ, batch)`` gives the per-run losses (S,);
-    ``trainable`` (P,) 0/1 marks the columns that move (staged training; default all)."""
-    tune_process()
+    ``trainable`` (P,) 0/1 marks the columns that move (staged training; default all); ``threads`` torch
+    threads (1 suits tiny models; large matrix products gain from more)."""
+    tune_process(threads)
     S = theta0.shape[0]
     lr_t = torch.full((S,), cfg.lr) if lr is None else torch.as_tensor(lr, dtype=theta0.dtype)
     require(lr_t.shape == (S,) and bool((lr_t > 0).all()), "lr", f"need {S} positive learning rates")
-    lr_mask = lr_t.view(-1, 1).to(theta0.dtype)
+    lr_mask = lr_t.view(-1, 1).to(theta0.device, theta0.dtype)
     if trainable is not None:
         require(trainable.shape == theta0.shape[1:], "trainable", f"needs one 0/1 entry per column ({theta0.shape[1]})")
-        lr_mask = lr_mask * trainable.to(theta0.dtype)
+        lr_mask = lr_mask * trainable.to(theta0.device, theta0.dtype)
     gen = torch.Generator().manual_seed(cfg.seed)
     state = {"theta": theta0.detach().clone(), "step": 0, "blocks": [], "done": False, "gen": gen.get_state(),
              "opt": optim.new_state(cfg.optimizer, theta0, (cfg.adam_beta1, cfg.adam_beta2))}

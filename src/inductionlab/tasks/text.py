@@ -1,0 +1,168 @@
+"""Natural-language data: WikiText-2 (or any UTF-8 text) as token streams for language modelling (Wang et al.,
+spec §6 item 6, A14), and the repeated-text variant that shows the induction-head phase change on CPU.
+
+**Files.**  ``path`` is a directory or a text file; empty means the ``INDUCTIONLAB_DATA`` environment variable.
+A directory is searched for each split in the usual layouts — ``wiki.{split}.tokens`` (the original
+release), ``{split}.txt`` or ``{split}.tokens``, directly or in a ``wikitext-2`` sub-folder.  A single file is
+split into its first 90 % (train) and last 10 % (validation) of lines.  The shared folder has no train split,
+so the defaults read ``valid`` as the training split and ``test`` as the validation split.
+
+**Tokenizers.**  ``word``: whitespace words plus ``<eos>`` at each line end (the usual WikiText LM
+convention); the vocabulary is the K most frequent training words plus ``<unk>`` (K = ``vocab_size``; 0 keeps
+every training word), ties broken by first occurrence so the vocabulary is deterministic.  ``bpe``: a
+byte-pair encoding with ``vocab_size`` entries trained on the training split with the ``tokenizers`` library
+(optional dependency: ``pip install tokenizers``).
+
+**Batches.**  :func:`random_chunks` draws contiguous windows of L + 1 tokens (inputs and next-token targets)
+at random offsets from an explicit generator.  :func:`repeated_chunks` builds sequences of real text in which
+a span is repeated later (the repeated-token task of Olsson et al. over real words).
+"""
+from __future__ import annotations
+
+import collections
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from inductionlab.config import require
+
+ENV = "INDUCTIONLAB_DATA"
+UNK, EOS = "<unk>", "<eos>"
+LAYOUTS = ("wiki.{split}.tokens", "{split}.txt", "{split}.tokens")
+
+
+class MissingDataError(FileNotFoundError):
+    """The text data could not be found; the message says where to put it and which layouts work."""
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    """Where the text is and how it becomes tokens."""
+
+    path: str = ""  # directory or file; "" → $INDUCTIONLAB_DATA
+    train_split: str = "valid"
+    val_split: str = "test"
+    tokenizer: Literal["word", "bpe"] = "word"
+    vocab_size: int = 2000  # word: top-K words + <unk> (0: all); bpe: the BPE vocabulary size
+    L: int = 200
+
+    def __post_init__(self) -> None:
+        require(self.vocab_size >= 0, "data.vocab_size", f"must be ≥ 0 (0: every training word), got {self.vocab_size}")
+        require(self.tokenizer == "word" or self.vocab_size >= 260, "data.vocab_size",
+                "a BPE vocabulary needs ≥ 260 entries (the bytes seen plus merges)")
+        require(self.L >= 2, "data.L", f"must be ≥ 2, got {self.L}")
+        require(self.train_split != self.val_split, "data.val_split", "must differ from data.train_split")
+
+
+def data_root(cfg: TextConfig) -> Path:
+    """The configured path, or $INDUCTIONLAB_DATA; a clear error if neither exists."""
+    raw = cfg.path or os.environ.get(ENV, "")
+    if not raw or not Path(raw).exists():
+        where = f"{raw!r} does not exist" if raw else f"no --data.path given and ${ENV} is not set"
+        raise MissingDataError(
+            f"text data not found: {where}. Put WikiText-2 in a folder and pass it with --data.path DIR (or set "
+            f"{ENV}=DIR). Layouts read: {', '.join(LAYOUTS)} for the splits "
+            f"{cfg.train_split!r} and {cfg.val_split!r} (also inside DIR/wikitext-2), or --data.path FILE for one "
+            "UTF-8 text file (first 90% of lines train, last 10% validation).")
+    return Path(raw)
+
+
+def split_file(root: Path, split: str) -> Path:
+    """The file of ``split`` under ``root`` in one of the known layouts."""
+    for folder in (root, root / "wikitext-2"):
+        for layout in LAYOUTS:
+            candidate = folder / layout.format(split=split)
+            if candidate.is_file():
+                return candidate
+    found = sorted(p.name for p in root.iterdir())[:10] if root.is_dir() else []
+    raise MissingDataError(f"no {split!r} split under {root}: looked for {', '.join(l.format(split=split) for l in LAYOUTS)} "
+                           f"(also in {root / 'wikitext-2'}); the folder holds {found}. Choose the splits with "
+                           "--data.train_split / --data.val_split.")
+
+
+def read_splits(cfg: TextConfig) -> tuple[list[str], list[str]]:
+    """(train lines, validation lines)."""
+    root = data_root(cfg)
+    if root.is_file():
+        lines = root.read_text(encoding="utf-8").splitlines()
+        require(len(lines) >= 2, "data.path", f"{root} needs at least 2 lines")
+        cut = max(1, int(0.9 * len(lines)))
+        return lines[:cut], lines[cut:]
+    return tuple(split_file(root, s).read_text(encoding="utf-8").splitlines() for s in (cfg.train_split, cfg.val_split))
+
+
+def _words(lines: list[str]) -> list[str]:
+    return [w for line in lines if line.strip() for w in (*line.split(), EOS)]
+
+
+@dataclass
+class Corpus:
+    """Token ids of both splits, (N_train,) and (N_val,) int64, and the vocabulary (id → string)."""
+
+    train: torch.Tensor
+    val: torch.Tensor
+    vocab: list[str]
+
+
+def word_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) -> Corpus:
+    """Word-level tokens; the vocabulary is the ``vocab_size`` most frequent training words plus <unk>."""
+    train_words = _words(train_lines)
+    counts = collections.Counter(train_words)
+    counts.pop(UNK, None)
+    ranked = sorted(counts, key=lambda w: -counts[w])  # stable: ties keep their first-occurrence order
+    vocab = [UNK] + (ranked[:vocab_size] if vocab_size else ranked)
+    index = {w: i for i, w in enumerate(vocab)}
+
+    def encode(words: list[str]) -> torch.Tensor:
+        return torch.tensor([index.get(w, 0) for w in words], dtype=torch.long)
+    return Corpus(encode(train_words), encode(_words(val_lines)), vocab)
+
+
+def bpe_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) -> Corpus:
+    """Byte-pair tokens from a BPE model with ``vocab_size`` entries trained on the training lines."""
+    try:
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    except ImportError as err:  # an optional dependency
+        raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from err
+    tok = Tokenizer(models.BPE(unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator((l for l in train_lines if l.strip()),
+                            trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, EOS], show_progress=False))
+    eos = tok.token_to_id(EOS)
+
+    def encode(lines: list[str]) -> torch.Tensor:
+        ids = [i for enc in tok.encode_batch([l for l in lines if l.strip()]) for i in (*enc.ids, eos)]
+        return torch.tensor(ids, dtype=torch.long)
+    vocab = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
+    return Corpus(encode(train_lines), encode(val_lines), vocab)
+
+
+def load_corpus(cfg: TextConfig) -> Corpus:
+    """Read the splits and tokenize them as configured; checks that the training split is long enough."""
+    train_lines, val_lines = read_splits(cfg)
+    corpus = (word_corpus if cfg.tokenizer == "word" else bpe_corpus)(train_lines, val_lines, cfg.vocab_size)
+    for name, ids in (("training", corpus.train), ("validation", corpus.val)):
+        require(len(ids) > cfg.L + 1, "data.L", f"the {name} split has {len(ids)} tokens, fewer than L + 2 = {cfg.L + 2}")
+    return corpus
+
+
+def random_chunks(ids: torch.Tensor, L: int, batch: int, generator: torch.Generator) -> torch.Tensor:
+    """(batch, L + 1) contiguous windows at uniform random offsets of the stream ``ids`` (N,)."""
+    starts = torch.randint(0, len(ids) - L, (batch,), generator=generator)
+    return ids[starts.view(-1, 1) + torch.arange(L + 1)]
+
+
+def repeated_chunks(ids: torch.Tensor, L: int, batch: int, generator: torch.Generator
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real text with a repeat: the first ⌈L/2⌉ tokens of a random window followed by a copy of them,
+    truncated to L tokens — tokens (batch, L) — and the 0/1 mask (batch, L) of the *predictable* positions:
+    targets at positions i ≥ ⌈L/2⌉ + 1 (0-based i), whose next token is a copy already seen in the context."""
+    half = (L + 1) // 2
+    text = random_chunks(ids, half - 1, batch, generator)  # (batch, half)
+    tokens = torch.cat([text, text], 1)[:, :L]
+    repeated = torch.zeros(batch, L, dtype=torch.bool)
+    repeated[:, half : L - 1] = True  # predicting tokens[i + 1] from position i: copies of text[i + 1 − half]
+    return tokens, repeated

@@ -1,0 +1,115 @@
+"""Language-model training of the general transformer on text (Wang et al. spec §6 item 6, A14): cross-entropy
+at every position, the loop of :mod:`inductionlab.train.autograd` (checkpoints, exact resume, NaN/inf stop),
+seeds on the run axis, optional device and bf16 autocast.
+
+Metrics at each evaluation (per run): validation loss on fixed batches, the norms the paper plots — ‖p‖
+(Frobenius norm of all RPE slopes) and ‖(W_K, W_Q)‖ (over all layers and heads) — and the diagnostics of
+:mod:`inductionlab.analysis.heads` on repeated random tokens: the largest previous-token score among the
+layer-1 heads, and the largest induction and prefix-matching scores among the layer-2 heads.  With
+``repeated=True`` the data are :func:`~inductionlab.tasks.text.repeated_chunks` and the loss is also split into
+the predictable repeated positions and the rest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from inductionlab.analysis.heads import head_scores, repeated_random_tokens
+from inductionlab.config import require
+from inductionlab.models import transformer as tf
+from inductionlab.tasks.text import random_chunks, repeated_chunks
+from inductionlab.train.autograd import TrainConfig, pack, train
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Fixed evaluation data: ``val_batches`` batches of the training batch size from the validation split, and
+    ``score_batch`` sequences of ``score_period`` random tokens repeated twice for the head diagnostics."""
+
+    val_batches: int = 4
+    score_batch: int = 16
+    score_period: int = 25
+    seed: int = 2024
+
+    def __post_init__(self) -> None:
+        for name in ("val_batches", "score_batch", "score_period"):
+            require(getattr(self, name) >= 1, f"eval.{name}", f"must be ≥ 1, got {getattr(self, name)}")
+
+
+def token_losses(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy (S, B, L − 1) at every position of tokens (B, L)."""
+    logits = tf.forward(cfg, params, tokens[:, :-1].unsqueeze(0))[0]  # (S, B, L − 1, V)
+    targets = tokens[:, 1:].expand(logits.shape[0], -1, -1)
+    return F.cross_entropy(logits.flatten(0, 2).float(), targets.flatten(), reduction="none").view(targets.shape)
+
+
+def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.ndarray]:
+    """‖p‖ and ‖(W_K, W_Q)‖ per run (S,)."""
+    p = torch.stack([params[f"blocks.{l}.attn.p"].flatten(1) for l in range(cfg.n_layers)], 1).flatten(1)
+    wkq = torch.cat([params[f"blocks.{l}.attn.{w}"].flatten(1) for l in range(cfg.n_layers) for w in ("W_K", "W_Q")], 1)
+    return {"p_norm": p.norm(dim=1).double().cpu().numpy(), "wkq_norm": wkq.norm(dim=1).double().cpu().numpy()}
+
+
+def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> dict[str, np.ndarray]:
+    """The head diagnostics (S,): previous-token (best layer-1 head), induction and prefix matching (best
+    layer-2 head), on repeated random tokens."""
+    s = head_scores(cfg, params, tokens, tokens.shape[1] // 2)
+    last = cfg.n_layers - 1
+    return {"previous_token_score": s["previous_token"][:, 0].amax(-1).double().cpu().numpy(),
+            "induction_score": s["induction"][:, last].amax(-1).double().cpu().numpy(),
+            "prefix_matching_score": s["prefix_matching"][:, last].amax(-1).double().cpu().numpy()}
+
+
+def fit_lm(model: tf.TransformerConfig, cfg: TrainConfig, evals: EvalConfig, train_ids: torch.Tensor,
+           val_ids: torch.Tensor, L: int, seeds: Sequence[int], repeated: bool = False, device: str = "cpu",
+           bf16: bool = False, checkpoint: Path | None = None, resume: bool = False, progress: bool = False,
+           desc: str = "lm", threads: int = 1) -> tuple[tf.Params, pd.DataFrame]:
+    """Train one model per seed on the token stream ``train_ids`` (windows of L tokens; L + 1 with targets).
+    Returns the final parameters (on the CPU) and the metrics table (run, step, seed, train-time columns)."""
+    require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
+    require(int(train_ids.max()) < model.vocab, "model.vocab", f"must exceed the largest token id {int(train_ids.max())}")
+    dev = torch.device(device)
+    gen = torch.Generator()
+    parts = [tf.init_params(model, 1, gen.manual_seed(int(s))) for s in seeds]  # each run's init from its seed
+    theta0, views = pack({k: torch.cat([p[k] for p in parts]).to(dev) for k in parts[0]})
+    eval_gen = torch.Generator().manual_seed(evals.seed)
+    if repeated:
+        batches = [repeated_chunks(val_ids, L + 1, cfg.batch_size, eval_gen) for _ in range(evals.val_batches)]
+    else:
+        batches = [(random_chunks(val_ids, L, cfg.batch_size, eval_gen), None) for _ in range(evals.val_batches)]
+    batches = [(x.to(dev), None if m is None else m[:, :-1].to(dev)) for x, m in batches]
+    score_tokens = repeated_random_tokens(evals.score_batch, evals.score_period, 2, eval_gen, model.vocab).to(dev)
+
+    def autocast():
+        return torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16)
+
+    def loss(theta: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        with autocast():
+            return token_losses(model, views(theta), tokens).mean((1, 2))
+
+    def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
+        params = views(theta)
+        with autocast():
+            losses = [(token_losses(model, params, x), m) for x, m in batches]
+            row = {"val_loss": torch.stack([l.mean((1, 2)) for l, _ in losses]).mean(0).double().cpu().numpy()}
+            if repeated:
+                rep = sum((l * m).sum((1, 2)) for l, m in losses) / sum(m.sum() for _, m in losses)
+                rest = sum((l * ~m).sum((1, 2)) for l, m in losses) / sum((~m).sum() for _, m in losses)
+                row |= {"loss_repeated": rep.double().cpu().numpy(), "loss_other": rest.double().cpu().numpy()}
+            row |= score_columns(model, params, score_tokens)
+        return row | weight_norms(model, params)
+
+    def sample(g: torch.Generator) -> torch.Tensor:
+        x = repeated_chunks(train_ids, L + 1, cfg.batch_size, g)[0] if repeated else random_chunks(train_ids, L, cfg.batch_size, g)
+        return x.to(dev)
+
+    theta, metrics = train(cfg, theta0, loss, sample, evaluate, checkpoint=checkpoint, resume=resume,
+                           progress=progress, desc=desc, threads=threads)
+    return ({k: v.detach().cpu().clone() for k, v in views(theta).items()},
+            metrics.assign(seed=lambda d: np.asarray(seeds)[d.run]))
