@@ -66,3 +66,10 @@ def test_bad_input_fails_with_a_message(argv, words, capsys):
 def test_list(capsys):
     assert main(["list"]) == 0 and "plateau-scaling" in capsys.readouterr().out
     assert main(["list", "--keys", "lazy-to-rich"]) == 0 and "--task.alpha_star" in capsys.readouterr().out
+
+
+def test_text_experiments_without_data_say_where_to_put_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("INDUCTIONLAB_DATA", raising=False)
+    assert main(["run", "wikitext", "--preset", "smoke", "--out", str(tmp_path / "w"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--data.path" in err and "INDUCTIONLAB_DATA" in err

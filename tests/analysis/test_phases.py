@@ -41,3 +41,4 @@ def test_plateau_finds_the_flat_stretch_between_two_drops():
     start, end = plateau(t, y)
     assert start == 20 and 60 <= end <= 70  # within 5% of the range of the plateau level
     assert np.isnan(plateau(t, 5 - 0.04 * t)[0])  # a steady decline has no plateau
+    assert plateau(t, np.where(t < 30, 5 - 0.1 * t, 2.0)) == (30.0, 100.0)  # still going on at the end

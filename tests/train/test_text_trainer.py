@@ -32,6 +32,7 @@ def test_weight_norms_cover_all_slopes_and_all_query_key_matrices():
     params["blocks.0.attn.W_V"][:] = 7.0  # not counted
     n = weight_norms(MODEL, params)
     assert n["p_norm"][0] == pytest.approx(5.0) and n["wkq_norm"][0] == pytest.approx(5 ** 0.5)
+    assert n["wkq_norm_l1"][0] == pytest.approx(2.0) and n["wkq_norm_l2"][0] == pytest.approx(1.0)
 
 
 def _stream(n=4000, seed=0):

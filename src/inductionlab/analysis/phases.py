@@ -72,17 +72,16 @@ def phase_times(t, loss_g4, loss_ih2, h, w_kq, alpha_star: float, w_star: float)
 
 
 def plateau(t: np.ndarray, y: np.ndarray, tol: float = 0.05) -> tuple[float, float]:
-    """The longest stretch [t_i, t_j] (longest in log t, so early and late stretches compare fairly) over which
-    a loss stays within ``tol`` × (its total range) of its value at t_i, among stretches that end before the
-    last sample (a plateau must end).  (NaN, NaN) if there is none with at least three samples."""
+    """The longest stretch [t_i, t_j] over which a loss stays within ``tol`` × (its total range) of its value at
+    t_i; it may run to the last sample (a plateau still going on when training stopped).  (NaN, NaN) if no
+    stretch holds three samples."""
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     span = tol * (np.nanmax(y) - np.nanmin(y))
-    logt = np.log(np.maximum(t, 1.0))
     best, found = -1.0, (math.nan, math.nan)
     for i in range(len(t)):
         j = i
         while j + 1 < len(t) and abs(y[j + 1] - y[i]) <= span:
             j += 1
-        if j - i >= 2 and j < len(t) - 1 and logt[j] - logt[i] > best:
-            best, found = logt[j] - logt[i], (float(t[i]), float(t[j]))
+        if j - i >= 2 and t[j] - t[i] > best:
+            best, found = t[j] - t[i], (float(t[i]), float(t[j]))
     return found

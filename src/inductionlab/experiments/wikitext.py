@@ -11,7 +11,8 @@ value), the validation loss, its plateau, and the head diagnostics on repeated r
 Presets.  ``cpu`` (the default): the 2000 most frequent words + <unk>, bf16 autocast for the matrix products
 (this CPU has AVX512-BF16: 1.5× per step; `--bf16 false` for float32), about 10 minutes on 2 cores.  The shared
 folder has no train split: the default reads ``valid`` as training and ``test`` as validation data.
-``paper``: the full vocabulary, 1500 epochs, ``--device cuda``.
+``paper``: the full vocabulary, 1500 epochs of the 216 k-token training split (51 000 steps), ``--device cuda``;
+with the full release's 2.1 M-token train split, 1500 epochs are ``--train.steps 488000``.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ LM_MODEL = TransformerConfig(d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_
 class Config:
     data: TextConfig = field(default_factory=TextConfig)
     model: TransformerConfig = LM_MODEL  # vocab is set from the data
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(optimizer="sgd", lr=0.1, steps=1500, batch_size=32,
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(optimizer="sgd", lr=0.1, steps=3000, batch_size=32,
                                                                    eval_every=100, eval_log_points=25,
                                                                    checkpoint_every=100))
     evals: EvalConfig = field(default_factory=EvalConfig)
@@ -52,6 +53,7 @@ class Config:
 
     def __post_init__(self) -> None:
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
+        require(self.data.L >= 8, "data.L", f"must be ≥ 8 (room for a repeat in repeated-text), got {self.data.L}")
         require(self.device == "cpu" or self.device.startswith("cuda"), "device", f"'cpu' or 'cuda[:i]', got {self.device!r}")
 
 
@@ -64,9 +66,11 @@ PRESETS = {"cpu": {},
 
 
 def norm_times(steps: np.ndarray, p_norm: np.ndarray, wkq_norm: np.ndarray) -> dict[str, float]:
-    """t_half_p_norm: first step with ‖p‖ ≥ ½ final ‖p‖; t_double_wkq_norm: first with ‖(W_K, W_Q)‖ ≥ 2× initial."""
+    """t_half_p_norm: first step with ‖p‖ ≥ ½ final ‖p‖; t_double_wkq_norm: first with ‖(W_K, W_Q)‖ ≥ 2× initial;
+    t_half_wkq_growth: first with ‖(W_K, W_Q)‖ − initial ≥ ½ (final − initial)."""
     return {"t_half_p_norm": first_crossing(steps, p_norm, 0.5 * p_norm[-1], "up"),
-            "t_double_wkq_norm": first_crossing(steps, wkq_norm, 2 * wkq_norm[0], "up")}
+            "t_double_wkq_norm": first_crossing(steps, wkq_norm, 2 * wkq_norm[0], "up"),
+            "t_half_wkq_growth": first_crossing(steps, wkq_norm, 0.5 * (wkq_norm[0] + wkq_norm[-1]), "up")}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -80,24 +84,35 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     start, end = plateau(steps, mean.val_loss.to_numpy())
     last = mean.iloc[-1]
     summary = {**norm_times(steps, mean.p_norm.to_numpy(), mean.wkq_norm.to_numpy()),
-               "plateau": {"start": start, "end": end}, "vocab_size": len(corpus.vocab),
+               "plateau": {"start": start, "end": end, "ongoing": bool(end == steps[-1])}, "vocab_size": len(corpus.vocab),
                "train_tokens": len(corpus.train), "tokens_seen": int(cfg.train.steps * cfg.train.batch_size * cfg.data.L),
                "final": {k: float(last[k]) for k in ("val_loss", "p_norm", "wkq_norm", "previous_token_score",
                                                      "induction_score", "prefix_matching_score")},
-               "initial_wkq_norm": float(mean.wkq_norm.iloc[0])}
+               "initial_wkq_norm": float(mean.wkq_norm.iloc[0]),
+               "wkq_relative_growth": float(mean.wkq_norm.iloc[-1] / mean.wkq_norm.iloc[0] - 1)}
     return Results({"metrics": metrics}, summary)
 
 
 def plot_norms(ax, mean: pd.DataFrame, s: dict) -> None:
-    """‖p‖ and ‖(W_K, W_Q)‖ over training, each relative to its final value, with the two marked times."""
-    ax.plot(mean.index, mean.p_norm / mean.p_norm.iloc[-1], color=plots.CURVE_COLORS["p"], label="‖p‖ / final")
-    ax.plot(mean.index, mean.wkq_norm / mean.wkq_norm.iloc[-1], color=plots.CURVE_COLORS["w_KQ"],
-            label="‖(W_K, W_Q)‖ / final")
-    for key, color in (("t_half_p_norm", plots.CURVE_COLORS["p"]), ("t_double_wkq_norm", plots.CURVE_COLORS["w_KQ"])):
+    """‖p‖ (left axis) and the growth ‖(W_K, W_Q)‖ − ‖(W_K, W_Q)‖₀ (right axis, log scale, so that a slow
+    exponential growth from the small start shows as a line), with the marked times."""
+    p_color, w_color = plots.CURVE_COLORS["p"], plots.CURVE_COLORS["w_KQ"]
+    ax.plot(mean.index, mean.p_norm, color=p_color, label="‖p‖ (left)")
+    growth = (mean.wkq_norm - mean.wkq_norm.iloc[0]).abs()
+    tw = ax.twinx()
+    tw.semilogy(mean.index[1:], growth.iloc[1:].clip(lower=1e-9), color=w_color, label="‖(W_K, W_Q)‖ − initial (right)")
+    if "wkq_norm_l2" in mean:
+        layer2 = (mean.wkq_norm_l2 - mean.wkq_norm_l2.iloc[0]).abs()
+        tw.semilogy(mean.index[1:], layer2.iloc[1:].clip(lower=1e-9), "--", color=w_color, label="layer 2 only (right)")
+    tw.set_ylabel("‖(W_K, W_Q)‖ − its initial value", color=w_color)
+    for key, color in (("t_half_p_norm", p_color), ("t_double_wkq_norm", w_color)):
         if not math.isnan(plots.num(s.get(key))):
             ax.axvline(s[key], color=color, ls=":", label=f"{key} = {s[key]:.0f}")
-    ax.set(xlabel="step", ylabel="norm relative to its final value", title="time-scale separation")
-    ax.legend(fontsize=7)
+    ax.set(xlabel="step", title="time-scale separation")
+    ax.set_ylabel("‖p‖ (all slopes)", color=p_color)
+    lines = ax.get_legend_handles_labels()
+    more = tw.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="center right")
 
 
 def plot_scores(ax, mean: pd.DataFrame) -> None:

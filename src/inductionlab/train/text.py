@@ -50,10 +50,13 @@ def token_losses(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Ten
 
 
 def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.ndarray]:
-    """‖p‖ and ‖(W_K, W_Q)‖ per run (S,)."""
+    """‖p‖ and ‖(W_K, W_Q)‖ per run (S,), and ‖(W_K, W_Q)‖ of each layer (``wkq_norm_l1``, ``wkq_norm_l2``, …)."""
     p = torch.stack([params[f"blocks.{l}.attn.p"].flatten(1) for l in range(cfg.n_layers)], 1).flatten(1)
-    wkq = torch.cat([params[f"blocks.{l}.attn.{w}"].flatten(1) for l in range(cfg.n_layers) for w in ("W_K", "W_Q")], 1)
-    return {"p_norm": p.norm(dim=1).double().cpu().numpy(), "wkq_norm": wkq.norm(dim=1).double().cpu().numpy()}
+    per_layer = torch.stack([torch.cat([params[f"blocks.{l}.attn.{w}"].flatten(1) for w in ("W_K", "W_Q")], 1).norm(dim=1)
+                             for l in range(cfg.n_layers)], 1)  # (S, n_layers)
+    out = {"p_norm": p.norm(dim=1), "wkq_norm": per_layer.norm(dim=1)}
+    out |= {f"wkq_norm_l{l + 1}": per_layer[:, l] for l in range(cfg.n_layers)}
+    return {k: v.double().cpu().numpy() for k, v in out.items()}
 
 
 def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> dict[str, np.ndarray]:
