@@ -73,3 +73,13 @@ def test_text_experiments_without_data_say_where_to_put_it(monkeypatch, tmp_path
     assert main(["run", "wikitext", "--preset", "smoke", "--out", str(tmp_path / "w"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "--data.path" in err and "INDUCTIONLAB_DATA" in err
+
+
+def test_a_diverging_run_stops_with_a_message_and_keeps_its_checkpoint(tmp_path, capsys):
+    out = tmp_path / "div"
+    args = ["run", "repeated-text", "--preset", "smoke", "--out", str(out), "--no-progress", "--train.optimizer", "sgd",
+            "--train.lr", "1e6", "--train.steps", "60", "--train.checkpoint_every", "1"]
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert "NaN/inf" in err and "Lower train.lr" in err and "Traceback" not in err
+    assert (out / "checkpoints" / "ckpt.pt").exists()

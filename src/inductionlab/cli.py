@@ -14,6 +14,7 @@ from typing import Any
 from inductionlab import experiments
 from inductionlab.config import ConfigError, flatten, override
 from inductionlab.runs import RunDirError, load_results, run_experiment
+from inductionlab.train.toy import NonFiniteError
 
 
 def _dotted(pairs: list[str]) -> dict[str, str]:
@@ -145,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RunDirError, FileNotFoundError) as err:
         print(f"inductionlab: error: {err}", file=sys.stderr)
         return 2
+    except NonFiniteError as err:
+        print(f"inductionlab: stopped: {err}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt as err:
         print(f"inductionlab: {err or 'interrupted'}", file=sys.stderr)
         return 130
