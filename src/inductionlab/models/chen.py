@@ -128,7 +128,7 @@ def _allowed(cfg: ChenConfig) -> torch.Tensor:
     heads = torch.arange(cfg.n_heads).view(-1, 1)
     if cfg.windows == "shifted":
         return (lags >= heads + 1) & (lags <= heads + cfg.n_heads)
-    return (lags >= 1).expand(cfg.n_heads, -1) | (lags == 0)
+    return torch.ones(cfg.n_heads, len(lags), dtype=torch.bool)
 
 
 def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch.Tensor | None = None) -> torch.Tensor:
