@@ -21,8 +21,8 @@ from inductionlab import plots
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, datasets
-from inductionlab.train.chen import StagedConfig, a_log_fit, train_staged
+from inductionlab.tasks.markov import MarkovConfig, datasets
+from inductionlab.train.chen import StagedConfig, a_log_fit, reference_predictors, train_staged
 
 Variant = tuple[str, chen.ChenConfig, StagedConfig]
 
@@ -42,7 +42,7 @@ def summarize(model: chen.ChenConfig, task: MarkovConfig, params: dict[str, torc
     y = chen.predict(model, params, chen.make_batch(model, val_tokens)).double()  # (S, B, d)
     inputs = val_tokens[..., :-1]
     gih = torch.stack([gih_predictor(x, lags, model.vocab_size) for x in inputs])
-    bayes = bayes_predictor(task, inputs.flatten(0, 1)).view(y.shape)
+    bayes = reference_predictors(task, val_tokens)["bayes"]
     labels = val_tokens[..., -1:]
     slope, r2 = a_log_fit(metrics)
     return {"p_selected": p, "selected_subset": chen.subset_label(model.subsets[best]), "selected_lags": list(lags),

@@ -65,16 +65,15 @@ PRESETS = {"smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "ta
 
 
 def evaluate(model: chen.ChenConfig, params: dict[str, torch.Tensor], task: MarkovConfig, tokens: torch.Tensor,
-             kernels: torch.Tensor) -> dict:
+             kernels: torch.Tensor, lags: tuple[int, ...]) -> dict:
     """Expected cross-entropy of the model and of the Bayes predictor for ``task`` on contexts ``tokens``
-    (B, L + 1; the last column is not used), and the argmax agreement with GIH over the lags the model's heads
-    copy.  The label is averaged out exactly: loss = −Σ_k π(k | z_{L+1}) log y_k with each sequence's own kernel
+    (B, L + 1; the last column is not used), and the argmax agreement with GIH over ``lags`` (those the model's
+    selected heads copy).  The label is averaged out exactly: loss = −Σ_k π(k | z_{L+1}) log y_k with each sequence's own kernel
     π (``kernels`` (B, d^n, d)), which removes the label's sampling noise."""
     inputs = tokens[:, :-1]
     y = chen.predict(replace(model, loss="ce"), params, chen.make_batch(model, tokens, params["a"].dtype))[0].double()
     z = sum(inputs[:, -r] * task.vocab_size**i for i, r in enumerate(task.parents))  # parent state of x_{L+1}
     truth = kernels[torch.arange(len(z)), z]  # (B, d): the law of x_{L+1}
-    lags = selected_lags(model, params, model.subsets[int(chen.selection_weights(params["c"])[0].argmax())])
     loss = float(-(truth * (y + chen.EPS_LOG).log()).sum(-1).mean())
     bayes_loss = float(-(truth * bayes_predictor(task, inputs).log()).sum(-1).mean())
     return {"val_loss": loss, "bayes_loss": bayes_loss, "bayes_gap": loss - bayes_loss,
@@ -85,13 +84,15 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     train_tokens, val_tokens = datasets(cfg.task, (cfg.seed,), cfg.n_samples, cfg.n_val)
     params, metrics = train_staged(cfg.model, cfg.train, cfg.task, train_tokens, val_tokens, checkpoint=ctx.checkpoint,
                                    resume=ctx.resume, progress=ctx.progress, desc=NAME)
+    best = int(chen.selection_weights(params["c"])[0].argmax())
+    lags = selected_lags(cfg.model, params, cfg.model.subsets[best])  # once: the same model at every L
     rows = []
     for i, alpha in enumerate(cfg.alphas):  # common random numbers: every L is a window of the same sequences
         longest = replace(cfg.task, L=max(cfg.lengths) + cfg.label_offsets - 1, alpha=alpha)
         tokens, kernels = sample(longest, cfg.n_eval, np.random.default_rng(cfg.seed + 1 + i))
         for L in cfg.lengths:
             per_offset = pd.DataFrame([evaluate(cfg.model, params, replace(longest, L=L), tokens[:, s : s + L + 1],
-                                                kernels) for s in range(cfg.label_offsets)])
+                                                kernels, lags) for s in range(cfg.label_offsets)])
             rows.append({"alpha": alpha, "L": L, **per_offset.mean().to_dict()})
     df = pd.DataFrame(rows)
     nested = {col: {str(a): {str(L): v for L, v in zip(g.L, g[col])} for a, g in df.groupby("alpha")}
