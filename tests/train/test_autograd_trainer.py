@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from inductionlab.train import optim
 from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.toy import NonFiniteError
 
@@ -67,3 +68,32 @@ def test_cosine_schedule_runs_from_lr_to_the_final_fraction():
     assert cfg.lr_factor(0) == 1.0 and abs(cfg.lr_factor(100) - 0.1) < 1e-12
     assert abs(cfg.lr_factor(50) - 0.55) < 1e-12
     assert TrainConfig(steps=100).lr_factor(70) == 1.0
+
+
+def test_momentum_step_matches_torch_sgd_and_clipping_matches_clip_grad_norm():
+    theta = torch.randn(2, 6, dtype=torch.float64)
+    refs = [theta[r].clone().requires_grad_() for r in range(2)]
+    opts = [torch.optim.SGD([ref], lr=lr, momentum=0.9) for ref, lr in zip(refs, (0.1, 0.02))]
+    state = optim.new_state("sgd", theta, momentum=0.9)
+    lr_mask = torch.tensor([[0.1], [0.02]], dtype=torch.float64).expand(2, 6)
+    for i in range(4):
+        g = 3 * torch.randn(2, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
+        g[1] *= 1e-3  # run 1 below the clip threshold: left alone
+        for r, (ref, opt) in enumerate(zip(refs, opts)):
+            ref.grad = g[r].clone()
+            torch.nn.utils.clip_grad_norm_([ref], 0.5)
+            opt.step()
+        optim.clip_rows(g, 0.5)
+        optim.step(theta, g, lr_mask, state)
+    assert torch.allclose(theta, torch.stack([ref.detach() for ref in refs]), atol=1e-12)
+
+
+def test_clipped_momentum_sgd_trains_and_bad_settings_are_refused():
+    theta0, loss, sample, evaluate = _problem()
+    cfg = TrainConfig(optimizer="sgd", lr=0.02, momentum=0.9, clip_norm=1.0, steps=600, eval_every=100)
+    theta, _ = train(cfg, theta0, loss, sample, evaluate)
+    assert torch.allclose(theta, torch.tensor([[2.0, 0.0], [2.0, 1.0], [2.0, 2.0]]), atol=2e-2)
+    with pytest.raises(ValueError, match="train.momentum"):
+        TrainConfig(optimizer="adam", momentum=0.9)
+    with pytest.raises(ValueError, match="train.clip_norm"):
+        TrainConfig(clip_norm=-1.0)

@@ -42,6 +42,8 @@ class TrainConfig:
     finite_check_every: int = 50
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
+    momentum: float = 0.0  # SGD heavy-ball momentum (0: plain SGD)
+    clip_norm: float = 0.0  # > 0: each run's gradient is clipped to this Euclidean norm (0: no clipping)
     schedule: Literal["constant", "cosine"] = "constant"  # cosine: lr decays to lr_final_fraction·lr
     lr_final_fraction: float = 0.05
     seed: int = 0  # data stream
@@ -54,6 +56,10 @@ class TrainConfig:
         for name in ("batch_size", "eval_every", "checkpoint_every", "finite_check_every"):
             require(getattr(self, name) >= 1, f"train.{name}", f"must be an integer ≥ 1, got {getattr(self, name)}")
         require(0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1, "train.adam_beta1/adam_beta2", "must lie in [0, 1)")
+        require(0 <= self.momentum < 1, "train.momentum", f"must lie in [0, 1), got {self.momentum}")
+        require(self.momentum == 0 or self.optimizer == "sgd", "train.momentum", "applies to optimizer 'sgd' only")
+        require(self.clip_norm >= 0 and math.isfinite(self.clip_norm), "train.clip_norm",
+                f"must be a finite number ≥ 0 (0: no clipping), got {self.clip_norm}")
         require(self.schedule in ("constant", "cosine"), "train.schedule", f"must be 'constant' or 'cosine', got {self.schedule!r}")
         require(0 < self.lr_final_fraction <= 1, "train.lr_final_fraction", "must lie in (0, 1]")
 
@@ -97,7 +103,8 @@ def train(cfg: TrainConfig, theta0: torch.Tensor, loss: Callable[[torch.Tensor, 
         lr_mask = lr_mask * trainable.to(theta0.device, theta0.dtype)
     gen = torch.Generator().manual_seed(cfg.seed)
     state = {"theta": theta0.detach().clone(), "step": 0, "blocks": [], "done": False, "gen": gen.get_state(),
-             "opt": optim.new_state(cfg.optimizer, theta0, (cfg.adam_beta1, cfg.adam_beta2))}
+             "opt": optim.new_state(cfg.optimizer, theta0, (cfg.adam_beta1, cfg.adam_beta2),
+                                           momentum=cfg.momentum)}
     if resume and checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint)
     gen.set_state(state["gen"])
@@ -132,6 +139,8 @@ def _loop(cfg, state, gen, lr_mask, loss, sample, evaluate, checkpoint, stop, ba
         loss(theta, sample(gen)).sum().backward()
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
+        if cfg.clip_norm > 0:
+            optim.clip_rows(grad, cfg.clip_norm)
         optim.step(theta, grad, lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else lr_mask, opt)
         bar.update(1)
 
