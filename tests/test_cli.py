@@ -5,15 +5,18 @@ import pytest
 
 from inductionlab import experiments, load_run
 from inductionlab.cli import main
+from inductionlab.config import SEED_KEYS
 
 
 @pytest.mark.parametrize("name", sorted(experiments.REGISTRY))
 def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, capsys):
     out = tmp_path / name
-    assert main(["run", name, "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
+    assert main(["run", name, "--preset", "smoke", "--out", str(out), "--no-progress", "--seed", "1"]) == 0
     assert "summary:" in capsys.readouterr().out
     run = load_run(out)
-    assert json.loads((out / "config.json").read_text())["experiment"] == name
+    config = json.loads((out / "config.json").read_text())
+    seed = next(config[k] for k in SEED_KEYS if k in config)
+    assert config["experiment"] == name and (seed[0] if isinstance(seed, list) else seed) == 1
     assert run.summary["wall_seconds"] > 0 and "torch" in run.summary["versions"]
     pngs = sorted(out.glob("*.png"))
     assert pngs

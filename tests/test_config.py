@@ -2,7 +2,7 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import resolve
-from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict
+from inductionlab.config import ConfigError, config_hash, first_seed, from_dict, override, seed_key, to_dict, with_seeds
 from inductionlab.experiments import lazy_to_rich
 
 
@@ -53,3 +53,16 @@ def test_every_experiment_has_the_interface():
     for name, exp in experiments.REGISTRY.items():
         assert exp.NAME == name and callable(exp.run) and callable(exp.plot) and "smoke" in exp.PRESETS
         override(exp.CONFIG, exp.PRESETS["smoke"])  # presets validate
+
+
+def test_every_experiment_can_be_reseeded():
+    """``--seed`` and sweep seeds work whatever an experiment calls its seed (seed, seeds, init_seed, ...)."""
+    for name, exp in experiments.REGISTRY.items():
+        cfg = with_seeds(exp.CONFIG, 7)
+        assert first_seed(cfg) == 7 and config_hash(cfg) != config_hash(exp.CONFIG), name
+        if seed_key(cfg) == "seeds":
+            assert len(cfg.seeds) == len(exp.CONFIG.seeds)
+    assert with_seeds(resolve("wikitext", "smoke", {}), 5, 3).seeds == (5, 6, 7)
+    assert with_seeds(lazy_to_rich.CONFIG, 5, 3).n_runs == 3
+    with pytest.raises(ConfigError, match="no run axis"):
+        with_seeds(resolve("plateau-scaling", "smoke", {}), 5, 3)

@@ -10,6 +10,10 @@ def test_grid_and_seeds_plan_jobs_on_the_run_axis(tmp_path):
     assert len(jobs) == 4 and all(j.config["n_runs"] == 3 for j in jobs) and len({j.hash for j in jobs}) == 4
     no_axis = plan("plateau-scaling", resolve("plateau-scaling", "smoke", {}), {}, 2, tmp_path)
     assert [j.config["seed"] for j in no_axis] == [0, 1]
+    tuple_axis = plan("repeated-text", resolve("repeated-text", "smoke", {}), parse_grid(["train.lr=0.1,0.2"]), 2, tmp_path)
+    assert [j.config["seeds"] for j in tuple_axis] == [[0, 1], [0, 1]] and tuple_axis[0].overrides["seed"] == "0"
+    scb = plan("scb-convergence", resolve("scb-convergence", "smoke", {}), {}, 2, tmp_path)
+    assert [j.config["instance_seed"] for j in scb] == [0, 1]
 
 
 def test_local_sweep_resumes_and_skips_finished_jobs(tmp_path, capsys):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from inductionlab import experiments
-from inductionlab.config import ConfigError, flatten, override
+from inductionlab.config import ConfigError, flatten, override, with_seeds
 from inductionlab.runs import RunDirError, load_results, run_experiment
 from inductionlab.train.toy import NonFiniteError
 
@@ -61,10 +61,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
-    values = _dotted(extra)
+    cfg = resolve(args.name, args.preset, _dotted(extra))
     if args.seed is not None:
-        values["seed"] = str(args.seed)
-    cfg = resolve(args.name, args.preset, values)
+        cfg = with_seeds(cfg, args.seed)
     out = Path(args.out or Path("runs") / args.name)
     print(f"running {args.name} into {out} ...", file=sys.stderr)
     run_dir = run_experiment(args.name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress)
@@ -118,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--preset", help="a named set of values (see `inductionlab list --keys NAME`)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
     run = sub.choices["run"]
-    run.add_argument("--seed", type=int)
+    run.add_argument("--seed", type=int, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out exactly")
     run.add_argument("--force", action="store_true", help="overwrite a finished run in --out")
     sw = sub.choices["sweep"]

@@ -149,3 +149,36 @@ def config_hash(cfg: Any) -> str:
     """Stable short hash of a config (sorted JSON)."""
     text = json.dumps(to_dict(cfg), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+SEED_KEYS = ("seed", "seeds", "init_seed", "instance_seed")
+
+
+def seed_key(cfg: Any) -> str:
+    """The top-level key that seeds an experiment: ``seed`` (with ``n_runs``: seeds seed, seed + 1, … on the
+    run axis), ``seeds`` (a tuple of seeds on the run axis), ``init_seed`` or ``instance_seed``."""
+    names = {f.name for f in dataclasses.fields(cfg)}
+    for key in SEED_KEYS:
+        if key in names:
+            return key
+    raise ConfigError(f"{type(cfg).__name__} has no seed key (one of {', '.join(SEED_KEYS)})")
+
+
+def first_seed(cfg: Any) -> int:
+    key = seed_key(cfg)
+    return cfg.seeds[0] if key == "seeds" else getattr(cfg, key)
+
+
+def with_seeds(cfg: Any, first: int, count: int | None = None) -> Any:
+    """``cfg`` run with seeds first, first + 1, …: ``count`` of them on the run axis (None keeps the config's
+    count). A config without a run axis takes one seed only."""
+    key = seed_key(cfg)
+    if key == "seeds":
+        n = len(cfg.seeds) if count is None else count
+        return override(cfg, {"seeds": list(range(first, first + n))})
+    values: dict[str, Any] = {key: first}
+    if count is not None and count != 1:
+        if not hasattr(cfg, "n_runs"):
+            raise ConfigError(f"{key}: {type(cfg).__name__} has no run axis; it takes one seed, not {count}")
+        values["n_runs"] = count
+    return override(cfg, values)

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from inductionlab import experiments
 from inductionlab._runtime import tune_process
-from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict
+from inductionlab.config import ConfigError, config_hash, first_seed, from_dict, override, to_dict, with_seeds
 from inductionlab.runs import SUMMARY, run_experiment, write_parquet
 
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -63,14 +63,14 @@ def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: 
         overrides = dict(zip(keys, combo))
         cfg = override(base_cfg, overrides)
         if seeds > 1 and exp.RUN_AXIS:
-            variants = [override(cfg, {"n_runs": seeds})]
+            variants = [with_seeds(cfg, first_seed(cfg), seeds)]
         elif seeds > 1:
-            variants = [override(cfg, {"seed": cfg.seed + i}) for i in range(seeds)]
+            variants = [with_seeds(cfg, first_seed(cfg) + i) for i in range(seeds)]
         else:
             variants = [cfg]
         for variant in variants:
             h = config_hash(variant)
-            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(variant.seed)}, h, str(out / h)))
+            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(first_seed(variant))}, h, str(out / h)))
     return jobs
 
 

@@ -94,17 +94,19 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 
 
 def plot_norms(ax, mean: pd.DataFrame, s: dict) -> None:
-    """‖p‖ (left axis) and the growth ‖(W_K, W_Q)‖ − ‖(W_K, W_Q)‖₀ (right axis, log scale, so that a slow
-    exponential growth from the small start shows as a line), with the marked times."""
+    """‖p‖ (left axis) and the relative growth ‖(W_K, W_Q)‖ / ‖(W_K, W_Q)‖₀ − 1 (right axis, log scale, so that
+    a slow exponential growth from the small start shows as a line; 1 marks the doubling), with the marked
+    times."""
     p_color, w_color = plots.CURVE_COLORS["p"], plots.CURVE_COLORS["w_KQ"]
     ax.plot(mean.index, mean.p_norm, color=p_color, label="‖p‖ (left)")
-    growth = (mean.wkq_norm - mean.wkq_norm.iloc[0]).abs()
     tw = ax.twinx()
-    tw.semilogy(mean.index[1:], growth.iloc[1:].clip(lower=1e-9), color=w_color, label="‖(W_K, W_Q)‖ − initial (right)")
-    if "wkq_norm_l2" in mean:
-        layer2 = (mean.wkq_norm_l2 - mean.wkq_norm_l2.iloc[0]).abs()
-        tw.semilogy(mean.index[1:], layer2.iloc[1:].clip(lower=1e-9), "--", color=w_color, label="layer 2 only (right)")
-    tw.set_ylabel("‖(W_K, W_Q)‖ − its initial value", color=w_color)
+    for col, style, label in (("wkq_norm", "-", "all layers"), ("wkq_norm_l2", "--", "layer 2 only")):
+        if col in mean:
+            growth = (mean[col] / mean[col].iloc[0] - 1).abs()
+            tw.semilogy(mean.index[1:], growth.iloc[1:].clip(lower=1e-9), style, color=w_color,
+                        label=f"‖(W_K, W_Q)‖ growth, {label} (right)")
+    tw.axhline(1.0, color=w_color, lw=0.6, alpha=0.5)
+    tw.set_ylabel("‖(W_K, W_Q)‖ / initial − 1   (1 = doubled)", color=w_color)
     for key, color in (("t_half_p_norm", p_color), ("t_double_wkq_norm", w_color)):
         if not math.isnan(plots.num(s.get(key))):
             ax.axvline(s[key], color=color, ls=":", label=f"{key} = {s[key]:.0f}")
@@ -112,12 +114,13 @@ def plot_norms(ax, mean: pd.DataFrame, s: dict) -> None:
     ax.set_ylabel("‖p‖ (all slopes)", color=p_color)
     lines = ax.get_legend_handles_labels()
     more = tw.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="center right")
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper center",
+              bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
 
 
 def plot_scores(ax, mean: pd.DataFrame) -> None:
-    for col in ("previous_token_score", "induction_score", "prefix_matching_score"):
-        ax.plot(mean.index, mean[col], label=col.replace("_score", "").replace("_", " "))
+    for col, style in (("previous_token_score", "-"), ("prefix_matching_score", "-"), ("induction_score", "--")):
+        ax.plot(mean.index, mean[col], style, label=col.replace("_score", "").replace("_", " "))
     ax.set(xlabel="step", ylabel="score (repeated random tokens)", ylim=(0, 1.02), title="head diagnostics")
     ax.legend(fontsize=7)
 
