@@ -129,8 +129,9 @@ def load_run(run_dir: str | os.PathLike) -> LoadedRun:
 @dataclass(frozen=True)
 class RunContext:
     """Where an experiment writes, and how: ``checkpoint`` (None disables), ``resume``, ``progress``, and
-    ``threads`` — how many cores the run may use (2: data drawn and evaluations done in the background;
-    the numbers are the same either way; sweeps with several workers use 1)."""
+    ``threads`` — how many torch threads the run may use (2 for ``run``; sweeps with several workers use 1).
+    The same seed and thread count give the same numbers bit for bit; another thread count splits the
+    matrix products' sums differently, which changes the last bits (float32) or more (bf16 autocast)."""
 
     run_dir: Path | None = None
     resume: bool = False

@@ -86,3 +86,24 @@ def test_invalid_configs_name_the_field():
         tf.TransformerConfig(n_layers=2, n_heads=2, dp=((True,), (True, False)))
     with pytest.raises(ConfigError, match="model.n_heads"):
         tf.TransformerConfig(n_heads=0)
+
+
+def test_token_lookup_gradient_repeats_exactly_on_several_threads():
+    """Same seed → same numbers on 2 threads: the lookup's backward must not accumulate with atomic adds."""
+    cfg = tf.TransformerConfig(vocab=200, d_model=32, n_layers=1, n_heads=1, d_head=8, readout="all")
+    g = torch.Generator().manual_seed(0)
+    W_E = torch.randn(1, 200, 32, generator=g)
+    x = torch.randint(200, (1, 32, 100), generator=g)
+    upstream = torch.randn(1, 32, 100, 32, generator=g)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        grads = []
+        for _ in range(4):
+            w = W_E.clone().requires_grad_(True)
+            (tf.embed(cfg, {"embed.W_E": w}, x) * upstream).sum().backward()
+            grads.append(w.grad)
+    finally:
+        torch.set_num_threads(threads)
+    torch.testing.assert_close(grads[0][0, x[0, 3, 7]], upstream[0][x[0] == x[0, 3, 7]].sum(0), rtol=1e-5, atol=1e-4)
+    assert all(torch.equal(grads[0], gr) for gr in grads[1:])

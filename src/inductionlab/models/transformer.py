@@ -140,8 +140,11 @@ def embed(cfg: TransformerConfig, params: Params, x: torch.Tensor) -> torch.Tens
     W_E = params["embed.W_E"]
     if cfg.vocab:
         require(not x.is_floating_point(), "x", "discrete tokens must be integers (model.vocab > 0)")
-        runs = torch.arange(W_E.shape[0]).view(-1, 1, 1)
-        return W_E[runs, x.expand(W_E.shape[0], -1, -1)]
+        # one lookup in the (S·V, D) table: its backward adds rows in a fixed order, so runs on several threads
+        # repeat exactly (W_E[runs, x] accumulates its gradient with atomic adds; measured: differs run to run)
+        S, V, D = W_E.shape
+        rows = x + V * torch.arange(S, device=x.device).view(-1, 1, 1)  # (S, B, L)
+        return torch.nn.functional.embedding(rows, W_E.reshape(S * V, D))
     require(x.shape[-1] == cfg.d_in, "x", f"expected tokens of dimension d_in = {cfg.d_in}, got {tuple(x.shape)}")
     return _linear(x.expand(W_E.shape[0], *x.shape[1:]), W_E)
 
