@@ -97,3 +97,14 @@ def test_clipped_momentum_sgd_trains_and_bad_settings_are_refused():
         TrainConfig(optimizer="adam", momentum=0.9)
     with pytest.raises(ValueError, match="train.clip_norm"):
         TrainConfig(clip_norm=-1.0)
+
+
+def test_clipping_counts_only_the_columns_that_move():
+    """Staged training: a frozen column's gradient must not shrink the step of the trainable ones."""
+    def loss(theta, x):  # a fits 2x (gradient −2 at a = 0); frozen b has gradient 1000
+        return 0.5 * (theta[:, :1] * x - 2 * x).square().mean(-1) + 1000 * theta[:, 1]
+
+    cfg = TrainConfig(optimizer="sgd", lr=0.1, clip_norm=10.0, steps=1, eval_every=1)
+    theta, _ = train(cfg, torch.zeros(2, 2), loss, lambda g: torch.ones(4), lambda t, s: {},
+                     trainable=torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(theta, torch.tensor([[0.2, 0.0], [0.2, 0.0]]))

@@ -66,7 +66,8 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     t_drop = first_crossing(steps, benefit, 0.5 * benefit[-1], "up") if benefit[-1] >= MIN_GAIN else math.nan
     t_ind = first_crossing(steps, mean.induction_score.to_numpy(), 0.5, "up")
     times = norm_times(steps, mean.p_norm.to_numpy(), mean.wkq_norm.to_numpy())
-    t_double = math.inf if math.isnan(times["t_double_wkq_norm"]) else times["t_double_wkq_norm"]  # never doubled: later than every step
+    never = math.isnan(times["t_double_wkq_norm"])  # never doubled: later than every step
+    t_double = math.inf if never else times["t_double_wkq_norm"]
     summary = {"t_loss_drop": t_drop, "t_induction_half": t_ind,
                "final_induction_score": float(mean.induction_score.iloc[-1]),
                "drop_vs_induction_gap_fraction": abs(t_drop - t_ind) / cfg.train.steps,

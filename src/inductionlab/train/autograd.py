@@ -103,8 +103,7 @@ def train(cfg: TrainConfig, theta0: torch.Tensor, loss: Callable[[torch.Tensor, 
         lr_mask = lr_mask * trainable.to(theta0.device, theta0.dtype)
     gen = torch.Generator().manual_seed(cfg.seed)
     state = {"theta": theta0.detach().clone(), "step": 0, "blocks": [], "done": False, "gen": gen.get_state(),
-             "opt": optim.new_state(cfg.optimizer, theta0, (cfg.adam_beta1, cfg.adam_beta2),
-                                           momentum=cfg.momentum)}
+             "opt": optim.new_state(cfg.optimizer, theta0, (cfg.adam_beta1, cfg.adam_beta2), momentum=cfg.momentum)}
     if resume and checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint)
     gen.set_state(state["gen"])
@@ -139,8 +138,8 @@ def _loop(cfg, state, gen, lr_mask, loss, sample, evaluate, checkpoint, stop, ba
         loss(theta, sample(gen)).sum().backward()
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
-        if cfg.clip_norm > 0:
-            optim.clip_rows(grad, cfg.clip_norm)
+        if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (lr_mask 0) do not count
+            optim.clip_rows(grad.mul_(lr_mask != 0), cfg.clip_norm)
         optim.step(theta, grad, lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else lr_mask, opt)
         bar.update(1)
 
