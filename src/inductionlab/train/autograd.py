@@ -110,13 +110,14 @@ def train(cfg: TrainConfig, theta0: torch.Tensor, loss: Callable[[torch.Tensor, 
     if not state["done"]:
         with StopFlag() as stop, tqdm(total=cfg.steps, initial=state["step"], disable=not progress, desc=desc,
                                       unit="step", mininterval=1.0) as bar:
-            _loop(cfg, state, gen, lr_mask, loss, sample, evaluate, checkpoint, stop, bar)
+            moving = None if trainable is None else trainable.to(theta0.device, theta0.dtype)  # (P,) 0/1
+            _loop(cfg, state, gen, lr_mask, moving, loss, sample, evaluate, checkpoint, stop, bar)
         state["done"] = True
         _save(checkpoint, state, gen)
     return state["theta"], metrics_frame(state["blocks"])
 
 
-def _loop(cfg, state, gen, lr_mask, loss, sample, evaluate, checkpoint, stop, bar) -> None:
+def _loop(cfg, state, gen, lr_mask, moving, loss, sample, evaluate, checkpoint, stop, bar) -> None:
     theta, opt = state["theta"], state["opt"]
     evals = set(eval_steps(cfg.steps, cfg.eval_every, cfg.eval_log_points).tolist())
     for step in range(state["step"], cfg.steps + 1):
@@ -138,8 +139,8 @@ def _loop(cfg, state, gen, lr_mask, loss, sample, evaluate, checkpoint, stop, ba
         loss(theta, sample(gen)).sum().backward()
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
-        if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (lr_mask 0) do not count
-            optim.clip_rows(grad.mul_(lr_mask != 0), cfg.clip_norm)
+        if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (``moving`` 0) do not count
+            optim.clip_rows(grad if moving is None else grad.mul_(moving), cfg.clip_norm)
         optim.step(theta, grad, lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else lr_mask, opt)
         bar.update(1)
 
