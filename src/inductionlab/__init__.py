@@ -1,16 +1,8 @@
-"""inductionlab: how transformers learn induction heads — tasks, models, trainers, theory and analyses.
-
-Quick API::
-
-    from inductionlab import load_run, run_experiment, experiments
-    cfg = experiments.get("lazy-to-rich").CONFIG
-    run_experiment("lazy-to-rich", cfg, "runs/l2r")
-    run = load_run("runs/l2r"); run.metrics  # pandas
-"""
+"""inductionlab: how transformers learn induction heads — tasks, models, trainers, theory and analyses."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from inductionlab.runs import load_run, run_experiment  # noqa: E402
+from inductionlab._version import __version__
+from inductionlab.runner import run_experiment
+from inductionlab.runs import load_run
 
 __all__ = ["__version__", "load_run", "run_experiment"]

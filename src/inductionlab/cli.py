@@ -13,8 +13,9 @@ from typing import Any
 
 from inductionlab import experiments
 from inductionlab.config import ConfigError, flatten, override, with_seeds
-from inductionlab.runs import RunDirError, load_results, run_experiment
-from inductionlab.train.toy import NonFiniteError
+from inductionlab.runner import RunDirError, run_experiment
+from inductionlab.runs import load_results
+from inductionlab.train.loop import NonFiniteError
 
 
 def _dotted(pairs: list[str]) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The run directory: what every experiment writes, and how to read it back.
+"""The run directory: what every experiment writes, and how to read and write it (the format only; running an
+experiment into one is :mod:`inductionlab.runner`).
 
 Layout of a run directory::
 
@@ -9,7 +10,8 @@ Layout of a run directory::
     <name>.parquet     further tables of the experiment (e.g. gf.parquet, results.parquet)
     summary.json       headline numbers (phase times, final parameters, wall_seconds, versions)
     *.png              figures (re-made from the saved tables by ``inductionlab report DIR``)
-    checkpoints/       ckpt.pt of long runs (resumable with ``--resume``)
+    checkpoints/       ckpt.pt (and one file per further training run of the experiment): resumable
+                       with ``--resume``
 
 Every file is written atomically (temporary file + rename), so an interrupted run never leaves a
 half-written file behind.
@@ -21,14 +23,14 @@ import math
 import os
 import platform
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 import torch
 
-CONFIG, SUMMARY, CHECKPOINT = "config.json", "summary.json", "checkpoints/ckpt.pt"
+CONFIG, SUMMARY = "config.json", "summary.json"
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> None:
@@ -79,7 +81,7 @@ def versions() -> dict[str, str]:
     import numpy
     import scipy
 
-    from inductionlab import __version__
+    from inductionlab._version import __version__
 
     return {"inductionlab": __version__, "python": platform.python_version(), "torch": torch.__version__,
             "numpy": numpy.__version__, "scipy": scipy.__version__, "pandas": pd.__version__,
@@ -128,8 +130,12 @@ def load_run(run_dir: str | os.PathLike) -> LoadedRun:
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where an experiment writes, and how: ``checkpoint`` (None disables), ``resume``, ``progress``, and
-    ``threads`` — how many torch threads the run may use (2 for ``run``; sweeps with several workers use 1).
+    """Where a training run writes, and how: ``run_dir`` (None: no checkpoints), ``resume``, ``progress``,
+    ``threads`` — how many torch threads the run may use (2 for ``run``; sweeps with several workers use 1) —,
+    ``hooks`` (:class:`inductionlab.train.loop.Hook` objects every training loop of the run calls) and ``name``,
+    the checkpoint's name under ``checkpoints/``.  An experiment that trains several times gives each its own
+    name with :meth:`child`.
+
     The same seed and thread count give the same numbers bit for bit; another thread count splits the
     matrix products' sums differently, which changes the last bits (float32) or more (bf16 autocast)."""
 
@@ -137,55 +143,13 @@ class RunContext:
     resume: bool = False
     progress: bool = False
     threads: int = 2
+    hooks: tuple = ()
+    name: str = "ckpt"
 
     @property
     def checkpoint(self) -> Path | None:
-        return None if self.run_dir is None else Path(self.run_dir) / CHECKPOINT
+        return None if self.run_dir is None else Path(self.run_dir) / "checkpoints" / f"{self.name}.pt"
 
-
-class RunDirError(RuntimeError):
-    """The output directory holds another run (or an unfinished one): say what to do."""
-
-
-def run_experiment(name: str, cfg: Any, out_dir: str | os.PathLike, resume: bool = False, force: bool = False,
-                   progress: bool = False, threads: int = 2) -> Path:
-    """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
-
-    Writes config.json first, then the tables, summary.json (with wall_seconds, versions, config_hash)
-    and the figures.  ``resume`` continues an interrupted run (same config required; a finished run is
-    left as it is); ``force`` overwrites a finished one.
-    """
-    import time
-
-    from inductionlab import experiments
-    from inductionlab.config import config_hash, to_dict
-
-    exp = experiments.get(name)
-    out = Path(out_dir)
-    _check_run_dir(out, to_dict(cfg), resume, force)
-    if resume and not force and (out / SUMMARY).exists():
-        return out  # finished already: nothing to resume
-    write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
-    start = time.perf_counter()
-    results = exp.run(cfg, RunContext(out, resume, progress, threads))
-    results.summary = {"experiment": name, **results.summary, "wall_seconds": time.perf_counter() - start,
-                       "config_hash": config_hash(cfg), "versions": versions()}
-    save_results(out, results)
-    exp.plot(results, out)
-    return out
-
-
-def _check_run_dir(out: Path, config: dict, resume: bool, force: bool) -> None:
-    cfg_file = out / CONFIG
-    if not cfg_file.exists() or force:
-        return
-    saved = json.loads(cfg_file.read_text())
-    saved.pop("experiment", None)
-    if resume:
-        if saved != config:
-            diff = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k))
-            raise RunDirError(f"{out}: --resume needs the same config as the saved run; sections differ: {diff}. "
-                              "Use another --out, or --force to start over.")
-        return
-    state = "a finished run" if (out / SUMMARY).exists() else "an unfinished run (resume it with --resume)"
-    raise RunDirError(f"{out} already holds {state}. Use --resume, --force (overwrite) or another --out.")
+    def child(self, name: str | None = None, **changes: Any) -> "RunContext":
+        """The same context with the checkpoint ``checkpoints/<name>.pt`` (and any other field changed)."""
+        return replace(self, name=name or self.name, **changes)

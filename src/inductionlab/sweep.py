@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 from inductionlab import experiments
 from inductionlab._runtime import tune_process
 from inductionlab.config import ConfigError, config_hash, first_seed, from_dict, override, to_dict, with_seeds
-from inductionlab.runs import SUMMARY, run_experiment, write_parquet
+from inductionlab.runner import run_experiment
+from inductionlab.runs import SUMMARY, write_parquet
 
 Executor = Literal["local", "slurm", "submitit-local"]
 MANIFEST = "manifest.jsonl"

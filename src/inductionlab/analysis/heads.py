@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
 
 from inductionlab.config import require
@@ -86,17 +87,6 @@ def prefix_matching_score(pattern: torch.Tensor, period: int) -> torch.Tensor:
     return pattern.diagonal(-(period - 1), -2, -1)[..., 1:].mean((-1, -3))
 
 
-def repeated_random_tokens(batch: int, period: int, repeats: int, generator: torch.Generator, vocab: int = 0,
-                           d: int = 1) -> torch.Tensor:
-    """Random sequences repeated ``repeats`` times: integer tokens (B, period·repeats) from ``vocab``, or
-    Gaussian real tokens (B, period·repeats, d) when vocab = 0."""
-    require(period >= 1 and repeats >= 2, "period", "needs period ≥ 1 and ≥ 2 repeats")
-    if vocab:
-        base = torch.randint(vocab, (batch, period), generator=generator)
-        return base.repeat(1, repeats)
-    return torch.randn(batch, period, d, generator=generator).repeat(1, repeats, 1)
-
-
 def head_scores(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor, period: int,
                 measure: Literal["mul", "abs"] = "mul") -> dict[str, torch.Tensor]:
     """All diagnostics of every head on repeated sequences: name → (S, n_layers, H) for previous_token,
@@ -122,9 +112,11 @@ def probe_distance(features: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     return (y64 - f64 @ solution).square().sum((-1, -2)) / y64.square().sum((-1, -2))
 
 
-def patch_targets(x: torch.Tensor, n: int) -> torch.Tensor:
-    """X_{s−n+1:s} for s = n..L (1-indexed) from tokens x (..., B, L, d): (..., B, L−n+1, n·d), newest first —
-    the probe targets of Fig. 3."""
-    L = x.shape[-2]
-    require(L >= n, "x", f"needs L ≥ n = {n}, got {L}")
-    return torch.cat([x[..., n - 1 - k : L - k, :] for k in range(n)], -1)
+def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> dict[str, np.ndarray]:
+    """The head diagnostics (S,): previous-token (best layer-1 head), induction and prefix matching (best
+    layer-2 head), on repeated random tokens."""
+    s = head_scores(cfg, params, tokens, tokens.shape[1] // 2)
+    last = cfg.n_layers - 1
+    return {"previous_token_score": s["previous_token"][:, 0].amax(-1).double().cpu().numpy(),
+            "induction_score": s["induction"][:, last].amax(-1).double().cpu().numpy(),
+            "prefix_matching_score": s["prefix_matching"][:, last].amax(-1).double().cpu().numpy()}

@@ -71,10 +71,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     tables = []
     for name, optimizer, lr in (("GD", "sgd", cfg.gd_lr), ("Adam", "adam", cfg.adam_lr)):
         tcfg = replace(cfg.train, optimizer=optimizer, lr=lr)
-        ckpt = None if ctx.checkpoint is None else ctx.checkpoint.with_name(f"checkpoint_{name}.pt")
         _, metrics = train(tcfg, theta0, lambda th, x: sum(highdim.partial_losses(m, th, x)),
                            lambda gen: torch.randn(tcfg.batch_size, m.L, m.d, generator=gen), evaluate,
-                           checkpoint=ckpt, resume=ctx.resume, progress=ctx.progress, desc=name)
+                           ctx.child(name, threads=1), desc=name)
         tables.append(metrics.assign(optimizer=name))
     metrics = pd.concat(tables, ignore_index=True)
     plateau = plateau_loss(m, x_eval)

@@ -56,9 +56,8 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     for H in cfg.heads:
         for D in cfg.dims:
             model = replace(cfg.model, n_heads=H, d_model=D)
-            ckpt = None if ctx.checkpoint is None else ctx.checkpoint.with_name(f"checkpoint_{H}x{D}.pt")
-            _, metrics = fit_induction(model, cfg.task, cfg.train, cfg.seeds, cfg.eval_size, checkpoint=ckpt,
-                                       resume=ctx.resume, progress=ctx.progress, desc=f"H={H} D={D}")
+            _, metrics = fit_induction(model, cfg.task, cfg.train, cfg.seeds, ctx.child(f"{H}x{D}", threads=1),
+                                       cfg.eval_size, desc=f"H={H} D={D}")
             tables.append(metrics.assign(H=H, D=D, pair=f"{H}x{D}"))
     metrics = pd.concat(tables, ignore_index=True)
     final = metrics[metrics.step == metrics.step.max()].groupby("pair").loss.mean()

@@ -53,9 +53,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     tables, summary = [], {}
     for schedule, layer1 in (("layerwise", "trained"), ("layerwise-ideal", "ideal"), ("joint", "trained")):
         tcfg = replace(cfg.train, schedule=schedule.split("-")[0], stage2_layer1=layer1)
-        ckpt = None if ctx.checkpoint is None else ctx.checkpoint.with_name(f"checkpoint_{schedule}.pt")
-        out = train_toy(tcfg, target, init_params(cfg.model.sigma_init, cfg.n_runs), seeds, checkpoint=ckpt,
-                        resume=ctx.resume, progress=ctx.progress, threads=ctx.threads)
+        out = train_toy(tcfg, target, init_params(cfg.model.sigma_init, cfg.n_runs), seeds, ctx.child(schedule))
         layer2 = out.metrics[out.metrics.stage == ("joint" if schedule == "joint" else "II")]
         tables.append(layer2.assign(schedule=schedule))
         runs = []

@@ -77,8 +77,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
     gf_future = pool.submit(_gradient_flows, cfg) if pool else None
     try:
-        out = train_toy(cfg.train, target, init_params(cfg.model.sigma_init, S), seeds, checkpoint=ctx.checkpoint,
-                        resume=ctx.resume, progress=ctx.progress, threads=ctx.threads)
+        out = train_toy(cfg.train, target, init_params(cfg.model.sigma_init, S), seeds, ctx)
         gf = gf_future.result() if gf_future else _gradient_flows(cfg)
     finally:
         if pool:

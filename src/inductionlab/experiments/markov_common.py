@@ -59,9 +59,8 @@ def run_variants(task: MarkovConfig, variants: list[Variant], seeds: tuple[int, 
     tables, rpe, runs = [], [], {}
     for label, model, staged in variants:
         slug = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
-        ckpt = None if ctx.checkpoint is None else ctx.checkpoint.parent / slug / "ckpt.pt"
-        params, metrics = train_staged(model, staged, task, train_tokens, val_tokens, checkpoint=ckpt,
-                                       resume=ctx.resume, progress=ctx.progress, desc=label)
+        params, metrics = train_staged(model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1),
+                                       desc=label)
         tables.append(metrics.assign(variant=label))
         for when, w in (("initial", chen.init_params(model, 1)["w"][0]), ("final", params["w"][0])):
             h, j = np.indices(w.shape)

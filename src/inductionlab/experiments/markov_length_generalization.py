@@ -82,8 +82,8 @@ def evaluate(model: chen.ChenConfig, params: dict[str, torch.Tensor], task: Mark
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     train_tokens, val_tokens = datasets(cfg.task, (cfg.seed,), cfg.n_samples, cfg.n_val)
-    params, metrics = train_staged(cfg.model, cfg.train, cfg.task, train_tokens, val_tokens, checkpoint=ctx.checkpoint,
-                                   resume=ctx.resume, progress=ctx.progress, desc=NAME)
+    params, metrics = train_staged(cfg.model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1),
+                                   desc=NAME)
     best = int(chen.selection_weights(params["c"])[0].argmax())
     lags = selected_lags(cfg.model, params, cfg.model.subsets[best])  # once: the same model at every L
     rows = []

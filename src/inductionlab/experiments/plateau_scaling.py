@@ -115,7 +115,7 @@ def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
     train_cfg = replace(cfg.sgd, stage2_steps=steps)
     target = MixedTarget.per_run([cfg.alpha_star] * S, [cfg.w_star] * S, L)
     out = train_toy(train_cfg, target, init_params(torch.tensor(sigmas), S), [cfg.seed + i for i in range(S)],
-                    progress=ctx.progress, threads=ctx.threads)
+                    ctx.child("sgd"))
     rows = []
     for run_id, df in out.metrics[out.metrics.stage == "II"].groupby("run"):
         times = phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, cfg.alpha_star, cfg.w_star).as_dict()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inductionlab import plots
+from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import Results, RunContext
@@ -55,8 +56,8 @@ PRESETS = {"spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    _, metrics = fit_induction(cfg.model, cfg.task, cfg.train, cfg.seeds, cfg.eval_size, probe_size=cfg.probe_size,
-                               checkpoint=ctx.checkpoint, resume=ctx.resume, progress=ctx.progress, desc=NAME)
+    _, metrics = fit_induction(cfg.model, cfg.task, cfg.train, cfg.seeds, ctx.child(threads=1), cfg.eval_size,
+                               probe_size=cfg.probe_size, probe=probe_distance, desc=NAME)
     per_step = metrics.groupby("step")[["loss", "probe_distance"]].mean()
     return Results({"metrics": metrics}, {
         "probe_distance_initial": float(per_step.probe_distance.iloc[0]),

@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from inductionlab import plots
+from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments import wikitext
 from inductionlab.experiments.wikitext import norm_times, plot_norms, plot_scores
@@ -55,9 +56,8 @@ PRESETS = {"smoke": wikitext.PRESETS["smoke"]}
 def run(cfg: Config, ctx: RunContext) -> Results:
     corpus = load_corpus(cfg.data)
     model = replace(cfg.model, vocab=len(corpus.vocab))
-    _, metrics = fit_lm(model, cfg.train, cfg.evals, corpus.train, corpus.val, cfg.data.L, cfg.seeds, repeated=True,
-                        device=cfg.device, bf16=cfg.bf16, checkpoint=ctx.checkpoint, resume=ctx.resume,
-                        progress=ctx.progress, desc=NAME, threads=ctx.threads)
+    _, metrics = fit_lm(model, cfg.train, cfg.evals, corpus.train, corpus.val, cfg.data.L, cfg.seeds, ctx,
+                        repeated=True, device=cfg.device, bf16=cfg.bf16, diagnostics=score_columns, desc=NAME)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     benefit = (mean.loss_other - mean.loss_repeated).to_numpy()  # what copying from the context gains

@@ -61,13 +61,13 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.instance_seed))
     methods = _methods(cfg)
     names = [name for name, _ in methods]
-    _, _, metrics = train_scb([t for _, t in methods], inst, cfg.task.Q, progress=ctx.progress)
+    _, _, metrics = train_scb([t for _, t in methods], inst, cfg.task.Q, ctx.child("methods"))
     tables = [metrics.assign(method=lambda d: np.asarray(names)[d.run],
                              lam=lambda d: np.asarray([t.lam if t.method == "proximal" else 0.0 for _, t in methods])[d.run])]
     prox = tables[0][tables[0].method == "proximal"]
     if float(prox[prox.stage == 2].zeroed.mean()) == 0 and cfg.lambda_sweep:
         sweep = [replace(cfg.train, method="proximal", lam=lam) for lam in cfg.lambda_sweep]
-        extra = train_scb(sweep, inst, cfg.task.Q, progress=ctx.progress)[2]
+        extra = train_scb(sweep, inst, cfg.task.Q, ctx.child("lambda_sweep"))[2]
         tables.append(extra.assign(method=lambda d: np.asarray([f"proximal λ={lam:g}" for lam in cfg.lambda_sweep])[d.run],
                                    lam=lambda d: np.asarray(cfg.lambda_sweep)[d.run]))
     metrics = pd.concat(tables, ignore_index=True)

@@ -66,7 +66,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, cfg.calibration_samples,
                                         torch.Generator().manual_seed(t.seed + 1))
         oracle = gaussian_noise_oracle(sigma_V, sigma_A, t.batch_size)
-        _, _, m = train_scb(list(methods.values()), inst, task.Q, progress=ctx.progress, oracle=oracle)
+        _, _, m = train_scb(list(methods.values()), inst, task.Q, ctx.child(f"N{N}"), oracle=oracle)
         m = m.assign(N=N, T=task.T, method=np.asarray(list(methods))[m.run])
         tables.append(m)
         final = m[m.step == m.step.max()].set_index("method")

@@ -49,9 +49,9 @@ PRESETS = {"smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, 
 def run(cfg: Config, ctx: RunContext) -> Results:
     inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.instance_seed))
     t = cfg.train
-    V_lin, A_lin, m_lin = train_scb(t, inst, cfg.task.Q, progress=ctx.progress)
+    V_lin, A_lin, m_lin = train_scb(t, inst, cfg.task.Q, ctx.child("linear"))
     V_sm, W_sm, m_sm = train_softmax_scb(inst, cfg.softmax_lr_V, cfg.softmax_lr_W, t.steps, t.batch_size,
-                                         t.eval_every, t.seed, cfg.task.Q, t.threshold_C, progress=ctx.progress)
+                                         t.eval_every, t.seed, cfg.task.Q, t.threshold_C, ctx.child("softmax"))
     metrics = pd.concat([m_lin.assign(model="linear"), m_sm.assign(model="softmax")], ignore_index=True)
     A_sm = softmax_attention(W_sm)
     mats = {"A_linear": A_lin[0], "A_softmax": A_sm[0], "Q": inst.Q[0], "V_linear": V_lin[0], "V_softmax": V_sm[0],

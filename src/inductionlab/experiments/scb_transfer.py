@@ -32,7 +32,7 @@ from inductionlab.config import require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
 from inductionlab.train.proximal import SCBTrainConfig, reversal, train_scb, transfer_start
-from inductionlab.train.toy import NonFiniteError
+from inductionlab.train.loop import NonFiniteError
 
 NAME = "scb-transfer"
 DESCRIPTION = "Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)"
@@ -83,11 +83,11 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         V0, A1, beta0 = transfer_start(inst, P_bar, cfg.gamma, cfg.alpha_target, cfg.transfer_samples,
                                        torch.Generator().manual_seed(cfg.train.seed + 1))
         transfer_cfg = replace(cfg.train, steps=cfg.transfer_steps, stage1_steps=0, stage1_end="steps")
-        _, _, m_tr = train_scb(transfer_cfg, inst, cfg.task.Q, progress=ctx.progress, init=(V0, A1))
+        _, _, m_tr = train_scb(transfer_cfg, inst, cfg.task.Q, ctx.child(f"transfer_T{T}"), init=(V0, A1))
         found["transfer"][T] = _first_hit(m_tr, cfg.target, cfg.transfer_samples)
         tables.append(m_tr.assign(T=T, method="transfer", samples=m_tr.samples + cfg.transfer_samples))
         try:
-            _, _, m_sc = train_scb(cfg.train, inst, cfg.task.Q, progress=ctx.progress)
+            _, _, m_sc = train_scb(cfg.train, inst, cfg.task.Q, ctx.child(f"scratch_T{T}"))
         except NonFiniteError:
             diverged.append(T)
             found["scratch"][T] = [np.nan] * cfg.n_instances

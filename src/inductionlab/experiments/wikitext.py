@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from inductionlab import plots
+from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.config import require
 from inductionlab.models.transformer import TransformerConfig
@@ -76,9 +77,8 @@ def norm_times(steps: np.ndarray, p_norm: np.ndarray, wkq_norm: np.ndarray) -> d
 def run(cfg: Config, ctx: RunContext) -> Results:
     corpus = load_corpus(cfg.data)
     model = replace(cfg.model, vocab=len(corpus.vocab))
-    _, metrics = fit_lm(model, cfg.train, cfg.evals, corpus.train, corpus.val, cfg.data.L, cfg.seeds,
-                        device=cfg.device, bf16=cfg.bf16, checkpoint=ctx.checkpoint, resume=ctx.resume,
-                        progress=ctx.progress, desc=NAME, threads=ctx.threads)
+    _, metrics = fit_lm(model, cfg.train, cfg.evals, corpus.train, corpus.val, cfg.data.L, cfg.seeds, ctx,
+                        device=cfg.device, bf16=cfg.bf16, diagnostics=score_columns, desc=NAME)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     start, end = plateau(steps, mean.val_loss.to_numpy())

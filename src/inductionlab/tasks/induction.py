@@ -109,3 +109,22 @@ class InductionTaskConfig:
             return induction_head(x, self.w_star(x.dtype), self.n)
         args = (self.bandwidth, self.w_scale) if self.similarity == "rbf" else (self.w_scale,)
         return generalized_induction_head(x, self.n, SIMILARITIES[self.similarity](*args))
+
+
+def repeated_random_tokens(batch: int, period: int, repeats: int, generator: torch.Generator, vocab: int = 0,
+                           d: int = 1) -> torch.Tensor:
+    """Random sequences repeated ``repeats`` times: integer tokens (B, period·repeats) from ``vocab``, or
+    Gaussian real tokens (B, period·repeats, d) when vocab = 0."""
+    require(period >= 1 and repeats >= 2, "period", "needs period ≥ 1 and ≥ 2 repeats")
+    if vocab:
+        base = torch.randint(vocab, (batch, period), generator=generator)
+        return base.repeat(1, repeats)
+    return torch.randn(batch, period, d, generator=generator).repeat(1, repeats, 1)
+
+
+def patch_targets(x: torch.Tensor, n: int) -> torch.Tensor:
+    """X_{s−n+1:s} for s = n..L (1-indexed) from tokens x (..., B, L, d): (..., B, L−n+1, n·d), newest first —
+    the probe targets of Fig. 3."""
+    L = x.shape[-2]
+    require(L >= n, "x", f"needs L ≥ n = {n}, got {L}")
+    return torch.cat([x[..., n - 1 - k : L - k, :] for k in range(n)], -1)

@@ -1,33 +1,27 @@
-"""A generic autograd training loop over a flat parameter matrix θ (S, P) — one row per run — used by the
-general transformer (probe, heads-dims) and the high-dimensional toy (adam-vs-gd-highdim).
+"""The autograd trainer family: a flat parameter matrix θ (S, P) — one row per run — trained on the one loop
+(:mod:`inductionlab.train.loop`); used by the general transformer (induction targets and text), the
+high-dimensional toy and, staged, the Chen et al. model.
 
 All runs step together: the loss is the sum of the per-run losses, so each run's gradient is its own, and
 the optimisers of :mod:`inductionlab.train.optim` (SGD, Adam; per-run learning rates) act on θ in place.
 Online data: a fresh batch per step from ``sample(generator)``.  Metrics come from ``evaluate(θ, step)``
-on the schedule of :func:`inductionlab.train.toy.eval_steps` (every ``eval_every`` steps plus log-spaced
-points, so early transitions stay visible).
-
-Reliability as in the toy trainer: a checkpoint every ``checkpoint_every`` steps and on Ctrl-C (θ, optimiser
-state, generator state, metrics so far), exact resume, and a NaN/inf check that stops with a clear message
-and the last good checkpoint kept.
+on the loop's schedule (every ``eval_every`` steps plus log-spaced points, so early transitions stay
+visible).  A run may have several stages, each training a subset of the columns with its own settings.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
-from inductionlab._runtime import StopFlag, tune_process
+from inductionlab._runtime import tune_process
 from inductionlab.config import require
-from inductionlab.runs import load_checkpoint, save_checkpoint
-from inductionlab.train import optim
-from inductionlab.train.toy import Interrupted, check_finite, eval_steps, metrics_frame
+from inductionlab.runs import RunContext
+from inductionlab.train import loop, optim
 
 
 @dataclass(frozen=True)
@@ -84,68 +78,101 @@ def pack(params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Callable[[torch
     return theta, views
 
 
-def train(cfg: TrainConfig, theta0: torch.Tensor, loss: Callable[[torch.Tensor, Any], torch.Tensor],
-          sample: Callable[[torch.Generator], Any], evaluate: Callable[[torch.Tensor, int], dict[str, np.ndarray]],
-          lr: Sequence[float] | None = None, checkpoint: Path | None = None, resume: bool = False,
-          progress: bool = False, desc: str = "train", trainable: torch.Tensor | None = None, threads: int = 1
-          ) -> tuple[torch.Tensor, pd.DataFrame]:
-    """Train S runs from θ0 (S, P); returns the final θ and the metrics table (columns run, step and
-    whatever ``evaluate`` returns, one value per run).  ``loss(θ, batch)`` gives the per-run losses (S,);
-    ``trainable`` (P,) 0/1 marks the columns that move (staged training; default all); ``threads`` torch
-    threads (1 suits tiny models; large matrix products gain from more)."""
-    tune_process(threads)
-    S = theta0.shape[0]
-    lr_t = torch.full((S,), cfg.lr) if lr is None else torch.as_tensor(lr, dtype=theta0.dtype)
-    require(lr_t.shape == (S,) and bool((lr_t > 0).all()), "lr", f"need {S} positive learning rates")
-    lr_mask = lr_t.view(-1, 1).to(theta0.device, theta0.dtype)
-    if trainable is not None:
-        require(trainable.shape == theta0.shape[1:], "trainable", f"needs one 0/1 entry per column ({theta0.shape[1]})")
-        lr_mask = lr_mask * trainable.to(theta0.device, theta0.dtype)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    state = {"theta": theta0.detach().clone(), "step": 0, "blocks": [], "done": False, "gen": gen.get_state(),
-             "opt": optim.new_state(cfg.optimizer, theta0, (cfg.adam_beta1, cfg.adam_beta2), momentum=cfg.momentum)}
-    if resume and checkpoint is not None and checkpoint.exists():
-        state = load_checkpoint(checkpoint)
-    gen.set_state(state["gen"])
-    if not state["done"]:
-        with StopFlag() as stop, tqdm(total=cfg.steps, initial=state["step"], disable=not progress, desc=desc,
-                                      unit="step", mininterval=1.0) as bar:
-            moving = None if trainable is None else trainable.to(theta0.device, theta0.dtype)  # (P,) 0/1
-            _loop(cfg, state, gen, lr_mask, moving, loss, sample, evaluate, checkpoint, stop, bar)
-        state["done"] = True
-        _save(checkpoint, state, gen)
-    return state["theta"], metrics_frame(state["blocks"])
+Loss = Callable[[torch.Tensor, Any], torch.Tensor]  # (θ (S, P), batch) → per-run losses (S,)
+Sample = Callable[[torch.Generator], Any]  # generator → batch
+Evaluate = Callable[[torch.Tensor, int], dict[str, np.ndarray]]  # (θ, step) → metric columns, one value per run
 
 
-def _loop(cfg, state, gen, lr_mask, moving, loss, sample, evaluate, checkpoint, stop, bar) -> None:
-    theta, opt = state["theta"], state["opt"]
-    evals = set(eval_steps(cfg.steps, cfg.eval_every, cfg.eval_log_points).tolist())
-    for step in range(state["step"], cfg.steps + 1):
-        state["step"] = step
-        if step % cfg.finite_check_every == 0 or step == cfg.steps:
-            check_finite(theta, f"by step {step}", checkpoint, "Lower train.lr.")
-        if stop.raised or (step and step % cfg.checkpoint_every == 0 and step < cfg.steps):
-            _save(checkpoint, state, gen)  # before this step's evaluation and update: resume redoes both
-            if stop.raised:
-                raise Interrupted(f"interrupted at step {step}; checkpoint at {checkpoint}. "
-                                  "Run again with --resume to continue exactly.")
-        if step in evals:
-            with torch.no_grad():
-                row = evaluate(theta, step)
-            state["blocks"].append({"run": np.arange(theta.shape[0]), "step": np.full(theta.shape[0], step), **row})
-        if step == cfg.steps:
-            return
+@dataclass(frozen=True)
+class StageSpec:
+    """One stage of an autograd run: its settings and the 0/1 mask (P,) of the columns it trains (None: all)."""
+
+    name: str
+    cfg: TrainConfig
+    trainable: torch.Tensor | None = None
+
+
+class AutogradStepper:
+    """θ (S, P), one optimiser state per stage, one data generator (from the first stage's ``seed``).  ``lr``: one
+    learning rate per run (S,) for every stage, or None: each stage's ``cfg.lr``."""
+
+    def __init__(self, specs: Sequence[StageSpec], theta0: torch.Tensor, loss: Loss, sample: Sample,
+                 evaluate: Evaluate, lr: torch.Tensor | None, hint: str):
+        self.specs, self.loss, self.sample, self.evaluate_fn, self.lr, self.hint = list(specs), loss, sample, evaluate, lr, hint
+        self.stages = [loop.Stage(s.name, s.cfg.steps, s.cfg.eval_every, s.cfg.eval_log_points, s.cfg.checkpoint_every,
+                                  s.cfg.finite_check_every) for s in self.specs]
+        self.theta = theta0.detach().clone()
+        self.gen = torch.Generator().manual_seed(self.specs[0].cfg.seed)
+        self.opt, self.current = None, 0
+
+    @property
+    def params(self) -> torch.Tensor:
+        return self.theta
+
+    def begin_stage(self, index: int, resumed: bool) -> None:
+        spec, theta = self.specs[index], self.theta
+        self.current = index
+        if not resumed:
+            self.opt = optim.new_state(spec.cfg.optimizer, theta, (spec.cfg.adam_beta1, spec.cfg.adam_beta2),
+                                       momentum=spec.cfg.momentum)
+        lr = torch.full((theta.shape[0],), spec.cfg.lr) if self.lr is None else self.lr
+        self.lr_mask = lr.view(-1, 1).to(theta.device, theta.dtype)
+        self.moving = None
+        if spec.trainable is not None:
+            self.moving = spec.trainable.to(theta.device, theta.dtype)  # (P,) 0/1
+            self.lr_mask = self.lr_mask * self.moving
+
+    def end_stage(self, index: int) -> None: ...
+
+    def step(self, step: int, tensors: dict[str, Any]) -> None:
+        cfg, theta = self.specs[self.current].cfg, self.theta
         theta.requires_grad_(True)
-        loss(theta, sample(gen)).sum().backward()
+        self.loss(theta, self.sample(self.gen)).sum().backward()
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
         if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (``moving`` 0) do not count
-            optim.clip_rows(grad if moving is None else grad.mul_(moving), cfg.clip_norm)
-        optim.step(theta, grad, lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else lr_mask, opt)
-        bar.update(1)
+            optim.clip_rows(grad if self.moving is None else grad.mul_(self.moving), cfg.clip_norm)
+        optim.step(theta, grad, self.lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else self.lr_mask,
+                   self.opt)
+        tensors["grad"] = grad
+
+    def evaluate(self, step: int) -> dict[str, np.ndarray]:
+        S = self.theta.shape[0]
+        with torch.no_grad():
+            row = self.evaluate_fn(self.theta, step)
+        stage = {"stage": np.full(S, self.current)} if len(self.specs) > 1 else {}
+        return {"run": np.arange(S), "step": np.full(S, step), **stage, **row}
+
+    def at_boundary(self) -> bool:
+        return True
+
+    def state_dict(self) -> dict:
+        return {"theta": self.theta, "opt": self.opt, "gen": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.theta, self.opt = state["theta"], state["opt"]
+        self.gen.set_state(state["gen"])
 
 
-def _save(path: Path | None, state: dict, gen: torch.Generator) -> None:
-    if path is not None and bool(torch.isfinite(state["theta"]).all()):
-        state["gen"] = gen.get_state()
-        save_checkpoint(path, state)
+def train(cfg: TrainConfig | Sequence[StageSpec], theta0: torch.Tensor, loss: Loss, sample: Sample,
+          evaluate: Evaluate, ctx: RunContext = RunContext(threads=1), lr: Sequence[float] | None = None,
+          trainable: torch.Tensor | None = None, hooks: Sequence[loop.Hook] = (), desc: str = "train",
+          hint: str = "Lower train.lr.") -> tuple[torch.Tensor, pd.DataFrame]:
+    """Train S runs from θ0 (S, P); returns the final θ and the metrics table (columns run, step — and stage when
+    there are several — and whatever ``evaluate`` returns, one value per run).
+
+    ``cfg``: one :class:`TrainConfig` (one stage training the columns ``trainable`` marks, default all), or a list
+    of :class:`StageSpec`.  ``loss(θ, batch)`` gives the per-run losses (S,); ``ctx.threads`` torch threads (1
+    suits tiny models; large matrix products gain from more); ``hint``: what the NaN/inf message suggests."""
+    tune_process(ctx.threads)
+    specs = [StageSpec("train", cfg, trainable)] if isinstance(cfg, TrainConfig) else list(cfg)
+    S = theta0.shape[0]
+    lr_t = None if lr is None else torch.as_tensor(lr, dtype=theta0.dtype)
+    require(lr_t is None or (lr_t.shape == (S,) and bool((lr_t > 0).all())), "lr", f"need {S} positive learning rates")
+    for spec in specs:
+        require(spec.trainable is None or spec.trainable.shape == theta0.shape[1:], "trainable",
+                f"needs one 0/1 entry per column ({theta0.shape[1]})")
+    stepper = AutogradStepper(specs, theta0, loss, sample, evaluate, lr_t, hint)
+    metrics = loop.run(stepper, ctx, hooks, desc=desc)
+    return stepper.theta, metrics
+

@@ -6,8 +6,8 @@ classifier) — with its own learning rate and number of epochs.  The three-stag
 ("c", "w", "a") with (lr, epochs) (1, 2000), (10⁵, 5000), (1, 5000) (spec A6); joint training CWa is ("cwa",)
 and CW_a ("cw", "a").  One epoch is one full-batch gradient step on the fixed training set (SGD, momentum 0).
 
-Each stage is a run of :func:`inductionlab.train.autograd.train` with the other groups frozen, so it has that
-loop's checkpoints (``stage{i}.pt`` beside the run's checkpoint), exact resume and NaN/inf check.  Metrics are
+The stages are the stages of one :func:`inductionlab.train.autograd.train` run, each with the other groups
+frozen, so they share the loop's checkpoints, exact resume, NaN/inf stop and hooks.  Metrics are
 taken on a log-spaced epoch grid per stage (not every epoch; spec §6): train and validation loss, a, p_S for
 every subset, the RPE weights of every head, and the mean total-variation distance of the model's prediction
 to the Bayes, in-context bigram and unigram estimators on the validation set.
@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,7 +25,9 @@ import torch
 from inductionlab.config import require
 from inductionlab.models import chen
 from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, ngram_estimator
-from inductionlab.train.autograd import TrainConfig, pack, train
+from inductionlab.runs import RunContext
+from inductionlab.train import loop
+from inductionlab.train.autograd import StageSpec, TrainConfig, pack, train
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ def param_columns(cfg: chen.ChenConfig, params: dict[str, torch.Tensor]) -> dict
 
 
 def train_staged(model: chen.ChenConfig, cfg: StagedConfig, task: MarkovConfig, train_tokens: torch.Tensor,
-                 val_tokens: torch.Tensor, checkpoint: Path | None = None, resume: bool = False,
-                 progress: bool = False, desc: str = "markov") -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
+                 val_tokens: torch.Tensor, ctx: RunContext = RunContext(threads=1), hooks: Sequence[loop.Hook] = (),
+                 desc: str = "markov") -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Train S runs (one dataset each: tokens (S, B, L + 1)) through the stages; returns the final parameters
     and the metrics table (run, stage, stage_name, step, epoch, train_loss, val_loss, a, p_*, w_*, tv_*)."""
     S, dtype = train_tokens.shape[0], getattr(torch, cfg.dtype)
@@ -95,20 +96,20 @@ def train_staged(model: chen.ChenConfig, cfg: StagedConfig, task: MarkovConfig, 
         y = chen.predict(model, params, val_batch).double()
         return {**row, **param_columns(model, params), **_distances(y, refs)}
 
-    blocks, offset = [], 0
-    for i, (groups, lr, epochs) in enumerate(zip(cfg.stages, cfg.lrs, cfg.epochs)):
+    specs = []
+    for groups, lr, epochs in zip(cfg.stages, cfg.lrs, cfg.epochs):
         names = {n for g in groups for n in chen.GROUPS[g]}
         mask = torch.cat([torch.full((v[0].numel(),), float(k in names)) for k, v in views(theta).items()])
         tc = TrainConfig(optimizer="sgd", lr=lr, steps=epochs, batch_size=1, eval_every=max(epochs, 1),
                          eval_log_points=cfg.eval_log_points, checkpoint_every=cfg.checkpoint_every)
-        ckpt = None if checkpoint is None else Path(checkpoint).with_name(f"stage{i}.pt")
-        theta, m = train(tc, theta, loss, lambda g: train_batch, evaluate, checkpoint=ckpt, resume=resume,
-                         progress=progress, desc=f"{desc} stage {i + 1}/{len(cfg.stages)} ({groups})", trainable=mask)
-        if i:
-            m = m[m.step > 0]  # the start of a stage is the end of the previous one
-        blocks.append(m.assign(stage=i, stage_name=groups, epoch=m.step + offset))
-        offset += epochs
-    return {k: v.clone() for k, v in views(theta).items()}, pd.concat(blocks, ignore_index=True)
+        specs.append(StageSpec(groups, tc, mask))
+    theta, m = train(specs, theta, loss, lambda g: train_batch, evaluate, ctx, hooks=hooks, desc=desc)
+    if "stage" not in m:
+        m = m.assign(stage=0)
+    m = m[(m.stage == 0) | (m.step > 0)]  # the start of a stage is the end of the previous one
+    offsets = np.cumsum([0, *cfg.epochs[:-1]])
+    m = m.assign(stage_name=np.asarray(cfg.stages)[m.stage], epoch=m.step + offsets[m.stage]).reset_index(drop=True)
+    return {k: v.clone() for k, v in views(theta).items()}, m
 
 
 def a_log_fit(metrics: pd.DataFrame) -> tuple[float, float]:

@@ -18,13 +18,13 @@ from typing import Callable, Literal, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from inductionlab.config import require
 from inductionlab.models import linear
+from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import SCBInstance, mu_inner, mu_norm2, sample
 from inductionlab.theory.scb import population_loss, signal, v_star
-from inductionlab.train.toy import check_finite, metrics_frame
+from inductionlab.train import loop
 
 
 def step_sizes(inst: SCBInstance, eta: float | torch.Tensor, lr_mode: Literal["normalized", "raw"]
@@ -99,6 +99,7 @@ class SCBTrainConfig:
     lr_mode: Literal["normalized", "raw"] = "normalized"
     threshold_C: float = 2.0
     eval_every: int = 200
+    checkpoint_every: int = 5000
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -106,7 +107,7 @@ class SCBTrainConfig:
                 f"must be 'proximal', 'sgd' or 'raw_sgd', got {self.method!r}")
         require(self.lr_mode in ("normalized", "raw"), "train.lr_mode", f"must be 'normalized' or 'raw', got {self.lr_mode!r}")
         require(self.stage1_end in ("steps", "signal"), "train.stage1_end", "must be 'steps' or 'signal'")
-        for name in ("steps", "batch_size", "eval_every"):
+        for name in ("steps", "batch_size", "eval_every", "checkpoint_every"):
             require(getattr(self, name) >= 1, f"train.{name}", f"must be ≥ 1, got {getattr(self, name)}")
         require(0 <= self.stage1_steps <= self.steps, "train.stage1_steps", "must be in 0..steps")
         require(self.eta1 > 0 and self.eta2 > 0 and self.lam >= 0, "train.eta1", "needs η₁, η₂ > 0 and λ ≥ 0")
@@ -164,9 +165,82 @@ def evaluate(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, Q_sparsity: in
 Oracle = Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
 
 
+class SCBStepper:
+    """Algorithm 1 (or its SGD baselines) on the loop: V (S, N, N), A (S, T, N), each run's stage (1 or 2), the
+    prox counters since the last evaluation and the data generator.  The evaluation also applies Algorithm 1's
+    Stage 1 → 2 switch, which the measured α, β trigger."""
+
+    hint = "Lower train.eta1 / train.eta2 (the largest η that does not diverge is the one to use)."
+
+    def __init__(self, cfgs: list[SCBTrainConfig], inst: SCBInstance, data_inst: SCBInstance, Q_sparsity: int,
+                 init: tuple[torch.Tensor, torch.Tensor] | None, oracle: Oracle | None):
+        base, S = cfgs[0], inst.P.shape[0]
+        self.base, self.inst, self.data_inst, self.Q, self.oracle = base, inst, data_inst, Q_sparsity, oracle
+        self.stages = [loop.Stage(base.method, base.steps, base.eval_every, 0, base.checkpoint_every, base.eval_every)]
+
+        def per_run(values) -> torch.Tensor:
+            return torch.as_tensor([float(v) for v in values], dtype=inst.P.dtype).expand(S).clone()
+        self.eta1, self.eta2, self.lam = (per_run(getattr(c, n) for c in cfgs) for n in ("eta1", "eta2", "lam"))
+        self.prox = torch.tensor([c.method == "proximal" for c in cfgs]).expand(S)
+        self.raw = torch.tensor([c.method == "raw_sgd" for c in cfgs]).expand(S).view(-1, 1, 1)
+        require(oracle is None or not bool(self.raw.any()), "train.method", "raw_sgd needs mini-batches, not a gradient oracle")
+        self.gen = torch.Generator().manual_seed(base.seed)
+        self.V, self.A = initial_state(inst) if init is None else (init[0].expand(S, -1, -1).clone(),
+                                                                   init[1].expand(S, -1, -1).clone())
+        self.stage, self.zeroed, self.negative, self.since = torch.ones(S, dtype=torch.long), torch.zeros(S), torch.zeros(S), 0
+
+    @property
+    def params(self) -> torch.Tensor:
+        return torch.cat([self.V.flatten(1), self.A.flatten(1)], 1)
+
+    def begin_stage(self, index: int, resumed: bool) -> None: ...
+
+    def end_stage(self, index: int) -> None: ...
+
+    def at_boundary(self) -> bool:
+        return True
+
+    def evaluate(self, step: int) -> dict[str, np.ndarray]:
+        base, since = self.base, max(self.since, 1)
+        row = _log_row(self.V, self.A, self.inst, step, base.batch_size, self.Q, base.threshold_C,
+                       stage=self.stage.numpy().copy(), zeroed=(self.zeroed / since).numpy(),
+                       negative=(self.negative / since).numpy())
+        self.zeroed, self.negative, self.since = torch.zeros_like(self.zeroed), torch.zeros_like(self.negative), 0
+        start = self.prox & (self.stage == 1) & torch.as_tensor(_stage1_over(base, step, row))
+        self.A, self.stage = _enter_stage2(self.A, self.stage, start, row["alpha"], self.inst, base.threshold_C, self.Q)
+        return row
+
+    def step(self, step: int, tensors: dict) -> None:
+        V, A, inst, stage, raw = self.V, self.A, self.inst, self.stage, self.raw
+        if self.oracle is None:
+            g_v, g_a = _batch_gradients(V, A, self.data_inst, self.base.batch_size, self.gen)
+            pre_v, pre_a = linear.precondition(g_v, inst.mu), linear.precondition(g_a, inst.mu)
+        else:
+            pre_v, pre_a = self.oracle(V, A, inst, self.gen)
+        eta_v, eta_a = step_sizes(inst, torch.where(stage == 2, self.eta2, self.eta1), self.base.lr_mode)
+        lam_now = torch.where(stage == 2, self.lam, 0.0).view(-1, 1, 1)
+        A_prox, z, neg = prox_step(A, pre_a, eta_a, lam_now)
+        V_new = V - eta_v * pre_v
+        if self.oracle is None and bool(raw.any()):
+            V_new = torch.where(raw, V - self.eta1.view(-1, 1, 1) * g_v, V_new)
+            A_prox = torch.where(raw, A - self.eta1.view(-1, 1, 1) * g_a, A_prox)
+        self.V, self.A = V_new, A_prox
+        self.zeroed, self.negative = self.zeroed + z * ~raw.view(-1), self.negative + neg * (stage == 2)
+        self.since += 1
+
+    def state_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("V", "A", "stage", "zeroed", "negative", "since")} | {"gen": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k in ("V", "A", "stage", "zeroed", "negative", "since"):
+            setattr(self, k, state[k])
+        self.gen.set_state(state["gen"])
+
+
 def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance, Q_sparsity: int,
-              progress: bool = False, init: tuple[torch.Tensor, torch.Tensor] | None = None,
-              oracle: Oracle | None = None) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
+              ctx: RunContext = RunContext(threads=1), init: tuple[torch.Tensor, torch.Tensor] | None = None,
+              oracle: Oracle | None = None, hooks: Sequence[loop.Hook] = ()
+              ) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
     """Train on the run axis: one config for the S instances of ``inst``, or one config per run — then all
     runs train one instance (S = 1) on the *same* batches (methods compared on identical data) and may differ
     in method, η₁, η₂ and λ only.  Returns V, A and the metrics table (run, step, samples, stage, the
@@ -175,78 +249,73 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
     whenever α > 1 puts the off-support entries (1 − α)/T below −η_Aλ)).
 
     ``init``: (V₀, A₀) (S, N, N), (S, T, N) instead of :func:`initial_state` (e.g. the transfer start of
-    spec §8; ``stage1_steps=0`` then starts with the rounding and Stage 2).  ``oracle(V, A, inst, generator)``:
-    preconditioned gradients (∇̃_V, ∇̃_A) replacing the mini-batch ones (e.g. the Gaussian-noise simulation of
-    spec §10); not with ``raw_sgd``."""
+    ``docs/conventions.md#scb-transfer``; ``stage1_steps=0`` then starts with the rounding and Stage 2).
+    ``oracle(V, A, inst, generator)``: preconditioned gradients (∇̃_V, ∇̃_A) replacing the mini-batch ones (e.g.
+    the Gaussian-noise simulation of ``docs/conventions.md#scb-noise``); not with ``raw_sgd``."""
     cfgs = [cfg] if isinstance(cfg, SCBTrainConfig) else list(cfg)
-    base, shared, data_inst = cfgs[0], len(cfgs) > 1, inst
-    if shared:
+    base, data_inst = cfgs[0], inst
+    if len(cfgs) > 1:
         require(inst.P.shape[0] == 1, "inst", "one config per run needs a single instance (S = 1)")
         require(all(replace(c, method=base.method, eta1=base.eta1, eta2=base.eta2, lam=base.lam) == base for c in cfgs),
                 "train", "runs on one axis may differ only in method, eta1, eta2 and lam")
-        data_inst, inst = inst, SCBInstance(*(t.expand(len(cfgs), *t.shape[1:]) for t in (inst.P, inst.mu, inst.Q)))
-    S = inst.P.shape[0]
+        inst = SCBInstance(*(t.expand(len(cfgs), *t.shape[1:]) for t in (inst.P, inst.mu, inst.Q)))
+    stepper = SCBStepper(cfgs, inst, data_inst, Q_sparsity, init, oracle)
+    metrics = loop.run(stepper, ctx, hooks, desc=base.method)
+    return stepper.V, stepper.A, metrics
 
-    def per_run(values) -> torch.Tensor:
-        return torch.as_tensor([float(v) for v in values], dtype=inst.P.dtype).expand(S).clone()
-    eta1, eta2, lam = (per_run(getattr(c, n) for c in cfgs) for n in ("eta1", "eta2", "lam"))
-    prox = torch.tensor([c.method == "proximal" for c in cfgs]).expand(S)
-    raw = torch.tensor([c.method == "raw_sgd" for c in cfgs]).expand(S).view(-1, 1, 1)
-    require(oracle is None or not bool(raw.any()), "train.method", "raw_sgd needs mini-batches, not a gradient oracle")
-    gen = torch.Generator().manual_seed(base.seed)
-    V, A = initial_state(inst) if init is None else (init[0].expand(S, -1, -1).clone(), init[1].expand(S, -1, -1).clone())
-    stage, rows, zeroed, negative, since = torch.ones(S, dtype=torch.long), [], torch.zeros(S), torch.zeros(S), 0
-    for step in tqdm(range(base.steps + 1), disable=not progress, desc=base.method, mininterval=1.0):
-        if step % base.eval_every == 0 or step == base.steps:
-            row = _log_row(V, A, inst, step, base.batch_size, Q_sparsity, base.threshold_C, stage=stage.numpy().copy(),
-                           zeroed=(zeroed / max(since, 1)).numpy(), negative=(negative / max(since, 1)).numpy())
-            rows.append(row)
-            zeroed, negative, since = torch.zeros_like(zeroed), torch.zeros_like(negative), 0
-            check_finite(torch.cat([V.flatten(1), A.flatten(1)], 1), f"by step {step}", None,
-                         "Lower train.eta1 / train.eta2 (the spec picks the largest η that does not diverge).")
-            A, stage = _enter_stage2(A, stage, prox & (stage == 1) & torch.as_tensor(_stage1_over(base, step, row)),
-                                     row["alpha"], inst, base.threshold_C, Q_sparsity)
-        if step == base.steps:
-            break
-        if oracle is None:
-            g_v, g_a = _batch_gradients(V, A, data_inst, base.batch_size, gen)
-            pre_v, pre_a = linear.precondition(g_v, inst.mu), linear.precondition(g_a, inst.mu)
-        else:
-            pre_v, pre_a = oracle(V, A, inst, gen)
-        eta_v, eta_a = step_sizes(inst, torch.where(stage == 2, eta2, eta1), base.lr_mode)
-        lam_now = torch.where(stage == 2, lam, 0.0).view(-1, 1, 1)
-        A_prox, z, neg = prox_step(A, pre_a, eta_a, lam_now)
-        V_new = V - eta_v * pre_v
-        if oracle is None and bool(raw.any()):
-            V_new = torch.where(raw, V - eta1.view(-1, 1, 1) * g_v, V_new)
-            A_prox = torch.where(raw, A - eta1.view(-1, 1, 1) * g_a, A_prox)
-        V, A = V_new, A_prox
-        zeroed, negative, since = zeroed + z * ~raw.view(-1), negative + neg * (stage == 2), since + 1
-    return V, A, metrics_frame(rows)
+
+class SoftmaxStepper:
+    """Plain SGD on the softmax model: V (S, N, N), logits W (S, T, N) and the data generator."""
+
+    hint = "Lower lr_V / lr_W."
+
+    def __init__(self, inst: SCBInstance, lr_V: float, lr_W: float, stage: loop.Stage, batch_size: int, seed: int,
+                 Q_sparsity: int, C: float):
+        self.inst, self.lr_V, self.lr_W, self.stages, self.B, self.Q, self.C = inst, lr_V, lr_W, [stage], batch_size, Q_sparsity, C
+        self.gen = torch.Generator().manual_seed(seed)
+        self.V, _ = initial_state(inst)
+        self.W = torch.zeros_like(inst.Q)
+
+    @property
+    def params(self) -> torch.Tensor:
+        return torch.cat([self.V.flatten(1), self.W.flatten(1)], 1)
+
+    def begin_stage(self, index: int, resumed: bool) -> None: ...
+
+    def end_stage(self, index: int) -> None: ...
+
+    def at_boundary(self) -> bool:
+        return True
+
+    def evaluate(self, step: int) -> dict[str, np.ndarray]:
+        return _log_row(self.V, linear.softmax_attention(self.W), self.inst, step, self.B, self.Q, self.C)
+
+    def step(self, step: int, tensors: dict) -> None:
+        A = linear.softmax_attention(self.W)
+        g_v, g_a = linear.gradients(self.V, A, *sample(self.inst, self.B, self.gen))
+        self.V = self.V - self.lr_V * g_v
+        self.W = self.W - self.lr_W * A * (g_a - (A * g_a).sum(-2, keepdim=True))  # ∇_w = (diag σ − σσᵀ) ∇_σ per column
+
+    def state_dict(self) -> dict:
+        return {"V": self.V, "W": self.W, "gen": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.V, self.W = state["V"], state["W"]
+        self.gen.set_state(state["gen"])
 
 
 def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, batch_size: int, eval_every: int,
-                      seed: int, Q_sparsity: int, C: float = 2.0, progress: bool = False
-                      ) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
-    """The softmax model of spec §9 (A = column-wise softmax of logits W) trained by plain SGD on ℓ from
-    W₀ = 0, V₀ = μ1ᵀ, with separate learning rates for V and W (near uniform attention the softmax Jacobian
-    is ≈ Π/T, so W needs a far larger rate).  Draws the same batches as :func:`train_scb` with the same seed
-    and batch size.  Returns V (S, N, N), W (S, T, N) and the :func:`evaluate` metrics of (V, softmax(W))."""
-    gen = torch.Generator().manual_seed(seed)
-    V, _ = initial_state(inst)
-    W = torch.zeros_like(inst.Q)
-    rows = []
-    for step in tqdm(range(steps + 1), disable=not progress, desc="softmax", mininterval=1.0):
-        A = linear.softmax_attention(W)
-        if step % eval_every == 0 or step == steps:
-            rows.append(_log_row(V, A, inst, step, batch_size, Q_sparsity, C))
-            check_finite(torch.cat([V.flatten(1), W.flatten(1)], 1), f"by step {step}", None, "Lower lr_V / lr_W.")
-        if step == steps:
-            break
-        g_v, g_a = linear.gradients(V, A, *sample(inst, batch_size, gen))
-        V = V - lr_V * g_v
-        W = W - lr_W * A * (g_a - (A * g_a).sum(-2, keepdim=True))  # ∇_w = (diag σ − σσᵀ) ∇_σ per column
-    return V, W, metrics_frame(rows)
+                      seed: int, Q_sparsity: int, C: float = 2.0, ctx: RunContext = RunContext(threads=1),
+                      hooks: Sequence[loop.Hook] = ()) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
+    """The softmax model of ``docs/conventions.md#scb-softmax`` (A = column-wise softmax of logits W) trained by
+    plain SGD on ℓ from W₀ = 0, V₀ = μ1ᵀ, with separate learning rates for V and W (near uniform attention the
+    softmax Jacobian is ≈ Π/T, so W needs a far larger rate).  Draws the same batches as :func:`train_scb` with
+    the same seed and batch size.  Returns V (S, N, N), W (S, T, N) and the :func:`evaluate` metrics of
+    (V, softmax(W))."""
+    stage = loop.Stage("softmax", steps, eval_every, 0, finite_check_every=eval_every)
+    stepper = SoftmaxStepper(inst, lr_V, lr_W, stage, batch_size, seed, Q_sparsity, C)
+    metrics = loop.run(stepper, ctx, hooks, desc="softmax")
+    return stepper.V, stepper.W, metrics
 
 
 def _log_row(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, step: int, batch_size: int, Q_sparsity: int,

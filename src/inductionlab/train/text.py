@@ -3,28 +3,31 @@ at every position, the loop of :mod:`inductionlab.train.autograd` (checkpoints, 
 seeds on the run axis, optional device and bf16 autocast.
 
 Metrics at each evaluation (per run): validation loss on fixed batches, the norms the paper plots — ‖p‖
-(Frobenius norm of all RPE slopes) and ‖(W_K, W_Q)‖ (over all layers and heads) — and the diagnostics of
-:mod:`inductionlab.analysis.heads` on repeated random tokens: the largest previous-token score among the
-layer-1 heads, and the largest induction and prefix-matching scores among the layer-2 heads.  With
+(Frobenius norm of all RPE slopes) and ‖(W_K, W_Q)‖ (over all layers and heads) — and, when a ``diagnostics``
+function is given (e.g. :func:`inductionlab.analysis.heads.score_columns`), its columns on repeated random
+tokens.  With
 ``repeated=True`` the data are :func:`~inductionlab.tasks.text.repeated_chunks` and the loss is also split into
 the predictable repeated positions and the rest.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from inductionlab.analysis.heads import head_scores, repeated_random_tokens
 from inductionlab.config import require
 from inductionlab.models import transformer as tf
+from inductionlab.runs import RunContext
+from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import random_chunks, repeated_chunks
+from inductionlab.train import loop
 from inductionlab.train.autograd import TrainConfig, pack, train
+
+Diagnostics = Callable[[tf.TransformerConfig, tf.Params, torch.Tensor], dict[str, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -59,22 +62,14 @@ def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.n
     return {k: v.double().cpu().numpy() for k, v in out.items()}
 
 
-def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> dict[str, np.ndarray]:
-    """The head diagnostics (S,): previous-token (best layer-1 head), induction and prefix matching (best
-    layer-2 head), on repeated random tokens."""
-    s = head_scores(cfg, params, tokens, tokens.shape[1] // 2)
-    last = cfg.n_layers - 1
-    return {"previous_token_score": s["previous_token"][:, 0].amax(-1).double().cpu().numpy(),
-            "induction_score": s["induction"][:, last].amax(-1).double().cpu().numpy(),
-            "prefix_matching_score": s["prefix_matching"][:, last].amax(-1).double().cpu().numpy()}
-
-
 def fit_lm(model: tf.TransformerConfig, cfg: TrainConfig, evals: EvalConfig, train_ids: torch.Tensor,
-           val_ids: torch.Tensor, L: int, seeds: Sequence[int], repeated: bool = False, device: str = "cpu",
-           bf16: bool = False, checkpoint: Path | None = None, resume: bool = False, progress: bool = False,
-           desc: str = "lm", threads: int = 1) -> tuple[tf.Params, pd.DataFrame]:
+           val_ids: torch.Tensor, L: int, seeds: Sequence[int], ctx: RunContext = RunContext(threads=1),
+           repeated: bool = False, device: str = "cpu", bf16: bool = False, diagnostics: Diagnostics | None = None,
+           hooks: Sequence[loop.Hook] = (), desc: str = "lm") -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed on the token stream ``train_ids`` (windows of L tokens; L + 1 with targets).
-    Returns the final parameters (on the CPU) and the metrics table (run, step, seed, train-time columns)."""
+    Returns the final parameters (on the CPU) and the metrics table (run, step, seed, train-time columns).
+    ``diagnostics(model, params, tokens)``: extra metric columns on ``evals.score_batch`` repeated random
+    sequences (drawn whether or not it is given, so the evaluation data do not depend on it)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     require(int(train_ids.max()) < model.vocab, "model.vocab", f"must exceed the largest token id {int(train_ids.max())}")
     dev = torch.device(device)
@@ -105,14 +100,14 @@ def fit_lm(model: tf.TransformerConfig, cfg: TrainConfig, evals: EvalConfig, tra
                 rep = sum((l * m).sum((1, 2)) for l, m in losses) / sum(m.sum() for _, m in losses)
                 rest = sum((l * ~m).sum((1, 2)) for l, m in losses) / sum((~m).sum() for _, m in losses)
                 row |= {"loss_repeated": rep.double().cpu().numpy(), "loss_other": rest.double().cpu().numpy()}
-            row |= score_columns(model, params, score_tokens)
+            if diagnostics is not None:
+                row |= diagnostics(model, params, score_tokens)
         return row | weight_norms(model, params)
 
     def sample(g: torch.Generator) -> torch.Tensor:
         x = repeated_chunks(train_ids, L + 1, cfg.batch_size, g)[0] if repeated else random_chunks(train_ids, L, cfg.batch_size, g)
         return x.to(dev)
 
-    theta, metrics = train(cfg, theta0, loss, sample, evaluate, checkpoint=checkpoint, resume=resume,
-                           progress=progress, desc=desc, threads=threads)
+    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc)
     return ({k: v.detach().cpu().clone() for k, v in views(theta).items()},
             metrics.assign(seed=lambda d: np.asarray(seeds)[d.run]))

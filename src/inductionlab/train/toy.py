@@ -5,8 +5,9 @@ axis; layerwise stages (Stage I trains p̃ only, Stage II the five layer-2 param
 Metrics are measured on a fixed evaluation sample on a schedule of every ``eval_every`` steps plus
 log-spaced points, so plateaus and jumps stay visible; time is t = lr × step within a stage.
 
-Reliability: checkpoints every ``checkpoint_every`` steps (and on Ctrl-C, at a step boundary), exact
-resume (generator states are saved), and a NaN/inf check that stops with the last good checkpoint kept.
+The toy's step and state run on :mod:`inductionlab.train.loop` (checkpoints, exact resume, Ctrl-C, NaN/inf
+stop, hooks); what stays here is what makes it fast: the hand-written (optionally compiled) step, batches drawn
+a block at a time by a prefetch thread, and evaluations in a background thread.
 """
 from __future__ import annotations
 
@@ -14,29 +15,19 @@ import math
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
-from inductionlab._runtime import StopFlag, compiled, tune_process
+from inductionlab._runtime import compiled, tune_process
 from inductionlab.config import require
 from inductionlab.models import toy
-from inductionlab.runs import load_checkpoint, save_checkpoint
+from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens, sample_tokens
-from inductionlab.train import optim
-
-
-class NonFiniteError(RuntimeError):
-    """Parameters or losses became NaN/inf; the last good checkpoint is kept."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C: a checkpoint was written at a step boundary; resume continues exactly."""
+from inductionlab.train import loop, optim
 
 
 @dataclass(frozen=True)
@@ -54,7 +45,7 @@ class ToyTrainConfig:
 
     ``compile``: the step through ``torch.compile`` (:func:`inductionlab.models.toy.straight_step`;
     1.3–1.7× per step at one run); "auto" compiles when the
-    stage has ≥ 20 000 steps to go (the seconds spent compiling pay off) and ≤ 4 runs (at 32 runs the
+    stage has ≥ 20 000 steps (the seconds spent compiling pay off) and ≤ 4 runs (at 32 runs the
     compiled step was measured slower than the eager one beside the prefetch thread).  Falls back to eager.
     """
 
@@ -103,14 +94,6 @@ def stages_of(cfg: ToyTrainConfig) -> list[Stage]:
     layer1 = "ideal" if cfg.stage2_layer1 == "ideal" else "learned"
     return [Stage("I", cfg.stage1_steps, (toy.P_TILDE,), "learned", "layer1"),
             Stage("II", cfg.stage2_steps, toy.LAYER2, layer1, "layer2")]
-
-
-def eval_steps(steps: int, every: int, log_points: int) -> np.ndarray:
-    """0, every k-th step, ~log_points log-spaced steps, and the last step (sorted, unique)."""
-    grid = [np.arange(0, steps + 1, every), np.array([steps])]
-    if log_points and steps > 1:
-        grid.append(np.unique(np.round(np.geomspace(1, steps, log_points)).astype(int)))
-    return np.unique(np.concatenate(grid))
 
 
 class EvalSet:
@@ -226,13 +209,6 @@ def _eval_row(stage: Stage, step: int, lr: torch.Tensor, seeds: Sequence[int], t
     return block
 
 
-def metrics_frame(blocks: list[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """Concatenate metric blocks into the long-format metrics table (see :mod:`inductionlab.runs`)."""
-    if not blocks:
-        return pd.DataFrame()
-    return pd.DataFrame({k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]})
-
-
 @dataclass
 class TrainResult:
     theta: torch.Tensor  # (S, 6) final parameters
@@ -240,9 +216,79 @@ class TrainResult:
     p_tilde_after_stage1: np.ndarray  # (S,)
 
 
-def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
-              lr: Sequence[float] | None = None, checkpoint: Path | None = None, resume: bool = False,
-              progress: bool = False, threads: int = 2) -> TrainResult:
+class ToyStepper:
+    """The toy's step and state on the loop: θ (S, 6), the optimiser, one data generator per run, and per stage
+    the learning-rate mask of the trained columns, the batch source and the gradient function."""
+
+    hint = "Lower train.lr or use a smaller model.sigma_init."
+
+    def __init__(self, cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
+                 lr: torch.Tensor, evaluator: ThreadPoolExecutor | None):
+        self.cfg, self.target, self.seeds, self.lr, self.evaluator = cfg, target, list(seeds), lr, evaluator
+        self.toy_stages = stages_of(cfg)
+        self.stages = [loop.Stage(s.name, s.steps, cfg.eval_every, cfg.eval_log_points, cfg.checkpoint_every,
+                                  cfg.finite_check_every) for s in self.toy_stages]
+        self.evalset = EvalSet(target, cfg.eval_size, cfg.eval_seed)
+        self.theta, self.opt, self.p_tilde_after_stage1 = theta0.clone(), None, None
+        self.gens = make_generators(seeds)
+        self.stream: BatchStream | None = None
+        self.fixed: toy.Batch | None = None
+
+    @property
+    def params(self) -> torch.Tensor:
+        return self.theta
+
+    def begin_stage(self, index: int, resumed: bool) -> None:
+        cfg, stage, theta = self.cfg, self.toy_stages[index], self.theta
+        self.current = index
+        S, L = theta.shape[0], self.target.L
+        if not resumed:
+            self.opt = None
+            if index and self.toy_stages[index - 1].name == "I":
+                self.p_tilde_after_stage1 = theta[:, toy.P_TILDE].clone()
+        self.lr_mask = torch.zeros(S, 6, dtype=theta.dtype)
+        self.lr_mask[:, list(stage.trains)] = self.lr.view(-1, 1).to(theta.dtype)
+        if self.opt is None:
+            self.opt = optim.new_state("adam" if cfg.optimizer == "adam" else "sgd", theta, (cfg.adam_beta1, cfg.adam_beta2))
+        frozen_a = None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
+        if cfg.optimizer == "gd":
+            gens = make_generators([s + 7919 * (index + 1) for s in self.seeds])
+            self.fixed = toy.make_batch(new_tokens(S, L, cfg.n_samples, gens, self.target.tokens), self.target,
+                                        stage.layer1, frozen_a)
+        else:
+            self.stream = BatchStream(self.target, cfg.batch_size, self.gens, stage.layer1, frozen_a, cfg.checkpoint_every,
+                                      prefetch=self.evaluator is not None and stage.steps > 0)
+        self.grad_of = _grad_fn(cfg, stage, stage.steps, S)
+
+    def end_stage(self, index: int) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        self.stream, self.fixed = None, None
+
+    def step(self, step: int, tensors: dict[str, Any]) -> None:
+        grad = self.grad_of(self.theta, self.fixed or self.stream.next())
+        optim.step(self.theta, grad, self.lr_mask, self.opt)
+
+    def evaluate(self, step: int) -> dict[str, np.ndarray] | Future:
+        stage = self.toy_stages[self.current]
+        args = (stage, step, self.lr, self.seeds, self.theta.clone(), self.evalset)
+        return self.evaluator.submit(_eval_row, *args) if self.evaluator else _eval_row(*args)
+
+    def at_boundary(self) -> bool:
+        return self.stream is None or self.stream.at_block_start()
+
+    def state_dict(self) -> dict:
+        gens = self.stream.states if self.stream is not None else [g.get_state() for g in self.gens]
+        return {"theta": self.theta, "opt": self.opt, "gens": gens, "p_tilde_after_stage1": self.p_tilde_after_stage1}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.theta, self.opt, self.p_tilde_after_stage1 = state["theta"], state["opt"], state["p_tilde_after_stage1"]
+        for g, st in zip(self.gens, state["gens"]):
+            g.set_state(st)
+
+
+def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int], ctx: RunContext,
+              lr: Sequence[float] | None = None, hooks: Sequence[loop.Hook] = ()) -> TrainResult:
     """Train S toy models at once (one per row of ``theta0``, data of run r from ``seeds[r]``).
 
     Args:
@@ -250,144 +296,32 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
         target: per-run target parameters (S,).
         theta0: (S, 6) initial parameters (see :func:`inductionlab.models.toy.init_params`).
         seeds: one data seed per run.
+        ctx: checkpoint, resume and progress (:class:`~inductionlab.runs.RunContext`); ``ctx.threads`` 2 draws the
+            next batches and evaluates in background threads, on a second core; 1 does everything in the calling
+            thread.  The numbers are the same either way.
         lr: per-run learning rates (S,); default ``cfg.lr`` for every run.
-        checkpoint: path of the checkpoint file; None disables checkpointing.
-        resume: continue from ``checkpoint`` if it exists (exactly, bit for bit).
-        progress: show a tqdm bar.
-        threads: 2 draws the next batches and evaluates in background threads, on a second core;
-            1 does everything in the calling thread.  The numbers are the same either way.
+        hooks: :class:`~inductionlab.train.loop.Hook` objects (besides ``ctx.hooks``).
     """
     tune_process()
     S = theta0.shape[0]
     require(len(seeds) == S, "seeds", f"need one seed per run: {S} runs, {len(seeds)} seeds")
     lr_t = torch.full((S,), cfg.lr) if lr is None else torch.as_tensor(lr, dtype=torch.float32)
     require(lr_t.shape == (S,) and bool((lr_t > 0).all()), "lr", f"need {S} positive learning rates")
-    stages = stages_of(cfg)
-    evalset = EvalSet(target, cfg.eval_size, cfg.eval_seed)
-    state = {"theta": theta0.clone(), "stage": 0, "step": 0, "blocks": [], "opt": None,
-             "gens": [g.get_state() for g in make_generators(seeds)], "p_tilde_after_stage1": None}
-    if resume and checkpoint is not None and checkpoint.exists():
-        state = load_checkpoint(checkpoint)
-    gens = make_generators(seeds)
-    for g, st in zip(gens, state["gens"]):
-        g.set_state(st)
-    total = sum(s.steps for s in stages)
-    done = sum(s.steps for s in stages[: state["stage"]]) + state["step"]
-    bar = tqdm(total=total, initial=done, disable=not progress, desc="train", unit="step", mininterval=1.0)
-    evaluator = ThreadPoolExecutor(max_workers=1) if threads > 1 else None
-    with StopFlag() as stop:
-        loop = _Loop(checkpoint, stop, bar, evaluator)
-        try:
-            for si in range(state["stage"], len(stages)):
-                _run_stage(cfg, stages[si], si, state, gens, target, lr_t, seeds, evalset, loop)
-                if stages[si].name == "I":
-                    state["p_tilde_after_stage1"] = state["theta"][:, toy.P_TILDE].clone()
-                state["stage"], state["step"], state["opt"] = si + 1, 0, None
-        finally:
-            bar.close()
-            if evaluator is not None:
-                evaluator.shutdown()
-    p1 = state["p_tilde_after_stage1"]
-    return TrainResult(state["theta"], metrics_frame(state["blocks"]),
-                       (p1 if p1 is not None else state["theta"][:, toy.P_TILDE]).double().numpy())
-
-
-def _checkpoint(path: Path | None, state: dict, gens: list[torch.Generator], stream: BatchStream | None) -> None:
-    """Save at a step boundary (a block boundary of ``stream``), unless θ is not finite."""
-    if path is None or not bool(torch.isfinite(state["theta"]).all()):
-        return
-    state["gens"] = stream.states if stream is not None else [g.get_state() for g in gens]
-    save_checkpoint(path, state)
-
-
-def check_finite(theta: torch.Tensor, where: str, checkpoint: Path | None, hint: str) -> None:
-    """Raise :class:`NonFiniteError` naming the runs of θ (S, P) that hold NaN/inf, ``where`` it happened,
-    and the checkpoint that is kept."""
-    bad = ~torch.isfinite(theta).all(1)
-    if bool(bad.any()):
-        runs = bad.nonzero().flatten().tolist()
-        kept = f"the last good checkpoint is kept at {checkpoint}" if checkpoint else "no checkpoint was configured"
-        raise NonFiniteError(f"parameters of run(s) {runs} became NaN/inf {where}; {kept}. {hint}")
-
-
-def _check_finite(theta: torch.Tensor, stage: Stage, step: int, checkpoint: Path | None) -> None:
-    check_finite(theta, f"in stage {stage.name} by step {step}", checkpoint,
-                 "Lower train.lr or use a smaller model.sigma_init.")
-
-
-@dataclass
-class _Loop:
-    checkpoint: Path | None
-    stop: StopFlag
-    bar: tqdm
-    evaluator: ThreadPoolExecutor | None  # background evaluations (and prefetching) when not None
-    pending: list = field(default_factory=list)  # evaluations under way, in step order
-
-    def evaluate(self, fn, *args) -> None:
-        self.pending.append(self.evaluator.submit(fn, *args) if self.evaluator else fn(*args))
-
-    def collect(self, blocks: list) -> None:
-        """Append the finished evaluations to ``blocks`` in step order (waits for those under way)."""
-        blocks.extend(p.result() if isinstance(p, Future) else p for p in self.pending)
-        self.pending.clear()
-
-
-def _run_stage(cfg: ToyTrainConfig, stage: Stage, si: int, state: dict, gens: list[torch.Generator],
-               target: MixedTarget, lr: torch.Tensor, seeds: Sequence[int], evalset: EvalSet, loop: _Loop) -> None:
-    theta = state["theta"]
-    S, L = theta.shape[0], target.L
-    lr_mask = torch.zeros(S, 6, dtype=theta.dtype)
-    lr_mask[:, list(stage.trains)] = lr.view(-1, 1).to(theta.dtype)
-    if state["opt"] is None:
-        state["opt"] = optim.new_state("adam" if cfg.optimizer == "adam" else "sgd", theta, (cfg.adam_beta1, cfg.adam_beta2))
-    frozen_a = None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
-    if cfg.optimizer == "gd":
-        x = new_tokens(S, L, cfg.n_samples, make_generators([s + 7919 * (si + 1) for s in seeds]), target.tokens)
-        fixed, stream = toy.make_batch(x, target, stage.layer1, frozen_a), None
-    else:
-        fixed, stream = None, BatchStream(target, cfg.batch_size, gens, stage.layer1, frozen_a, cfg.checkpoint_every,
-                                          prefetch=loop.evaluator is not None and stage.steps > state["step"])
+    evaluator = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None
+    stepper = ToyStepper(cfg, target, theta0, seeds, lr_t, evaluator)
     try:
-        _steps(cfg, stage, state, fixed, stream, gens, lr, lr_mask, seeds, evalset, loop)
+        metrics = loop.run(stepper, ctx, hooks, desc="train")
     finally:
-        loop.collect(state["blocks"])
-        if stream is not None:
-            stream.close()
+        if evaluator is not None:
+            evaluator.shutdown()
+    p1 = stepper.p_tilde_after_stage1
+    return TrainResult(stepper.theta, metrics, (p1 if p1 is not None else stepper.theta[:, toy.P_TILDE]).double().numpy())
 
 
-def _steps(cfg: ToyTrainConfig, stage: Stage, state: dict, fixed: toy.Batch | None, stream: BatchStream | None,
-           gens: list[torch.Generator], lr: torch.Tensor, lr_mask: torch.Tensor, seeds: Sequence[int],
-           evalset: EvalSet, loop: _Loop) -> None:
-    theta, opt, checkpoint, bar = state["theta"], state["opt"], loop.checkpoint, loop.bar
-    evals = set(eval_steps(stage.steps, cfg.eval_every, cfg.eval_log_points).tolist())
-    next_checkpoint = (state["step"] // cfg.checkpoint_every + 1) * cfg.checkpoint_every
-    grad_of = _grad_fn(cfg, stage, stage.steps - state["step"], theta.shape[0])
-    for step in range(state["step"], stage.steps + 1):
-        state["step"] = step
-        if step in evals:
-            loop.evaluate(_eval_row, stage, step, lr, seeds, theta.clone(), evalset)
-        if step == stage.steps:
-            break
-        if step % cfg.finite_check_every == 0:
-            _check_finite(theta, stage, step, checkpoint)
-        if (loop.stop.raised or step >= next_checkpoint) and (stream is None or stream.at_block_start()):
-            next_checkpoint = (step // cfg.checkpoint_every + 1) * cfg.checkpoint_every
-            loop.collect(state["blocks"])
-            _checkpoint(checkpoint, state, gens, stream)
-            if loop.stop.raised:
-                raise Interrupted(f"interrupted in stage {stage.name} at step {step}; checkpoint at {checkpoint}. "
-                                  "Run again with --resume to continue exactly.")
-        grad = grad_of(theta, fixed or stream.next())
-        optim.step(theta, grad, lr_mask, opt)
-        if step % 100 == 99:
-            bar.update(100)
-    bar.update(stage.steps % 100)
-    _check_finite(theta, stage, stage.steps, checkpoint)
-
-
-def _grad_fn(cfg: ToyTrainConfig, stage: Stage, steps_left: int, stage_runs: int):
-    """(θ, batch) → gradient: the hand-written eager step, or its straight-line form compiled."""
-    auto = steps_left >= 20_000 and stage_runs <= 4
+def _grad_fn(cfg: ToyTrainConfig, stage: Stage, stage_steps: int, stage_runs: int):
+    """(θ, batch) → gradient: the hand-written eager step, or its straight-line form compiled.  Chosen from the
+    stage's length, so that a resumed stage uses the same implementation as an uninterrupted one."""
+    auto = stage_steps >= 20_000 and stage_runs <= 4
     if not (cfg.compile == "on" or (cfg.compile == "auto" and auto)):
         return lambda theta, b: toy.loss_and_grad(theta, b, stage.layer1, wrt=stage.wrt).grad
     fn = compiled(toy.straight_step)  # Stage I trains p̃ only: the learning-rate mask keeps the rest still

@@ -5,27 +5,31 @@ asked, the layer-1 linear-probe distance to the patches X_{s−n+1:s} (spec §6 
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab.analysis.heads import patch_targets, probe_distance
 from inductionlab.models import transformer as tf
-from inductionlab.tasks.induction import InductionTaskConfig, sample_tokens
+from inductionlab.runs import RunContext
+from inductionlab.tasks.induction import InductionTaskConfig, patch_targets, sample_tokens
+from inductionlab.train import loop
 from inductionlab.train.autograd import TrainConfig, pack, train
+
+Probe = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # features (S, N, D), targets (S, N, k) → (S,)
 
 
 def fit_induction(model: tf.TransformerConfig, task: InductionTaskConfig, cfg: TrainConfig, seeds: Sequence[int],
-                  eval_size: int = 2048, eval_seed: int = 2024, probe_size: int = 0, checkpoint: Path | None = None,
-                  resume: bool = False, progress: bool = False, desc: str = "train"
-                  ) -> tuple[tf.Params, pd.DataFrame]:
+                  ctx: RunContext = RunContext(threads=1), eval_size: int = 2048, eval_seed: int = 2024,
+                  probe_size: int = 0, probe: Probe | None = None, hooks: Sequence[loop.Hook] = (),
+                  desc: str = "train") -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed (initialisation from the seed; one shared data stream from ``cfg.seed``).
 
-    Metrics: ``loss`` on ``eval_size`` fixed sequences; with ``probe_size`` > 0 also ``probe_distance`` of
-    the layer-1 residual stream at positions s = n..L on the first ``probe_size`` of them."""
+    Metrics: ``loss`` on ``eval_size`` fixed sequences; with ``probe_size`` > 0 and a ``probe`` (e.g.
+    :func:`inductionlab.analysis.heads.probe_distance`) also ``probe_distance``: the probe of the layer-1
+    residual stream at positions s = n..L of the first ``probe_size`` of them against the patches
+    X_{s−n+1:s}."""
     gen = torch.Generator()
     params = {}
     for s in seeds:  # each run's initialisation from its own seed, so a run does not depend on the others
@@ -45,15 +49,14 @@ def fit_induction(model: tf.TransformerConfig, task: InductionTaskConfig, cfg: T
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
         P = views(theta)
         row = {"loss": loss(theta, x_eval).double().numpy()}
-        if probe_size:
+        if probe_size and probe is not None:
             resid = tf.forward(model, P, probe_x.unsqueeze(0), keep=True)[1]["blocks.0.hook_resid_post"]
             feats = resid[:, :, task.n - 1 :].flatten(1, 2)  # (S, P·(L−n+1), D)
-            row["probe_distance"] = probe_distance(feats, probe_y.expand(len(seeds), -1, -1)).numpy()
+            row["probe_distance"] = probe(feats, probe_y.expand(len(seeds), -1, -1)).numpy()
         return row
 
     def sample(g: torch.Generator) -> torch.Tensor:
         return sample_tokens((cfg.batch_size, task.L, task.d), task.tokens, g, torch.float32)
 
-    theta, metrics = train(cfg, theta0, loss, sample, evaluate, checkpoint=checkpoint, resume=resume,
-                           progress=progress, desc=desc)
+    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc)
     return {k: v.clone() for k, v in views(theta).items()}, metrics.assign(seed=lambda d: np.asarray(seeds)[d.run])
