@@ -1,6 +1,7 @@
 import torch
 
 from inductionlab.analysis import heads as H
+from inductionlab.tasks.induction import patch_targets, repeated_random_tokens
 from inductionlab.models import transformer as tf
 from inductionlab.theory.constructions import ih2_construction
 
@@ -12,7 +13,7 @@ def _ideal(detection: torch.Tensor) -> torch.Tensor:
 
 def test_hand_built_heads_score_one_and_shifted_heads_score_zero():
     gen = torch.Generator().manual_seed(0)
-    tokens = H.repeated_random_tokens(4, 7, 2, gen, vocab=1000)
+    tokens = repeated_random_tokens(4, 7, 2, gen, vocab=1000)
     for name in H.HEAD_NAMES:
         det = H.detection_pattern(tokens, name)
         pattern = _ideal(det).unsqueeze(1)  # (B, H=1, L, L)
@@ -55,7 +56,7 @@ def test_model_heads_previous_token_rpe_and_theorem_4_1_induction_head_score_one
     gen = torch.Generator().manual_seed(2)
     d = 8
     cfg, params = ih2_construction(torch.eye(d, dtype=torch.float64) * 30, [40.0])
-    tokens = H.repeated_random_tokens(6, 10, 2, gen, d=d).double()
+    tokens = repeated_random_tokens(6, 10, 2, gen, d=d).double()
     tokens = tokens / tokens.norm(dim=-1, keepdim=True)  # on the sphere x·x > x·y: the DP score peaks at the copy
     s = H.head_scores(cfg, params, tokens, period=10)
     assert float(s["previous_token"][0, 0, 0]) > 0.999  # layer 1: RPE with slope 40
@@ -63,7 +64,7 @@ def test_model_heads_previous_token_rpe_and_theorem_4_1_induction_head_score_one
     assert float(s["induction"][0, 0, 0]) < 0.05 and float(s["previous_token"][0, 1, 0]) < 0.2
     rand_cfg = tf.TransformerConfig(vocab=50, d_model=16, n_heads=4, init_std=0.3, slope_init=0.0)
     rand = tf.init_params(rand_cfg, 3, torch.Generator().manual_seed(3))
-    scores = H.head_scores(rand_cfg, rand, H.repeated_random_tokens(6, 10, 2, gen, vocab=50), period=10)
+    scores = H.head_scores(rand_cfg, rand, repeated_random_tokens(6, 10, 2, gen, vocab=50), period=10)
     for name in ("previous_token", "induction", "prefix_matching"):
         assert float(scores[name].max()) < 0.5, name
 
@@ -79,5 +80,5 @@ def test_probe_distance_is_zero_for_a_linear_readout_and_near_one_for_noise():
 
 def test_patch_targets_are_the_newest_first_windows():
     x = torch.arange(1.0, 7.0).view(1, 6, 1)
-    t = H.patch_targets(x, 3)
+    t = patch_targets(x, 3)
     assert t.shape == (1, 4, 3) and t[0, 0].tolist() == [3.0, 2.0, 1.0] and t[0, -1].tolist() == [6.0, 5.0, 4.0]

@@ -4,7 +4,8 @@ import torch
 
 from inductionlab.train import optim
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.toy import NonFiniteError
+from inductionlab.runs import RunContext
+from inductionlab.train.loop import NonFiniteError
 
 
 def _problem():
@@ -39,10 +40,10 @@ def test_interrupted_run_resumes_to_the_same_numbers(tmp_path):
         if calls["n"] == 13:
             raise RuntimeError("boom")
         return loss(theta, x)
-    ckpt = tmp_path / "c.pt"
+    ctx = RunContext(tmp_path, threads=1)
     with pytest.raises(RuntimeError):
-        train(cfg, theta0, failing, sample, evaluate, checkpoint=ckpt)
-    resumed, metrics = train(cfg, theta0, loss, sample, evaluate, checkpoint=ckpt, resume=True)
+        train(cfg, theta0, failing, sample, evaluate, ctx)
+    resumed, metrics = train(cfg, theta0, loss, sample, evaluate, ctx.child(resume=True))
     assert torch.equal(resumed, full)
     assert np.array_equal(metrics.to_numpy(), full_metrics.to_numpy())
 

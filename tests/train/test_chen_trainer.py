@@ -5,6 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
+from inductionlab.runs import RunContext
+
 from inductionlab.config import ConfigError
 from inductionlab.models import chen
 from inductionlab.tasks.markov import MarkovConfig, datasets
@@ -21,7 +23,7 @@ def test_stages_move_only_their_groups_and_stage_one_selects_the_parents(data, t
     task, tr, va = data
     model = chen.ChenConfig()
     cfg = StagedConfig(stages=("c", "w", "a"), lrs=(1.0, 1e4, 1.0), epochs=(60, 20, 30), eval_log_points=5)
-    params, m = train_staged(model, cfg, task, tr, va, checkpoint=tmp_path / "ckpt.pt")
+    params, m = train_staged(model, cfg, task, tr, va, RunContext(tmp_path, threads=1))
     assert set(m.run) == {0, 1} and list(m.stage.unique()) == [0, 1, 2]
     end = {s: g[g.step == g.step.max()] for s, g in m.groupby("stage")}
     assert (end[0]["p_{1,2}"] > 0.9).all()  # Stage I alone picks {1,2}, the argmax of the modified χ² MI
@@ -31,7 +33,7 @@ def test_stages_move_only_their_groups_and_stage_one_selects_the_parents(data, t
     assert np.allclose(end[1]["p_{1,2}"], end[0]["p_{1,2}"]) and (end[1].w_h1_lag1 > 3.0).all()
     assert np.allclose(end[2].w_h1_lag1, end[1].w_h1_lag1) and (end[2].a > 0.01).all()
     assert (end[2].val_loss < m[m.epoch == 0].val_loss.to_numpy()).all()
-    again, m2 = train_staged(model, cfg, task, tr, va, checkpoint=tmp_path / "ckpt.pt", resume=True)
+    again, m2 = train_staged(model, cfg, task, tr, va, RunContext(tmp_path, resume=True, threads=1))
     for k in params:  # finished stages are read back, not retrained
         torch.testing.assert_close(again[k], params[k])
     pd.testing.assert_frame_equal(m, m2)

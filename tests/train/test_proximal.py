@@ -45,7 +45,7 @@ def test_large_batch_algorithm_recovers_p_and_q():
 def test_training_methods_run_and_divergence_is_reported():
     import pytest
 
-    from inductionlab.train.toy import NonFiniteError
+    from inductionlab.train.loop import NonFiniteError
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=30), 1, np.random.default_rng(1))
     for method in ("proximal", "sgd", "raw_sgd"):
         V, A, m = P.train_scb(P.SCBTrainConfig(method=method, steps=60, stage1_steps=20, eta1=0.01, eta2=0.001,

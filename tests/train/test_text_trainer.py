@@ -1,6 +1,9 @@
 import numpy as np
 import pytest
 import torch
+
+from inductionlab.analysis.heads import score_columns
+from inductionlab.runs import RunContext
 import torch.nn.functional as F
 
 from inductionlab.config import ConfigError
@@ -48,13 +51,14 @@ def test_language_model_training_learns_resumes_exactly_and_reports_the_metrics(
     cfg = TrainConfig(optimizer="adam", lr=1e-2, steps=40, batch_size=8, eval_every=20, eval_log_points=0,
                       checkpoint_every=20)
     evals = EvalConfig(val_batches=2, score_batch=2, score_period=5)
-    ckpt = tmp_path / "ckpt.pt"
-    params, m = fit_lm(MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), checkpoint=ckpt)
+    ctx = RunContext(tmp_path, threads=1)
+    params, m = fit_lm(MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), ctx, diagnostics=score_columns)
     assert {"val_loss", "p_norm", "wkq_norm", "induction_score", "previous_token_score", "prefix_matching_score",
             "seed"} <= set(m.columns)
     first, last = m[m.step == 0], m[m.step == 40]
     assert (last.val_loss.to_numpy() < 0.7 * first.val_loss.to_numpy()).all()
-    again, m2 = fit_lm(MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), checkpoint=ckpt, resume=True)
+    again, m2 = fit_lm(MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), ctx.child(resume=True),
+                       diagnostics=score_columns)
     for k in params:
         torch.testing.assert_close(again[k], params[k])
     np.testing.assert_allclose(m2.val_loss, m.val_loss)

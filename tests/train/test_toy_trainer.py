@@ -5,11 +5,12 @@ import pytest
 import torch
 
 from inductionlab.models import toy
-from inductionlab.runs import load_checkpoint
+from inductionlab.runs import RunContext, load_checkpoint
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.train import optim
 from inductionlab.train import toy as trainer
-from inductionlab.train.toy import Interrupted, NonFiniteError, ToyTrainConfig, train_toy
+from inductionlab.train.loop import Interrupted, NonFiniteError
+from inductionlab.train.toy import ToyTrainConfig, train_toy
 
 L = 10
 SMALL = dict(stage1_steps=30, stage2_steps=90, batch_size=64, eval_size=300, eval_every=15, eval_log_points=4,
@@ -23,11 +24,11 @@ def _cfg(**kw):
 @pytest.mark.parametrize("prefetch", [True, False])
 def test_run_axis_equals_separate_runs(prefetch):
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
-    both = train_toy(_cfg(), target, toy.init_params(torch.tensor([0.01, 0.05]), 2), [3, 4], lr=[0.1, 0.2],
-                     threads=2 if prefetch else 1)
+    both = train_toy(_cfg(), target, toy.init_params(torch.tensor([0.01, 0.05]), 2), [3, 4], RunContext(threads=2 if prefetch else 1),
+                     lr=[0.1, 0.2])
     for r, (a, w, s, lr, seed) in enumerate([(1.0, 0.49, 0.01, 0.1, 3), (2.0, 0.3, 0.05, 0.2, 4)]):
-        one = train_toy(_cfg(), MixedTarget.per_run([a], [w], L), toy.init_params(s, 1), [seed], lr=[lr],
-                        threads=1 if prefetch else 2)
+        one = train_toy(_cfg(), MixedTarget.per_run([a], [w], L), toy.init_params(s, 1), [seed],
+                        RunContext(threads=1 if prefetch else 2), lr=[lr])
         assert torch.allclose(both.theta[r], one.theta[0], rtol=1e-5, atol=1e-7)
         m_both = both.metrics[both.metrics.run == r].reset_index(drop=True)
         assert list(m_both.t) == list(one.metrics.t)
@@ -78,15 +79,16 @@ def test_adam_step_matches_torch_adam():
 
 def test_prefetch_gives_identical_numbers():
     target = MixedTarget.per_run([1.0], [0.49], L)
-    runs = [train_toy(_cfg(), target, toy.init_params(0.01, 1), [9], threads=t) for t in (2, 1)]
+    runs = [train_toy(_cfg(), target, toy.init_params(0.01, 1), [9], RunContext(threads=t)) for t in (2, 1)]
     assert torch.equal(runs[0].theta, runs[1].theta) and runs[0].metrics.equals(runs[1].metrics)
 
 
 def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch):
     target = MixedTarget.per_run([1.0, 1.5], [0.49, 0.4], L)
     theta0 = toy.init_params(0.01, 2)
-    full = train_toy(_cfg(), target, theta0, [1, 2], threads=1)
-    ckpt = tmp_path / "ckpt.pt"
+    full = train_toy(_cfg(), target, theta0, [1, 2], RunContext(threads=1))
+    ctx = RunContext(tmp_path)
+    ckpt = ctx.checkpoint
     real_step, calls = optim.step, [0]
 
     def step_then_ctrl_c(*args):
@@ -97,20 +99,21 @@ def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch):
 
     monkeypatch.setattr(trainer.optim, "step", step_then_ctrl_c)
     with pytest.raises(Interrupted, match="--resume"):
-        train_toy(_cfg(), target, theta0, [1, 2], checkpoint=ckpt)
+        train_toy(_cfg(), target, theta0, [1, 2], ctx)
     monkeypatch.setattr(trainer.optim, "step", real_step)
     assert load_checkpoint(ckpt)["stage"] == 1  # stopped inside Stage II
-    resumed = train_toy(_cfg(), target, theta0, [1, 2], checkpoint=ckpt, resume=True)
+    resumed = train_toy(_cfg(), target, theta0, [1, 2], ctx.child(resume=True))
     assert torch.equal(resumed.theta, full.theta)
     assert resumed.metrics.equals(full.metrics)
 
 
 def test_nan_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(tmp_path):
     target = MixedTarget.per_run([1.0], [0.49], L)
-    ckpt = tmp_path / "ckpt.pt"
+    ctx = RunContext(tmp_path)
+    ckpt = ctx.checkpoint
     with pytest.raises(NonFiniteError, match="NaN/inf.*Lower train.lr"):
         train_toy(_cfg(stage1_steps=0, stage2_steps=400, finite_check_every=5), target, toy.init_params(0.01, 1), [0],
-                  lr=[1e4], checkpoint=ckpt)
+                  ctx, lr=[1e4])
     if ckpt.exists():
         assert torch.isfinite(load_checkpoint(ckpt)["theta"]).all()
 
@@ -124,6 +127,6 @@ def test_invalid_train_config():
 
 def test_compiled_stage_two_trains_like_the_eager_step():
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
-    on, off = (train_toy(_cfg(compile=c), target, toy.init_params(0.05, 2), [3, 4], threads=1) for c in ("on", "off"))
+    on, off = (train_toy(_cfg(compile=c), target, toy.init_params(0.05, 2), [3, 4], RunContext(threads=1)) for c in ("on", "off"))
     assert torch.allclose(on.theta, off.theta, rtol=1e-4, atol=1e-6)
     assert not torch.equal(on.theta, toy.init_params(0.05, 2))

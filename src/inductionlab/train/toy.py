@@ -287,7 +287,8 @@ class ToyStepper:
             g.set_state(st)
 
 
-def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int], ctx: RunContext,
+def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
+              ctx: RunContext = RunContext(),
               lr: Sequence[float] | None = None, hooks: Sequence[loop.Hook] = ()) -> TrainResult:
     """Train S toy models at once (one per row of ``theta0``, data of run r from ``seeds[r]``).
 
