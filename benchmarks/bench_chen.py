@@ -8,6 +8,7 @@ their Python loops over heads and diagonals, so the baseline is faster than thei
 
 Run: ``python benchmarks/bench_chen.py`` (numbers in benchmarks/RESULTS.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def positions_loss(cfg: chen.ChenConfig, P: dict[str, torch.Tensor], tokens: tor
     v = v / (v.norm(dim=-1, keepdim=True) + chen.EPS_L2)
     g = torch.einsum("bhd,bhld->bhl", v[:, :, -1], v[:, :, :-1]).relu()  # (B, H, L)
     p = chen.selection_weights(P["c"])[0]
-    K = sum(p[k] * torch.stack([g[:, h] for h in s]).prod(0) if s else p[k] * torch.ones_like(g[:, 0])
-            for k, s in enumerate(cfg.subsets))
+    K = sum(
+        p[k] * torch.stack([g[:, h] for h in s]).prod(0) if s else p[k] * torch.ones_like(g[:, 0])
+        for k, s in enumerate(cfg.subsets)
+    )
     y = torch.einsum("bl,bld->bd", (P["a"][0] * K).softmax(-1), x[:, :-1])
     return -(y.gather(1, tokens[:, -1:]) + chen.EPS_LOG).log().mean()
 
@@ -73,10 +76,15 @@ def main() -> None:
                 theta.sub_(theta.grad)
             theta.grad = None
             theta.requires_grad_(False)
+
         ours = timed(lambda: step(lambda: chen.loss(cfg, views(theta), batch)), args.rounds, args.reps)
-        base = timed(lambda: step(lambda: positions_loss(cfg, views(theta), tokens)), args.rounds, max(1, args.reps // 4))
-        print(f"{dtype}: state tables {ours * 1e3:.2f} ms/epoch, positions baseline {base * 1e3:.1f} ms/epoch "
-              f"({base / ours:.1f}x); target ≤ 20 ms")
+        base = timed(
+            lambda: step(lambda: positions_loss(cfg, views(theta), tokens)), args.rounds, max(1, args.reps // 4)
+        )
+        print(
+            f"{dtype}: state tables {ours * 1e3:.2f} ms/epoch, positions baseline {base * 1e3:.1f} ms/epoch "
+            f"({base / ours:.1f}x); target ≤ 20 ms"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
 Run: ``python benchmarks/bench_flow.py``.
 """
+
 from __future__ import annotations
 
 import statistics

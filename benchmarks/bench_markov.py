@@ -3,6 +3,7 @@ pa = {−1, −2}, α = 0.1, one thread.  Target: < 1 s (the authors' per-token 
 
 Run: ``python benchmarks/bench_markov.py`` (numbers in benchmarks/RESULTS.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,10 @@ def main() -> None:
         t = time.perf_counter()
         markov.sample(cfg, args.n, np.random.default_rng(r))
         times.append(time.perf_counter() - t)
-    print(f"{args.n} sequences at L = {args.L}: median {statistics.median(times) * 1e3:.1f} ms "
-          f"(min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f}) over {args.rounds} rounds (target < 1 s)")
+    print(
+        f"{args.n} sequences at L = {args.L}: median {statistics.median(times) * 1e3:.1f} ms "
+        f"(min {min(times) * 1e3:.1f}, max {max(times) * 1e3:.1f}) over {args.rounds} rounds (target < 1 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ B = 64, one thread.  Target: ≥ 5×.
 
 Run: ``python benchmarks/bench_scb.py`` (prints a markdown table; numbers in benchmarks/RESULTS.md).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -8,6 +8,7 @@ parameter matrix with a run axis, functional model of ``models/transformer.py``)
 Run: ``python benchmarks/bench_text.py [--data DIR]`` (synthetic token ids unless ``--data`` gives WikiText-2);
 ``--device cuda`` also reports peak GPU memory.  Numbers in benchmarks/RESULTS.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,6 +76,7 @@ def plain_rate(ids, V, L, B, steps, device, bf16) -> float:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+
     step()
     sync(device)
     t = time.perf_counter()
@@ -85,18 +87,41 @@ def plain_rate(ids, V, L, B, steps, device, bf16) -> float:
 
 
 def ours_rate(ids, V, L, B, steps, device, bf16, threads) -> float:
-    cfg = tf.TransformerConfig(vocab=V, d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, readout="all",
-                               init_std=0.01, slope_init=0.01)
+    cfg = tf.TransformerConfig(
+        vocab=V,
+        d_model=128,
+        n_layers=2,
+        n_heads=2,
+        d_head=64,
+        ffn_width=512,
+        readout="all",
+        init_std=0.01,
+        slope_init=0.01,
+    )
     theta0, views = pack({k: v.to(device) for k, v in tf.init_params(cfg, 1, torch.Generator().manual_seed(0)).items()})
 
     def loss(theta, x):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             return token_losses(cfg, views(theta), x).mean((1, 2))
-    tc = TrainConfig(optimizer="sgd", lr=0.1, steps=steps, batch_size=B, eval_every=steps, eval_log_points=0,
-                     checkpoint_every=10 * steps)
+
+    tc = TrainConfig(
+        optimizer="sgd",
+        lr=0.1,
+        steps=steps,
+        batch_size=B,
+        eval_every=steps,
+        eval_log_points=0,
+        checkpoint_every=10 * steps,
+    )
     sample = lambda g: random_chunks(ids, L, B, g).to(device)  # noqa: E731
-    train(TrainConfig(optimizer="sgd", lr=0.1, steps=1, batch_size=B), theta0, loss, sample, lambda th, s: {},
-          threads=threads)  # warm-up
+    train(
+        TrainConfig(optimizer="sgd", lr=0.1, steps=1, batch_size=B),
+        theta0,
+        loss,
+        sample,
+        lambda th, s: {},
+        threads=threads,
+    )  # warm-up
     sync(device)
     t = time.perf_counter()
     train(tc, theta0, loss, sample, lambda th, s: {}, threads=threads)
@@ -128,13 +153,19 @@ def main() -> None:
     else:
         V = args.vocab + 1
         ids = torch.randint(V, (300_000,), generator=torch.Generator().manual_seed(0))
-    print(f"vocabulary {V}, L = {args.L}, B = {args.B}, {args.threads} threads, device {device}; tokens/s, "
-          f"best of {args.rounds} rounds of {args.steps} steps")
+    print(
+        f"vocabulary {V}, L = {args.L}, B = {args.B}, {args.threads} threads, device {device}; tokens/s, "
+        f"best of {args.rounds} rounds of {args.steps} steps"
+    )
     for bf16 in (False, True):
-        ours = max(ours_rate(ids, V, args.L, args.B, args.steps, device, bf16, args.threads) for _ in range(args.rounds))
+        ours = max(
+            ours_rate(ids, V, args.L, args.B, args.steps, device, bf16, args.threads) for _ in range(args.rounds)
+        )
         plain = max(plain_rate(ids, V, args.L, args.B, args.steps, device, bf16) for _ in range(args.rounds))
-        print(f"  {'bf16 autocast' if bf16 else 'float32      '}: ours {ours:9.0f}   plain nn.Module {plain:9.0f}   "
-              f"({ours / plain:.2f}x)")
+        print(
+            f"  {'bf16 autocast' if bf16 else 'float32      '}: ours {ours:9.0f}   plain nn.Module {plain:9.0f}   "
+            f"({ours / plain:.2f}x)"
+        )
         if not bf16:
             base = plain
     print(f"  cpu preset (ours, bf16) vs the plain float32 loop: {ours / base:.2f}x (target ≥ 1.2x)")

@@ -7,6 +7,7 @@
 
 Run: ``python benchmarks/bench_toy.py`` (prints a markdown table; numbers in benchmarks/RESULTS.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,8 +70,9 @@ def ours(steps: int, runs: int, stage: str, prefetch: bool, compile: str | None 
     """train_toy as its default compile="auto" runs a long stage (compiled at ≤ 4 runs), unless given."""
     compile = compile or ("on" if runs <= 4 else "off")
     s1, s2 = (steps, 0) if stage == "I" else (0, steps)
-    cfg = ToyTrainConfig(stage1_steps=s1, stage2_steps=s2, eval_every=10**9, eval_log_points=0, eval_size=1000,
-                         compile=compile)
+    cfg = ToyTrainConfig(
+        stage1_steps=s1, stage2_steps=s2, eval_every=10**9, eval_log_points=0, eval_size=1000, compile=compile
+    )
     target = MixedTarget.per_run([1.0] * runs, [0.49] * runs, L)
     t = time.perf_counter()
     train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), threads=2 if prefetch else 1)
@@ -79,8 +81,10 @@ def ours(steps: int, runs: int, stage: str, prefetch: bool, compile: str | None 
 
 def plain_in_fresh_process(steps: int) -> float:
     """(b) as a researcher runs it: its own process, default allocator, one thread."""
-    code = ("import torch, sys; torch.set_num_threads(1); sys.path.insert(0, %r); import bench_toy; "
-            "print(bench_toy.plain(%d))" % (str(Path(__file__).parent), steps))
+    code = (
+        f"import torch, sys; torch.set_num_threads(1); sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"import bench_toy; print(bench_toy.plain({steps:d}))"
+    )
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
@@ -92,15 +96,23 @@ def main() -> None:
     n = args.steps
     cases = {
         "(a) RNG floor: torch.randn(B, L)": lambda: floor(n),
-        "(b) plain eager autograd + torch.optim.SGD, own process (Stage II, ideal layer 1)": lambda: plain_in_fresh_process(n),
+        "(b) plain eager autograd + torch.optim.SGD, own process (Stage II, ideal layer 1)": lambda: (
+            plain_in_fresh_process(n)
+        ),
         "(b) the same plain script inside our tuned process": lambda: plain(n),
         "(b') plain script, Stage II with the learned layer 1": lambda: plain(n // 2, ideal=False),
-        "(c) ours, 1 run, Stage II (ideal layer 1), compiled, prefetch thread (default)": lambda: ours(n, 1, "II", True),
+        "(c) ours, 1 run, Stage II (ideal layer 1), compiled, prefetch thread (default)": lambda: ours(
+            n, 1, "II", True
+        ),
         "(c) ours, 1 run, Stage II, compiled, one thread (prefetch off)": lambda: ours(n, 1, "II", False),
         "(c) ours, 1 run, Stage II, eager (compile off), prefetch": lambda: ours(n, 1, "II", True, "off"),
-        "(c') ours, 1 run, Stage I (learned layer 1, p̃ gradient), compiled, prefetch": lambda: ours(n // 2, 1, "I", True),
+        "(c') ours, 1 run, Stage I (learned layer 1, p̃ gradient), compiled, prefetch": lambda: ours(
+            n // 2, 1, "I", True
+        ),
         "(c') ours, 1 run, Stage I, eager, prefetch": lambda: ours(n // 2, 1, "I", True, "off"),
-        "(d) ours, 32 runs, Stage II (eager, as auto), one thread, per run-step": lambda: ours(max(n // 8, 100), 32, "II", False),
+        "(d) ours, 32 runs, Stage II (eager, as auto), one thread, per run-step": lambda: ours(
+            max(n // 8, 100), 32, "II", False
+        ),
         "(d) ours, 32 runs, Stage II, prefetch, per run-step": lambda: ours(max(n // 8, 100), 32, "II", True),
     }
     tune_process()

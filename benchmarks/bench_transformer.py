@@ -9,6 +9,7 @@ Target: (a)/(b) ≥ 2.
 
 Run: ``python benchmarks/bench_transformer.py`` (prints a markdown table; numbers in benchmarks/RESULTS.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,6 +46,7 @@ def ours(runs: int, steps: int) -> float:
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
         optim.step(theta, grad, lr, state)
+
     return _time(step, steps) / runs
 
 
@@ -92,6 +94,7 @@ def plain(runs: int, steps: int) -> float:
             opt.zero_grad()
             loss.backward()
             opt.step()
+
         total += _time(step, steps)
     return total / runs
 

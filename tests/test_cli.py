@@ -5,7 +5,6 @@ import pytest
 
 from inductionlab import experiments, load_run
 from inductionlab.cli import main
-from inductionlab.config import SEED_KEYS
 
 
 @pytest.mark.parametrize("name", sorted(experiments.REGISTRY))
@@ -15,8 +14,7 @@ def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, ca
     assert "summary:" in capsys.readouterr().out
     run = load_run(out)
     config = json.loads((out / "config.json").read_text())
-    seed = next(config[k] for k in SEED_KEYS if k in config)
-    assert config["experiment"] == name and (seed[0] if isinstance(seed, list) else seed) == 1
+    assert config["experiment"] == name and config["seeds"][0] == 1
     assert run.summary["wall_seconds"] > 0 and "torch" in run.summary["versions"]
     pngs = sorted(out.glob("*.png"))
     assert pngs
@@ -28,8 +26,7 @@ def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, ca
 
 def test_lazy_to_rich_smoke_writes_the_documented_files(tmp_path):
     out = tmp_path / "l2r"
-    assert main(["run", "lazy-to-rich", "--preset", "smoke", "--out", str(out), "--no-progress", "--seed", "3",
-                 "--n_runs", "2"]) == 0
+    assert main(["run", "lazy-to-rich", "--preset", "smoke", "--out", str(out), "--no-progress", "--seeds", "3,4"]) == 0
     run = load_run(out)
     assert isinstance(run.metrics, pd.DataFrame)
     assert {"run", "seed", "stage", "step", "t", "loss", "loss_G4", "loss_IH2", "w_KQ"} <= set(run.metrics.columns)
@@ -50,15 +47,18 @@ def test_existing_run_dir_needs_resume_or_force(tmp_path, capsys):
     assert main(args + ["--force"]) == 0
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["run", "lazy-to-poor"], ["unknown experiment", "lazy-to-rich"]),
-    (["run", "lazy-to-rich", "--model.sigma_init", "0"], ["model.sigma_init", "> 0"]),
-    (["run", "lazy-to-rich", "--task.L", "3"], ["task.L", "≥ 5"]),
-    (["run", "lazy-to-rich", "--train.lr", "abc"], ["train.lr", "float"]),
-    (["run", "lazy-to-rich", "--task.wstar", "0.3"], ["unknown key", "task.w_star"]),
-    (["run", "lazy-to-rich", "--task.w_star", "0.75"], ["task.w_star", "1/√2"]),
-    (["report", "/nonexistent/dir"], ["not a run directory"]),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["run", "lazy-to-poor"], ["unknown experiment", "lazy-to-rich"]),
+        (["run", "lazy-to-rich", "--model.sigma_init", "0"], ["model.sigma_init", "> 0"]),
+        (["run", "lazy-to-rich", "--task.L", "3"], ["task.L", "≥ 5"]),
+        (["run", "lazy-to-rich", "--train.lr", "abc"], ["train.lr", "float"]),
+        (["run", "lazy-to-rich", "--task.wstar", "0.3"], ["unknown key", "task.w_star"]),
+        (["run", "lazy-to-rich", "--task.w_star", "0.75"], ["task.w_star", "1/√2"]),
+        (["report", "/nonexistent/dir"], ["not a run directory"]),
+    ],
+)
 def test_bad_input_fails_with_a_message(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -80,8 +80,23 @@ def test_text_experiments_without_data_say_where_to_put_it(monkeypatch, tmp_path
 
 def test_a_diverging_run_stops_with_a_message_and_keeps_its_checkpoint(tmp_path, capsys):
     out = tmp_path / "div"
-    args = ["run", "repeated-text", "--preset", "smoke", "--out", str(out), "--no-progress", "--train.optimizer", "sgd",
-            "--train.lr", "1e6", "--train.steps", "60", "--train.checkpoint_every", "1"]
+    args = [
+        "run",
+        "repeated-text",
+        "--preset",
+        "smoke",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--train.optimizer",
+        "sgd",
+        "--train.lr",
+        "1e6",
+        "--train.steps",
+        "60",
+        "--train.checkpoint_every",
+        "1",
+    ]
     assert main(args) == 3
     err = capsys.readouterr().err
     assert "NaN/inf" in err and "Lower train.lr" in err and "Traceback" not in err

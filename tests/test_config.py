@@ -1,35 +1,42 @@
+import dataclasses
+
 import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import resolve
-from inductionlab.config import ConfigError, config_hash, first_seed, from_dict, override, seed_key, to_dict, with_seeds
+from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.experiments import lazy_to_rich
 
 
 def test_dotted_override_parses_by_annotation():
-    cfg = override(lazy_to_rich.CONFIG, {"task.alpha_star": "2", "train.stage1_steps": "10", "task.tokens": "boolean",
-                                         "gf": "exact"})
+    cfg = override(
+        lazy_to_rich.CONFIG,
+        {"task.alpha_star": "2", "train.stage1_steps": "10", "task.tokens": "boolean", "gf": "exact"},
+    )
     assert cfg.task.alpha_star == 2.0 and cfg.train.stage1_steps == 10 and cfg.task.tokens == "boolean"
     assert lazy_to_rich.CONFIG.task.alpha_star == 1.0  # frozen original untouched
 
 
 def test_json_round_trip_and_hash():
-    cfg = override(lazy_to_rich.CONFIG, {"seed": "3"})
+    cfg = override(lazy_to_rich.CONFIG, {"seeds": "3"})
     assert from_dict(type(cfg), to_dict(cfg)) == cfg
     assert config_hash(cfg) != config_hash(lazy_to_rich.CONFIG)
 
 
-@pytest.mark.parametrize("key, value, words", [
-    ("model.sigma_init", "0", ["model.sigma_init", "> 0"]),
-    ("model.sigma_init", "-1e-3", ["model.sigma_init", "> 0"]),
-    ("task.L", "4", ["task.L", "≥ 5"]),
-    ("task.w_star", "0.8", ["task.w_star", "1/√2"]),
-    ("task.tokens", "uniform", ["task.tokens", "'gaussian'", "'boolean'"]),
-    ("train.stage1_steps", "ten", ["train.stage1_steps", "int"]),
-    ("train.lr", "fast", ["train.lr", "float"]),
-    ("task.alpah_star", "1", ["task.alpah_star", "unknown key", "task.alpha_star"]),
-    ("task", "1", ["task", "section"]),
-])
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("model.sigma_init", "0", ["model.sigma_init", "> 0"]),
+        ("model.sigma_init", "-1e-3", ["model.sigma_init", "> 0"]),
+        ("task.L", "4", ["task.L", "≥ 5"]),
+        ("task.w_star", "0.8", ["task.w_star", "1/√2"]),
+        ("task.tokens", "uniform", ["task.tokens", "'gaussian'", "'boolean'"]),
+        ("train.stage1_steps", "ten", ["train.stage1_steps", "int"]),
+        ("train.lr", "fast", ["train.lr", "float"]),
+        ("task.alpah_star", "1", ["task.alpah_star", "unknown key", "task.alpha_star"]),
+        ("task", "1", ["task", "section"]),
+    ],
+)
 def test_invalid_values_name_the_field_and_what_is_allowed(key, value, words):
     with pytest.raises(ConfigError) as err:
         override(lazy_to_rich.CONFIG, {key: value})
@@ -55,14 +62,21 @@ def test_every_experiment_has_the_interface():
         override(exp.CONFIG, exp.PRESETS["smoke"])  # presets validate
 
 
-def test_every_experiment_can_be_reseeded():
-    """``--seed`` and sweep seeds work whatever an experiment calls its seed (seed, seeds, init_seed, ...)."""
+def test_every_experiment_has_one_run_axis_called_seeds_and_can_be_reseeded():
     for name, exp in experiments.REGISTRY.items():
+        names = {f.name for f in dataclasses.fields(exp.CONFIG)}
+        assert "seeds" in names and not names & {"seed", "n_runs", "init_seed", "instance_seed"}, name
+        assert not hasattr(exp, "RUN_AXIS"), name
         cfg = with_seeds(exp.CONFIG, 7)
-        assert first_seed(cfg) == 7 and config_hash(cfg) != config_hash(exp.CONFIG), name
-        if seed_key(cfg) == "seeds":
-            assert len(cfg.seeds) == len(exp.CONFIG.seeds)
+        assert cfg.seeds[0] == 7 and len(cfg.seeds) == len(exp.CONFIG.seeds), name
+        assert config_hash(cfg) != config_hash(exp.CONFIG), name
     assert with_seeds(resolve("wikitext", "smoke", {}), 5, 3).seeds == (5, 6, 7)
-    assert with_seeds(lazy_to_rich.CONFIG, 5, 3).n_runs == 3
+    assert with_seeds(lazy_to_rich.CONFIG, 5, 3).seeds == (5, 6, 7)
     with pytest.raises(ConfigError, match="no run axis"):
         with_seeds(resolve("plateau-scaling", "smoke", {}), 5, 3)
+
+
+@pytest.mark.parametrize("seeds, words", [("0,0", "distinct"), ("-1", "≥ 0"), ("[]", "at least one")])
+def test_bad_seeds_are_refused(seeds, words):
+    with pytest.raises(ConfigError, match=words):
+        override(lazy_to_rich.CONFIG, {"seeds": seeds})

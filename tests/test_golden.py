@@ -71,6 +71,9 @@ def test_smoke_numbers_match_the_goldens(name, tmp_path):
         path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     want = json.loads(path.read_text())
     for part in ("summary", "tables"):
-        diff = {k: (want[part].get(k), got[part].get(k)) for k in set(want[part]) | set(got[part])
-                if not _same(want[part].get(k), got[part].get(k))}
+        diff = {
+            k: (want[part].get(k), got[part].get(k))
+            for k in set(want[part]) | set(got[part])
+            if not _same(want[part].get(k), got[part].get(k))
+        }
         assert not diff, f"{name} {part} differs from the golden: {dict(list(diff.items())[:8])}"

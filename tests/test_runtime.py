@@ -5,14 +5,18 @@ import torch
 from inductionlab import _runtime
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.train.toy import make_batch
 
 
 def test_compiled_straight_step_equals_eager():
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], 10)
     x = new_tokens(2, 10, 64, make_generators([0, 1]), "gaussian")
-    batch = toy.make_batch(x, target, "ideal")
+    batch = make_batch(x, target, "ideal")
     theta = torch.tensor([[0.0, 0.3, 0.2, 0.4, 0.7, 0.6], [0.0, -0.1, 0.5, 0.2, -0.3, 0.8]])
-    for args in ((theta, batch.x, batch.targets, False, batch.keys, batch.scores), (theta, batch.x, batch.targets, True)):
+    for args in (
+        (theta, batch.x, batch.targets, False, batch.keys, batch.scores),
+        (theta, batch.x, batch.targets, True),
+    ):
         for got, want in zip(_runtime.compiled(toy.straight_step)(*args), toy.straight_step(*args)):
             assert torch.allclose(got, want, rtol=1e-5, atol=1e-7)
 
@@ -21,6 +25,7 @@ def test_compile_failure_falls_back_to_eager_with_a_warning(monkeypatch, caplog)
     def broken_compile(fn):
         def run(*args):
             raise RuntimeError("no C++ compiler")
+
         return run
 
     monkeypatch.setattr(torch, "compile", broken_compile)

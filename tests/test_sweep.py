@@ -7,19 +7,32 @@ from inductionlab.sweep import parse_grid, plan, run_sweep
 def test_grid_and_seeds_plan_jobs_on_the_run_axis(tmp_path):
     cfg = resolve("lazy-to-rich", "smoke", {})
     jobs = plan("lazy-to-rich", cfg, parse_grid(["task.alpha_star=1,2", "model.sigma_init=0.01,0.1"]), 3, tmp_path)
-    assert len(jobs) == 4 and all(j.config["n_runs"] == 3 for j in jobs) and len({j.hash for j in jobs}) == 4
+    assert len(jobs) == 4 and all(j.config["seeds"] == [0, 1, 2] for j in jobs) and len({j.hash for j in jobs}) == 4
     no_axis = plan("plateau-scaling", resolve("plateau-scaling", "smoke", {}), {}, 2, tmp_path)
-    assert [j.config["seed"] for j in no_axis] == [0, 1]
-    tuple_axis = plan("repeated-text", resolve("repeated-text", "smoke", {}), parse_grid(["train.lr=0.1,0.2"]), 2, tmp_path)
+    assert [j.config["seeds"] for j in no_axis] == [[0], [1]]
+    tuple_axis = plan(
+        "repeated-text", resolve("repeated-text", "smoke", {}), parse_grid(["train.lr=0.1,0.2"]), 2, tmp_path
+    )
     assert [j.config["seeds"] for j in tuple_axis] == [[0, 1], [0, 1]] and tuple_axis[0].overrides["seed"] == "0"
     scb = plan("scb-convergence", resolve("scb-convergence", "smoke", {}), {}, 2, tmp_path)
-    assert [j.config["instance_seed"] for j in scb] == [0, 1]
+    assert [j.config["seeds"] for j in scb] == [[0], [1]]
 
 
 def test_local_sweep_resumes_and_skips_finished_jobs(tmp_path, capsys):
     out = tmp_path / "sw"
-    argv = ["sweep", "lazy-to-rich", "--preset", "smoke", "--grid", "task.alpha_star=1,2", "--out", str(out),
-            "--no-progress", "--gf", "none"]
+    argv = [
+        "sweep",
+        "lazy-to-rich",
+        "--preset",
+        "smoke",
+        "--grid",
+        "task.alpha_star=1,2",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--gf",
+        "none",
+    ]
     assert main(argv) == 0
     table_lines = (out / "manifest.jsonl").read_text().splitlines()
     assert sum(json.loads(x)["status"] == "done" for x in table_lines) == 2
@@ -33,7 +46,7 @@ def test_local_sweep_resumes_and_skips_finished_jobs(tmp_path, capsys):
 
 def test_process_pool_and_submitit_local_executors(tmp_path):
     cfg = resolve("lazy-to-rich", "smoke", {"gf": "none"})
-    grid = parse_grid(["seed=1,2"])
+    grid = parse_grid(["seeds=1,2"])
     pool = run_sweep("lazy-to-rich", cfg, grid, tmp_path / "pool", workers=2, progress=False)
     sub = run_sweep("lazy-to-rich", cfg, grid, tmp_path / "sub", executor="submitit-local", progress=False)
     assert len(pool) == len(sub) == 2

@@ -1,4 +1,5 @@
 """inductionlab: how transformers learn induction heads — tasks, models, trainers, theory and analyses."""
+
 from __future__ import annotations
 
 from inductionlab._version import __version__

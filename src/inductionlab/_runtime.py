@@ -5,6 +5,7 @@
   on every allocation (measured: 2–3× on the toy model's step at 32 runs).  A no-op off glibc.
 * :func:`compiled`: ``torch.compile`` with an eager fallback, for the hot step of long runs.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -53,8 +54,12 @@ class Compiled:
         try:
             out = self._compiled(*args)
         except Exception as err:  # noqa: BLE001 - any compiler failure: run eagerly instead
-            logging.getLogger(__name__).warning("torch.compile of %s failed (%s: %s); running eagerly",
-                                                getattr(self.fn, "__name__", self.fn), type(err).__name__, err)
+            logging.getLogger(__name__).warning(
+                "torch.compile of %s failed (%s: %s); running eagerly",
+                getattr(self.fn, "__name__", self.fn),
+                type(err).__name__,
+                err,
+            )
             self._compiled, out = None, self.fn(*args)
         self._checked = True
         return out
@@ -74,7 +79,7 @@ class StopFlag:
         self.raised = False
         self._old = None
 
-    def __enter__(self) -> "StopFlag":
+    def __enter__(self) -> StopFlag:
         if threading.current_thread() is threading.main_thread():
             self._old = signal.signal(signal.SIGINT, self._handle)
         return self

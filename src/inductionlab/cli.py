@@ -3,6 +3,7 @@
 Config values are set by dotted keys after the command, e.g.
 ``inductionlab run lazy-to-rich --preset quick --task.alpha_star 2 --train.lr 0.05``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,12 +83,25 @@ def cmd_sweep(args: argparse.Namespace, extra: list[str]) -> int:
     from inductionlab.sweep import parse_grid, run_sweep
 
     cfg = resolve(args.name, args.preset, _dotted(extra))
+    if args.seed is not None:
+        cfg = with_seeds(cfg, args.seed)
+    if args.n_seeds < 1:
+        raise ConfigError(f"--n-seeds: must be ≥ 1, got {args.n_seeds}")
     out = Path(args.out or Path("sweeps") / args.name)
     slurm = {"timeout_min": args.slurm_timeout_min}
     if args.slurm_partition:
         slurm["slurm_partition"] = args.slurm_partition
-    table = run_sweep(args.name, cfg, parse_grid(args.grid or []), out, seeds=args.seeds, workers=args.workers,
-                      executor=args.executor, slurm=slurm, progress=not args.no_progress)
+    table = run_sweep(
+        args.name,
+        cfg,
+        parse_grid(args.grid or []),
+        out,
+        seeds=args.n_seeds,
+        workers=args.workers,
+        executor=args.executor,
+        slurm=slurm,
+        progress=not args.no_progress,
+    )
     print(f"{len(table)} finished runs; table: {out / 'sweep.parquet'}; manifest: {out / 'manifest.jsonl'}")
     return 0
 
@@ -107,7 +121,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="inductionlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="inductionlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list experiments (or one experiment's keys)")
     ls.add_argument("--keys", metavar="NAME", help="print every config key of NAME with its default")
@@ -117,13 +133,19 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--out", help="output directory (default runs/NAME or sweeps/NAME)")
         sp.add_argument("--preset", help="a named set of values (see `inductionlab list --keys NAME`)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
+        sp.add_argument("--seed", type=int, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)")
     run = sub.choices["run"]
-    run.add_argument("--seed", type=int, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)")
     run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out exactly")
     run.add_argument("--force", action="store_true", help="overwrite a finished run in --out")
     sw = sub.choices["sweep"]
     sw.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a grid axis (repeatable)")
-    sw.add_argument("--seeds", type=int, default=1)
+    sw.add_argument(
+        "--n-seeds",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
+    )
     sw.add_argument("--workers", type=int, default=1)
     sw.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
     sw.add_argument("--slurm-partition")

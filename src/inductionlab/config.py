@@ -5,6 +5,7 @@ Every experiment config is a tree of frozen dataclasses.  This module turns such
 field's annotation, never ``eval``), rebuilds the tree (which re-runs each dataclass's validation)
 and hashes it for the sweep manifest.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -105,7 +106,9 @@ def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
         key = sorted(unknown)[0]
         close = difflib.get_close_matches(key, names, n=3)
         hint = f" Did you mean {', '.join(prefix + c for c in close)}?" if close else ""
-        raise ConfigError(f"{prefix}{key}: unknown key.{hint} Known keys: {', '.join(sorted(prefix + n for n in names))}")
+        raise ConfigError(
+            f"{prefix}{key}: unknown key.{hint} Known keys: {', '.join(sorted(prefix + n for n in names))}"
+        )
     kwargs = {}
     for name, value in data.items():
         tp = hints[name]
@@ -133,7 +136,9 @@ def override(cfg: Any, overrides: dict[str, Any]) -> Any:
     for key, value in overrides.items():
         if key not in flat:
             if any(k.startswith(key + ".") for k in flat):
-                raise ConfigError(f"{key}: is a section; set one of its keys, e.g. {next(k for k in flat if k.startswith(key + '.'))}")
+                raise ConfigError(
+                    f"{key}: is a section; set one of its keys, e.g. {next(k for k in flat if k.startswith(key + '.'))}"
+                )
             close = difflib.get_close_matches(key, list(flat), n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise ConfigError(f"{key}: unknown key.{hint} Run `inductionlab list --keys` to see all keys.")
@@ -151,34 +156,23 @@ def config_hash(cfg: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-SEED_KEYS = ("seed", "seeds", "init_seed", "instance_seed")
-
-
-def seed_key(cfg: Any) -> str:
-    """The top-level key that seeds an experiment: ``seed`` (with ``n_runs``: seeds seed, seed + 1, … on the
-    run axis), ``seeds`` (a tuple of seeds on the run axis), ``init_seed`` or ``instance_seed``."""
-    names = {f.name for f in dataclasses.fields(cfg)}
-    for key in SEED_KEYS:
-        if key in names:
-            return key
-    raise ConfigError(f"{type(cfg).__name__} has no seed key (one of {', '.join(SEED_KEYS)})")
-
-
-def first_seed(cfg: Any) -> int:
-    key = seed_key(cfg)
-    return cfg.seeds[0] if key == "seeds" else getattr(cfg, key)
+def check_seeds(seeds: tuple[int, ...], run_axis: bool = True) -> None:
+    """Validate an experiment's ``seeds`` — the run axis (``docs/conventions.md#seeds``): at least one, each
+    ≥ 0 and distinct; exactly one where the experiment has no run axis."""
+    require(len(seeds) >= 1, "seeds", "give at least one seed, e.g. --seeds 0")
+    require(all(s >= 0 for s in seeds), "seeds", f"must be integers ≥ 0, got {list(seeds)}")
+    require(
+        len(set(seeds)) == len(seeds), "seeds", f"must be distinct (a repeated seed repeats a run), got {list(seeds)}"
+    )
+    require(
+        run_axis or len(seeds) == 1,
+        "seeds",
+        f"this experiment has no run axis, so it takes one seed, got "
+        f"{list(seeds)}; run several with `inductionlab sweep NAME --n-seeds K`",
+    )
 
 
 def with_seeds(cfg: Any, first: int, count: int | None = None) -> Any:
-    """``cfg`` run with seeds first, first + 1, …: ``count`` of them on the run axis (None keeps the config's
-    count). A config without a run axis takes one seed only."""
-    key = seed_key(cfg)
-    if key == "seeds":
-        n = len(cfg.seeds) if count is None else count
-        return override(cfg, {"seeds": list(range(first, first + n))})
-    values: dict[str, Any] = {key: first}
-    if count is not None and count != 1:
-        if not hasattr(cfg, "n_runs"):
-            raise ConfigError(f"{key}: {type(cfg).__name__} has no run axis; it takes one seed, not {count}")
-        values["n_runs"] = count
-    return override(cfg, values)
+    """``cfg`` with ``seeds`` first, first + 1, …: ``count`` of them (None keeps the config's count)."""
+    n = len(cfg.seeds) if count is None else count
+    return override(cfg, {"seeds": list(range(first, first + n))})

@@ -3,6 +3,7 @@
 Layout convention (used throughout the toy path): token-major ``(S, L, B)`` = runs × positions × batch,
 so that reductions over positions are vectorised over the batch.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,9 @@ LOG2E = math.log2(math.e)
 FAST_EXPONENT_LIMIT = 60.0  # |logit·log2 e| below this: exp2 without a max shift cannot overflow float32
 
 
-def softmax_average(coef: torch.Tensor, scores: torch.Tensor, values: torch.Tensor, shift: bool,
-                    keep_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+def softmax_average(
+    coef: torch.Tensor, scores: torch.Tensor, values: torch.Tensor, shift: bool, keep_weights: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Softmax-weighted average over positions with logits ``coef · scores``.
 
     Args:

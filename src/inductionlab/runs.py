@@ -16,6 +16,7 @@ Layout of a run directory::
 Every file is written atomically (temporary file + rename), so an interrupted run never leaves a
 half-written file behind.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,10 @@ import math
 import os
 import platform
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import torch
@@ -83,9 +85,15 @@ def versions() -> dict[str, str]:
 
     from inductionlab._version import __version__
 
-    return {"inductionlab": __version__, "python": platform.python_version(), "torch": torch.__version__,
-            "numpy": numpy.__version__, "scipy": scipy.__version__, "pandas": pd.__version__,
-            "matplotlib": matplotlib.__version__}
+    return {
+        "inductionlab": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "pandas": pd.__version__,
+        "matplotlib": matplotlib.__version__,
+    }
 
 
 @dataclass
@@ -105,7 +113,9 @@ def save_results(run_dir: Path, results: Results) -> None:
 def load_results(run_dir: Path) -> Results:
     run_dir = Path(run_dir)
     if not (run_dir / SUMMARY).exists():
-        raise FileNotFoundError(f"{run_dir} is not a finished run directory (no {SUMMARY}); run an experiment into it first")
+        raise FileNotFoundError(
+            f"{run_dir} is not a finished run directory (no {SUMMARY}); run an experiment into it first"
+        )
     tables = {p.stem: pd.read_parquet(p) for p in sorted(run_dir.glob("*.parquet"))}
     return Results(tables, json.loads((run_dir / SUMMARY).read_text()))
 
@@ -150,6 +160,6 @@ class RunContext:
     def checkpoint(self) -> Path | None:
         return None if self.run_dir is None else Path(self.run_dir) / "checkpoints" / f"{self.name}.pt"
 
-    def child(self, name: str | None = None, **changes: Any) -> "RunContext":
+    def child(self, name: str | None = None, **changes: Any) -> RunContext:
         """The same context with the checkpoint ``checkpoints/<name>.pt`` (and any other field changed)."""
         return replace(self, name=name or self.name, **changes)

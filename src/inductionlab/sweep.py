@@ -7,26 +7,29 @@ Layout of a sweep directory::
     <hash>/            one run directory per configuration (see :mod:`inductionlab.runs`)
     sweep.parquet      one row per finished job: the overrides and the scalar entries of its summary
 
-Re-running the same sweep skips the jobs whose hash is marked done and whose summary exists.  For
-experiments with ``RUN_AXIS`` the seeds of a grid point train together on the run axis in one job.
+Re-running the same sweep skips the jobs whose hash is marked done and whose summary exists.  The seeds of a
+grid point train together on the run axis in one job; an experiment without a run axis (its config takes one
+seed) gets one job per seed.
 """
+
 from __future__ import annotations
 
 import itertools
 import json
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import pandas as pd
 from tqdm.auto import tqdm
 
 from inductionlab import experiments
 from inductionlab._runtime import tune_process
-from inductionlab.config import ConfigError, config_hash, first_seed, from_dict, override, to_dict, with_seeds
+from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import run_experiment
 from inductionlab.runs import SUMMARY, write_parquet
 
@@ -57,22 +60,28 @@ class Job:
 
 def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
     """Expand the grid (cartesian product) and the seeds into jobs; every config is validated first."""
-    exp = experiments.get(name)
+    experiments.get(name)  # a clear error for an unknown name
     jobs = []
     keys = list(grid)
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         overrides = dict(zip(keys, combo))
         cfg = override(base_cfg, overrides)
-        if seeds > 1 and exp.RUN_AXIS:
-            variants = [with_seeds(cfg, first_seed(cfg), seeds)]
-        elif seeds > 1:
-            variants = [with_seeds(cfg, first_seed(cfg) + i) for i in range(seeds)]
-        else:
-            variants = [cfg]
+        variants = _seed_variants(cfg, seeds)
         for variant in variants:
             h = config_hash(variant)
-            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(first_seed(variant))}, h, str(out / h)))
+            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(variant.seeds[0])}, h, str(out / h)))
     return jobs
+
+
+def _seed_variants(cfg: Any, n_seeds: int) -> list[Any]:
+    """``n_seeds`` seeds from the config's first: one config on the run axis, or one config per seed where the
+    experiment takes a single seed."""
+    if n_seeds == 1:
+        return [cfg]
+    try:
+        return [with_seeds(cfg, cfg.seeds[0], n_seeds)]
+    except ConfigError:
+        return [with_seeds(cfg, cfg.seeds[0] + i, 1) for i in range(n_seeds)]
 
 
 def run_job(job: Job) -> dict[str, Any]:
@@ -102,8 +111,17 @@ def _append(out: Path, entry: dict) -> None:
         f.flush()
 
 
-def run_sweep(name: str, base_cfg: Any, grid: dict[str, list[str]], out: Path, seeds: int = 1, workers: int = 1,
-              executor: Executor = "local", slurm: dict[str, Any] | None = None, progress: bool = True) -> pd.DataFrame:
+def run_sweep(
+    name: str,
+    base_cfg: Any,
+    grid: dict[str, list[str]],
+    out: Path,
+    seeds: int = 1,
+    workers: int = 1,
+    executor: Executor = "local",
+    slurm: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet)."""
     out.mkdir(parents=True, exist_ok=True)
     jobs = plan(name, base_cfg, grid, seeds, out)
@@ -139,9 +157,14 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
     import submitit
 
     folder = out / "submitit"
-    ex = submitit.LocalExecutor(folder=folder) if executor == "submitit-local" else \
-        submitit.AutoExecutor(folder=folder, cluster="slurm")
-    ex.update_parameters(timeout_min=int(slurm.get("timeout_min", 60)), **{k: v for k, v in slurm.items() if k != "timeout_min"})
+    ex = (
+        submitit.LocalExecutor(folder=folder)
+        if executor == "submitit-local"
+        else submitit.AutoExecutor(folder=folder, cluster="slurm")
+    )
+    ex.update_parameters(
+        timeout_min=int(slurm.get("timeout_min", 60)), **{k: v for k, v in slurm.items() if k != "timeout_min"}
+    )
     submitted = [(job, ex.submit(run_job, job)) for job in jobs]
     for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
         try:

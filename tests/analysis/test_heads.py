@@ -1,8 +1,8 @@
 import torch
 
 from inductionlab.analysis import heads as H
-from inductionlab.tasks.induction import patch_targets, repeated_random_tokens
 from inductionlab.models import transformer as tf
+from inductionlab.tasks.induction import patch_targets, repeated_random_tokens
 from inductionlab.theory.constructions import ih2_construction
 
 

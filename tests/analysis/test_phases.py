@@ -36,6 +36,7 @@ def test_fits():
 
 def test_plateau_finds_the_flat_stretch_between_two_drops():
     from inductionlab.analysis.phases import plateau
+
     t = np.arange(0, 101, 5.0)
     y = np.where(t < 20, 5 - 0.2 * t, np.where(t <= 60, 1.0, 1.0 - 0.02 * (t - 60)))
     start, end = plateau(t, y)

@@ -32,13 +32,18 @@ def _naive_predict(cfg, params, seq):
                     value = P["W_OV"][h] @ value
                 logits.append(logit)
                 vals.append(value)
-            v = torch.zeros(d, dtype=torch.float64) if not logits else (torch.stack(logits).softmax(0)[:, None] * torch.stack(vals)).sum(0)
+            v = (
+                torch.zeros(d, dtype=torch.float64)
+                if not logits
+                else (torch.stack(logits).softmax(0)[:, None] * torch.stack(vals)).sum(0)
+            )
             vs.append(v)
         feats.append(vs)
     p = chen.selection_weights(P["c"][None])[0]
 
     def kernel(q, k):
         if cfg.norm == "exact":
+
             def phi(vs):
                 parts = []
                 for s_idx, S in enumerate(cfg.subsets):
@@ -48,6 +53,7 @@ def _naive_predict(cfg, params, seq):
                     parts.append(P["c"][s_idx] * t)
                 f = torch.cat(parts)
                 return f / f.norm()
+
             return phi(q) @ phi(k)
         if cfg.norm == "head_l2":
             nq = [v / (v.norm() + chen.EPS_L2) for v in q]
@@ -65,18 +71,23 @@ def _naive_predict(cfg, params, seq):
 
 def _random_params(cfg, gen):
     params = chen.init_params(cfg, 1)
-    return {k: (v + torch.randn(v.shape, generator=gen, dtype=v.dtype)) if k != "a" else torch.full_like(v, 1.7)
-            for k, v in params.items()}
+    return {
+        k: (v + torch.randn(v.shape, generator=gen, dtype=v.dtype)) if k != "a" else torch.full_like(v, 1.7)
+        for k, v in params.items()
+    }
 
 
-@pytest.mark.parametrize("kw", [
-    {},
-    {"max_degree": 3},
-    {"windows": "shifted", "window": 5},
-    {"norm": "exact", "max_degree": 3},
-    {"variant": "full", "norm": "layernorm"},
-    {"variant": "full", "norm": "head_l2", "window": 4},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"max_degree": 3},
+        {"windows": "shifted", "window": 5},
+        {"norm": "exact", "max_degree": 3},
+        {"variant": "full", "norm": "layernorm"},
+        {"variant": "full", "norm": "head_l2", "window": 4},
+    ],
+)
 def test_state_table_model_equals_the_position_by_position_definition(kw):
     cfg = chen.ChenConfig(**kw)
     gen = torch.Generator().manual_seed(0)
@@ -125,8 +136,12 @@ def test_exact_copiers_selecting_12_give_the_generalised_induction_head():
     assert int(clean.sum()) > 200
     for a in (0.5, 3.0):
         params["a"] = torch.tensor([[a]], dtype=torch.float64)
-        torch.testing.assert_close(chen.predict(cfg, params, batch)[0][clean],
-                                   gih_predictor(tokens[:, :-1], (1, 2), 3, a)[clean], rtol=0, atol=1e-6)  # ‖v‖ + 1e−7
+        torch.testing.assert_close(
+            chen.predict(cfg, params, batch)[0][clean],
+            gih_predictor(tokens[:, :-1], (1, 2), 3, a)[clean],
+            rtol=0,
+            atol=1e-6,
+        )  # ‖v‖ + 1e−7
     params["a"] = torch.tensor([[40.0]], dtype=torch.float64)
     gih = gih_predictor(tokens[:, :-1], (1, 2), 3)
     pad = torch.cat([tokens[:, :-1], torch.zeros(300, 1, dtype=torch.long)], 1)
@@ -154,12 +169,15 @@ def test_initialisation_and_subsets_follow_the_spec():
     assert bool((att.diagonal() > 0.89).all())  # head h puts ≈ 0.90 of its mass on lag h (spec §3.1)
 
 
-@pytest.mark.parametrize("kw, words", [
-    ({"window": 2}, ["model.window", "M ≥ H"]),
-    ({"windows": "shifted"}, ["model.window", "2H − 1"]),
-    ({"max_degree": 4}, ["model.max_degree", "1..n_heads"]),
-    ({"c_init": 0.0}, ["model.c_init"]),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"window": 2}, ["model.window", "M ≥ H"]),
+        ({"windows": "shifted"}, ["model.window", "2H − 1"]),
+        ({"max_degree": 4}, ["model.max_degree", "1..n_heads"]),
+        ({"c_init": 0.0}, ["model.c_init"]),
+    ],
+)
 def test_bad_configs_say_what_is_allowed(kw, words):
     with pytest.raises(ConfigError) as err:
         chen.ChenConfig(**kw)

@@ -3,6 +3,7 @@ import math
 import torch
 
 from inductionlab.models import highdim as M
+from inductionlab.tasks.mixed import lifted_target
 
 
 def _construct(cfg: M.HighDimConfig) -> torch.Tensor:
@@ -24,7 +25,10 @@ def test_both_readings_reproduce_the_target_with_the_constructed_weights():
     for cfg in (M.HighDimConfig(reading="A", D=6, L=12), M.HighDimConfig(reading="B", D=5, L=12)):
         theta = _construct(cfg)
         x = torch.randn(50, cfg.L, cfg.d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-        assert max(float(v.max()) for v in M.partial_losses(cfg, theta, x)) < 1e-20
+        assert (
+            max(float(v.max()) for v in M.partial_losses(cfg, theta, x, lifted_target(x, cfg.alpha_star, cfg.w_star())))
+            < 1e-20
+        )
         assert float(M.kq_product(cfg, theta)[0]) < 1e-12
 
 

@@ -3,8 +3,11 @@ import torch
 
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.train.toy import make_batch
 
-THETA = torch.tensor([[0.5, 0.3, 0.2, 0.4, 0.7, 0.6], [1.0, -0.1, 0.5, 0.2, -0.3, 0.8], [0.01] * 6], dtype=torch.float64)
+THETA = torch.tensor(
+    [[0.5, 0.3, 0.2, 0.4, 0.7, 0.6], [1.0, -0.1, 0.5, 0.2, -0.3, 0.8], [0.01] * 6], dtype=torch.float64
+)
 
 
 def _setup(L=9, B=400):
@@ -17,9 +20,9 @@ def _setup(L=9, B=400):
 @pytest.mark.parametrize("wrt, cols", [("all", slice(0, 6)), ("layer1", slice(0, 1)), ("layer2", slice(1, 6))])
 def test_hand_written_gradient_equals_autograd(layer1, wrt, cols):
     target, x = _setup()
-    out = toy.loss_and_grad(THETA, toy.make_batch(x, target, layer1), layer1, wrt=wrt)
+    out = toy.loss_and_grad(THETA, make_batch(x, target, layer1), layer1, wrt=wrt)
     theta = THETA.clone().requires_grad_()
-    ref = toy.loss_and_grad(theta, toy.make_batch(x, target, layer1), layer1, need_grad=False)
+    ref = toy.loss_and_grad(theta, make_batch(x, target, layer1), layer1, need_grad=False)
     ref.loss.sum().backward()
     expected = torch.zeros_like(theta.grad)
     expected[:, cols] = theta.grad[:, cols]
@@ -46,26 +49,28 @@ def test_global_minimum_is_the_fixed_point_of_stage_two():
     target, x = _setup()
     g, h = target.g_star, target.h_star
     theta = torch.stack([torch.zeros(3), torch.full((3,), 60.0), g, h, target.w_star, target.w_star], 1)
-    out = toy.loss_and_grad(theta, toy.make_batch(x, target, "ideal"), "ideal", wrt="layer2")
+    out = toy.loss_and_grad(theta, make_batch(x, target, "ideal"), "ideal", wrt="layer2")
     assert float(out.loss.abs().max()) < 1e-20 and float(out.grad.abs().max()) < 1e-12
 
 
 def test_shared_and_blocked_batches_equal_plain_ones():
     target, x = _setup(B=50)
-    plain = toy.loss_and_grad(THETA, toy.make_batch(x, target, "ideal"), "ideal")
+    plain = toy.loss_and_grad(THETA, make_batch(x, target, "ideal"), "ideal")
     block = torch.stack([x, 2 * x], 1)  # (S, K=2, L, B)
-    prepared = toy.make_batch(block, target.repeat_runs(2), "ideal")
-    first = toy.Batch(prepared.x[:, 0], prepared.targets[:, 0], prepared.bound, prepared.keys[:, 0], prepared.scores[:, 0])
+    prepared = make_batch(block, target.repeat_runs(2), "ideal")
+    first = toy.Batch(
+        prepared.x[:, 0], prepared.targets[:, 0], prepared.bound, prepared.keys[:, 0], prepared.scores[:, 0]
+    )
     assert torch.allclose(toy.loss_and_grad(THETA, first, "ideal").grad, plain.grad, atol=1e-14)
-    shared = toy.loss_and_grad(THETA, toy.make_batch(x[:1], target, "learned"), "learned", need_grad=False)
-    solo = toy.loss_and_grad(THETA, toy.make_batch(x[:1].expand(3, -1, -1), target, "learned"), "learned", need_grad=False)
+    shared = toy.loss_and_grad(THETA, make_batch(x[:1], target, "learned"), "learned", need_grad=False)
+    solo = toy.loss_and_grad(THETA, make_batch(x[:1].expand(3, -1, -1), target, "learned"), "learned", need_grad=False)
     assert torch.allclose(shared.partial, solo.partial)
 
 
 def test_bad_shapes_are_reported():
     target, x = _setup()
     with pytest.raises(ValueError, match="theta"):
-        toy.loss_and_grad(THETA[:, :5], toy.make_batch(x, target, "ideal"), "ideal")
+        toy.loss_and_grad(THETA[:, :5], make_batch(x, target, "ideal"), "ideal")
 
 
 @pytest.mark.parametrize("layer1", ["learned", "ideal"])
@@ -74,7 +79,7 @@ def test_straight_line_stage_two_step_equals_the_hand_written_one(layer1, shift)
     """straight_step (the function the trainer compiles) against loss_and_grad(wrt="layer2"), frozen keys."""
     target, x = _setup()
     a = toy.layer1_matrix(THETA[:, toy.P_TILDE], x.shape[1])[0] if layer1 == "learned" else None
-    batch = toy.make_batch(x, target, layer1, a)
+    batch = make_batch(x, target, layer1, a)
     ref = toy.loss_and_grad(THETA, batch, layer1, wrt="layer2")
     partial, grad = toy.straight_step(THETA, batch.x, batch.targets, shift, batch.keys, batch.scores)
     assert torch.allclose(partial, ref.partial, atol=1e-14) and torch.allclose(grad, ref.grad, atol=1e-13)
@@ -84,7 +89,7 @@ def test_straight_line_stage_two_step_equals_the_hand_written_one(layer1, shift)
 @pytest.mark.parametrize("shift", [False, True])
 def test_straight_line_learned_step_equals_the_hand_written_one(shift):
     target, x = _setup()
-    batch = toy.make_batch(x, target, "learned")
+    batch = make_batch(x, target, "learned")
     ref = toy.loss_and_grad(THETA, batch, "learned", wrt="all")
     partial, grad = toy.straight_step(THETA, batch.x, batch.targets, shift)
     assert torch.allclose(partial, ref.partial, atol=1e-14) and torch.allclose(grad, ref.grad, atol=1e-13)

@@ -13,8 +13,18 @@ def toy_as_transformer(theta: torch.Tensor) -> tuple[tf.TransformerConfig, tf.Pa
     """The six-parameter toy (spec §5.2) as weights of the general model: D = 2, z = (x; 0); layer 1 one
     RPE head (slope p̃) copying x into coordinate 2, with residual; layer 2 a 4-gram RPE head (slope p,
     w_V1 y → coordinate 1) and a DP induction head (w_Q x_L · w_K y_s, w_V2 x_s → coordinate 2), keys 2..L−1."""
-    cfg = tf.TransformerConfig(d_in=1, d_model=2, n_layers=2, n_heads=2, d_head=1, dp=((False, False), (False, True)),
-                               rpe=((True, False), (True, False)), residual=(True, False), key_start=(1, 2), d_out=2)
+    cfg = tf.TransformerConfig(
+        d_in=1,
+        d_model=2,
+        n_layers=2,
+        n_heads=2,
+        d_head=1,
+        dp=((False, False), (False, True)),
+        rpe=((True, False), (True, False)),
+        residual=(True, False),
+        key_start=(1, 2),
+        d_out=2,
+    )
     S = theta.shape[0]
     P = tf.zero_params(cfg, S)
     p_tilde, p, w_v1, w_v2, w_q, w_k = theta.double().unbind(1)

@@ -14,8 +14,9 @@ def _brute_force(x, w_star, n, g=None):
         X = lambda t: x[b, t - 1]  # noqa: E731
         vec = lambda i, j: torch.cat([X(t) for t in range(j, i - 1, -1)])  # noqa: E731 - newest first
         q = vec(L - n + 2, L)
-        scores = torch.stack([g(q, vec(s - n + 1, s - 1)) if g else q @ w_star @ vec(s - n + 1, s - 1)
-                              for s in range(n, L)])
+        scores = torch.stack(
+            [g(q, vec(s - n + 1, s - 1)) if g else q @ w_star @ vec(s - n + 1, s - 1) for s in range(n, L)]
+        )
         w = torch.softmax(scores, 0)
         out[b] = sum(w[i] * X(s) for i, s in enumerate(range(n, L)))
     return out

@@ -25,7 +25,7 @@ def test_empirical_transitions_match_each_sequences_kernel(parents):
     tokens, kernels = markov.sample(cfg, 2, np.random.default_rng(0))
     assert tokens.shape == (2, 60_001) and kernels.shape == (2, 9, 3)
     for b in range(2):
-        counts = _transition_counts(tokens[b:b + 1], parents, 3)
+        counts = _transition_counts(tokens[b : b + 1], parents, 3)
         n = counts.sum(-1, keepdim=True)
         emp = counts / n
         tol = 4 * (0.25 / n).sqrt() + 1e-3  # four binomial standard deviations
@@ -53,7 +53,7 @@ def test_non_parents_carry_no_information_beyond_the_parents():
 def test_bayes_and_ngram_estimators_match_a_brute_force_count():
     cfg = markov.MarkovConfig(vocab_size=4, parents=(1, 2), L=30, alpha=0.1)
     tokens, _ = markov.sample(cfg, 50, np.random.default_rng(2))
-    x = tokens[:, :cfg.L]
+    x = tokens[:, : cfg.L]
     bayes = markov.bayes_predictor(cfg, x)
     bigram = markov.ngram_estimator(x, (1,), 4, 0.5)
     unigram = markov.ngram_estimator(x, (), 4, 0.5)
@@ -74,12 +74,16 @@ def test_bayes_and_ngram_estimators_match_a_brute_force_count():
 def test_bayes_predictor_beats_bigram_and_unigram_in_log_loss():
     cfg = markov.MarkovConfig()
     tokens, _ = markov.sample(cfg, 4000, np.random.default_rng(3))
-    x, y = tokens[:, :cfg.L], tokens[:, cfg.L]
+    x, y = tokens[:, : cfg.L], tokens[:, cfg.L]
 
     def nll(p):
         return float(-p.gather(1, y.unsqueeze(1)).log().mean())
-    bayes, bigram, unigram = (nll(markov.bayes_predictor(cfg, x)), nll(markov.ngram_estimator(x, (1,), 3, 0.1)),
-                              nll(markov.ngram_estimator(x, (), 3, 0.1)))
+
+    bayes, bigram, unigram = (
+        nll(markov.bayes_predictor(cfg, x)),
+        nll(markov.ngram_estimator(x, (1,), 3, 0.1)),
+        nll(markov.ngram_estimator(x, (), 3, 0.1)),
+    )
     assert bayes < bigram < unigram
 
 

@@ -73,8 +73,9 @@ def test_repeated_chunks_repeat_the_first_half_and_mark_the_predictable_targets(
 def test_bpe_tokenizer_trains_locally(tmp_path):
     pytest.importorskip("tokenizers")
     root = write_corpus(tmp_path)
-    c = text.load_corpus(text.TextConfig(path=str(root), train_split="train", val_split="valid", tokenizer="bpe",
-                                         vocab_size=300, L=10))
+    c = text.load_corpus(
+        text.TextConfig(path=str(root), train_split="train", val_split="valid", tokenizer="bpe", vocab_size=300, L=10)
+    )
     assert len(c.vocab) <= 300 and int(c.train.max()) < len(c.vocab) and len(c.train) > 100
 
 

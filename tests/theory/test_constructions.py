@@ -32,6 +32,7 @@ def test_infinite_slope_reproduces_ih2_exactly():
 
 def test_exponential_sum_kernels_approach_the_delayed_delta():
     from inductionlab.theory.approximation import exp_sum_kernel
+
     for delay in (1, 2, 3):
         errors = [exp_sum_kernel(delay, m).l1_error for m in (2, 4, 8)]
         assert errors[0] > errors[1] > errors[2]
@@ -51,7 +52,9 @@ def test_theorem_4_3_construction_is_within_its_bound_and_improves_with_heads():
                 cfg, params, kernels = C.ihn_construction(w, n, 1, m, pad)
                 assert cfg.n_heads == (n - 1) * m and cfg.d_model == n
                 x = sample_tokens((24, 12, 1), "uniform", gen)
-                err = C.approximation_errors(cfg, params, lambda t: induction_head(t[..., pad:, :], w, n), C.left_pad(x, pad))
+                err = C.approximation_errors(
+                    cfg, params, lambda t: induction_head(t[..., pad:, :], w, n), C.left_pad(x, pad)
+                )
                 assert float(err.max()) <= C.ihn_bound(w, 1.0, kernels)
             errs.append(float(err.max()))
         assert errs[0] > 10 * errs[1] > 10 * errs[2] - 1e-15, (n, errs)
@@ -59,6 +62,7 @@ def test_theorem_4_3_construction_is_within_its_bound_and_improves_with_heads():
 
 def test_pod_reconstructs_the_similarity_and_its_nystrom_extension_matches_the_grid():
     from inductionlab.theory.approximation import pod, rbf_numpy
+
     g = rbf_numpy(0.5, 2.0)
     dec = pod(g, 1, 1.0, 32)
     u = np.random.default_rng(0).uniform(-1, 1, (50, 1))
@@ -72,6 +76,7 @@ def test_pod_reconstructs_the_similarity_and_its_nystrom_extension_matches_the_g
 def test_theorem_4_4_construction_error_falls_with_ffn_width():
     from inductionlab.tasks.induction import generalized_induction_head, rbf
     from inductionlab.theory.approximation import pod, rbf_numpy
+
     dec = pod(rbf_numpy(0.5, 4.0), 1, 1.05, 32)
     x = sample_tokens((32, 16, 1), "uniform", torch.Generator().manual_seed(2))
     errs = []

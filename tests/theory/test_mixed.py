@@ -7,13 +7,16 @@ from inductionlab.config import ConfigError
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
 from inductionlab.theory import mixed as th
+from inductionlab.train.toy import make_batch
 
 
 @pytest.mark.parametrize("p", [0.0, 5e-5, 1e-3, 0.3, 2.0, 40.0])
 def test_M_and_m_equal_their_sums(p):
     L = 23
     assert math.isclose(th.M(p, L), math.fsum(math.exp(-p * k) for k in range(L - 2)), rel_tol=1e-12)
-    assert math.isclose(th.m(p, L), math.fsum(k * math.exp(-p * k) for k in range(1, L - 2)), rel_tol=1e-10, abs_tol=1e-300)
+    assert math.isclose(
+        th.m(p, L), math.fsum(k * math.exp(-p * k) for k in range(1, L - 2)), rel_tol=1e-10, abs_tol=1e-300
+    )
 
 
 def test_closed_form_4gram_loss_matches_monte_carlo():
@@ -22,7 +25,7 @@ def test_closed_form_4gram_loss_matches_monte_carlo():
     x = new_tokens(1, L, n, make_generators([5]), "gaussian", torch.float64)
     p, g = 0.8, 0.35
     theta = torch.tensor([[0.0, p, g, 0.0, 0.0, 0.0]], dtype=torch.float64)
-    mc = toy.loss_and_grad(theta, toy.make_batch(x, target, "ideal"), "ideal", per_sample=True).partial[0, 0]
+    mc = toy.loss_and_grad(theta, make_batch(x, target, "ideal"), "ideal", per_sample=True).partial[0, 0]
     exact = th.loss_grad_g4(p, g, 1.5, L)[0]
     assert abs(float(mc.mean()) - exact) < 4 * float(mc.std()) / math.sqrt(n)
     assert abs(float(mc.mean()) / exact - 1) < 0.01
@@ -41,15 +44,22 @@ def test_exp_simplified_ih_loss_matches_monte_carlo_of_its_definition():
     assert abs(float(mc.mean()) - exact) < 4 * float(mc.std()) / math.sqrt(n)
 
 
-@pytest.mark.parametrize("fn, args", [(th.loss_grad_g4, (0.7, 0.3, 1.0, 15)), (th.loss_grad_g4, (1e-5, 0.01, 2.0, 40)),
-                                      (th.loss_grad_ih2, (0.2, 0.35, 0.45, 1.0, 0.49, 40))])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (th.loss_grad_g4, (0.7, 0.3, 1.0, 15)),
+        (th.loss_grad_g4, (1e-5, 0.01, 2.0, 40)),
+        (th.loss_grad_ih2, (0.2, 0.35, 0.45, 1.0, 0.49, 40)),
+    ],
+)
 def test_analytic_gradients_equal_finite_differences(fn, args):
     n_params = 2 if fn is th.loss_grad_g4 else 3
     grads = fn(*args)[1:]
     for i in range(n_params):
         eps = 1e-6
-        hi = list(args); hi[i] += eps
-        lo = list(args); lo[i] -= eps
+        hi, lo = list(args), list(args)
+        hi[i] += eps
+        lo[i] -= eps
         num = (fn(*hi)[0] - fn(*lo)[0]) / (2 * eps)
         assert math.isclose(grads[i], num, rel_tol=1e-5, abs_tol=1e-10)
 

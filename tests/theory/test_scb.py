@@ -88,6 +88,7 @@ def test_assumption_violations_are_named():
 
 def test_noise_scales_match_single_sample_gradient_variance(inst):
     from inductionlab.models import linear
+
     V = inst.P * 0.7 + 0.3 * inst.mu.unsqueeze(-1)
     A = inst.Q * 0.6 + 0.4 / inst.T
     M = 3000
@@ -95,8 +96,11 @@ def test_noise_scales_match_single_sample_gradient_variance(inst):
     tokens, last, label = scb.sample(inst, M, torch.Generator().manual_seed(7))
     gv, ga = [], []
     for b in range(M):
-        g = linear.gradients(V, A, tokens[:, b:b + 1], last[:, b:b + 1], label[:, b:b + 1])
-        gv.append(linear.precondition(g[0], inst.mu)), ga.append(linear.precondition(g[1], inst.mu) * inst.mu.sqrt().unsqueeze(-2))
+        g = linear.gradients(V, A, tokens[:, b : b + 1], last[:, b : b + 1], label[:, b : b + 1])
+        (
+            gv.append(linear.precondition(g[0], inst.mu)),
+            ga.append(linear.precondition(g[1], inst.mu) * inst.mu.sqrt().unsqueeze(-2)),
+        )
     N, T = inst.N, inst.T
     var_v = torch.stack(gv).var(0).flatten(1).sum(1) / ((N - 1) * N)
     var_a = torch.stack(ga).var(0).flatten(1).sum(1) / ((T - 1) * N)

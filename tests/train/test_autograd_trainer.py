@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
+from inductionlab.runs import RunContext
 from inductionlab.train import optim
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.runs import RunContext
 from inductionlab.train.loop import NonFiniteError
 
 
@@ -18,13 +18,16 @@ def _problem():
 
     def evaluate(theta, step):
         return {"a": theta[:, 0].double().numpy().copy(), "b": theta[:, 1].double().numpy().copy()}
+
     return theta0, loss, (lambda g: torch.randn(32, generator=g)), evaluate
 
 
 def test_sgd_reaches_each_runs_own_optimum_and_adam_too():
     theta0, loss, sample, evaluate = _problem()
     for opt, lr in (("sgd", 0.1), ("adam", 0.05)):
-        theta, metrics = train(TrainConfig(optimizer=opt, lr=lr, steps=600, eval_every=100), theta0, loss, sample, evaluate)
+        theta, metrics = train(
+            TrainConfig(optimizer=opt, lr=lr, steps=600, eval_every=100), theta0, loss, sample, evaluate
+        )
         assert torch.allclose(theta, torch.tensor([[2.0, 0.0], [2.0, 1.0], [2.0, 2.0]]), atol=2e-2), opt
         assert set(metrics.run) == {0, 1, 2} and metrics.step.max() == 600
 
@@ -40,6 +43,7 @@ def test_interrupted_run_resumes_to_the_same_numbers(tmp_path):
         if calls["n"] == 13:
             raise RuntimeError("boom")
         return loss(theta, x)
+
     ctx = RunContext(tmp_path, threads=1)
     with pytest.raises(RuntimeError):
         train(cfg, theta0, failing, sample, evaluate, ctx)
@@ -102,10 +106,12 @@ def test_clipped_momentum_sgd_trains_and_bad_settings_are_refused():
 
 def test_clipping_counts_only_the_columns_that_move():
     """Staged training: a frozen column's gradient must not shrink the step of the trainable ones."""
+
     def loss(theta, x):  # a fits 2x (gradient −2 at a = 0); frozen b has gradient 1000
         return 0.5 * (theta[:, :1] * x - 2 * x).square().mean(-1) + 1000 * theta[:, 1]
 
     cfg = TrainConfig(optimizer="sgd", lr=0.1, clip_norm=10.0, steps=1, eval_every=1)
-    theta, _ = train(cfg, torch.zeros(2, 2), loss, lambda g: torch.ones(4), lambda t, s: {},
-                     trainable=torch.tensor([1.0, 0.0]))
+    theta, _ = train(
+        cfg, torch.zeros(2, 2), loss, lambda g: torch.ones(4), lambda t, s: {}, trainable=torch.tensor([1.0, 0.0])
+    )
     torch.testing.assert_close(theta, torch.tensor([[0.2, 0.0], [0.2, 0.0]]))

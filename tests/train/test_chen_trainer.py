@@ -5,10 +5,9 @@ import pandas as pd
 import pytest
 import torch
 
-from inductionlab.runs import RunContext
-
 from inductionlab.config import ConfigError
 from inductionlab.models import chen
+from inductionlab.runs import RunContext
 from inductionlab.tasks.markov import MarkovConfig, datasets
 from inductionlab.train.chen import StagedConfig, a_log_fit, train_staged
 
@@ -56,11 +55,14 @@ def test_a_log_fit_recovers_a_logarithmic_law():
     assert math.isnan(a_log_fit(m.assign(stage_name="c"))[0])
 
 
-@pytest.mark.parametrize("kw, words", [
-    ({"stages": ("c", "x", "a")}, ["train.stages", "letters"]),
-    ({"lrs": (1.0,)}, ["train.lrs", "one per stage"]),
-    ({"lrs": (1.0, -1.0, 1.0)}, ["train.lrs", "> 0"]),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"stages": ("c", "x", "a")}, ["train.stages", "letters"]),
+        ({"lrs": (1.0,)}, ["train.lrs", "one per stage"]),
+        ({"lrs": (1.0, -1.0, 1.0)}, ["train.lrs", "> 0"]),
+    ],
+)
 def test_bad_schedules_are_rejected(kw, words):
     with pytest.raises(ConfigError) as err:
         StagedConfig(**kw)

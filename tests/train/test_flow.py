@@ -3,7 +3,6 @@ import math
 import numpy as np
 import pytest
 
-from inductionlab.theory import mixed as th
 from inductionlab.train.flow import FlowProblem, closed_form_loss, exact_loss, solve_flow
 
 

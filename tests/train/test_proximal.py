@@ -46,10 +46,12 @@ def test_training_methods_run_and_divergence_is_reported():
     import pytest
 
     from inductionlab.train.loop import NonFiniteError
+
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=30), 1, np.random.default_rng(1))
     for method in ("proximal", "sgd", "raw_sgd"):
-        V, A, m = P.train_scb(P.SCBTrainConfig(method=method, steps=60, stage1_steps=20, eta1=0.01, eta2=0.001,
-                                               eval_every=20), inst, 2)
+        V, A, m = P.train_scb(
+            P.SCBTrainConfig(method=method, steps=60, stage1_steps=20, eta1=0.01, eta2=0.001, eval_every=20), inst, 2
+        )
         assert list(m.step) == [0, 20, 40, 60] and bool(np.isfinite(m.loss).all())
         if method != "raw_sgd":
             assert torch.allclose(A.sum(-2), torch.ones(1, 3, dtype=torch.float64), atol=1e-9)
@@ -102,6 +104,7 @@ def test_softmax_training_step_is_sgd_on_the_logits():
     V0, _ = P.initial_state(inst)
     V0, W0 = V0.requires_grad_(), torch.zeros_like(inst.Q).requires_grad_()
     from inductionlab.models import linear
+
     linear.loss(V0, linear.softmax_attention(W0), *batch).sum().backward()
     assert torch.allclose(V1, V0.detach() - 0.3 * V0.grad, atol=1e-12)
     assert torch.allclose(W1, -7.0 * W0.grad, atol=1e-12)

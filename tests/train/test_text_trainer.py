@@ -1,18 +1,18 @@
 import numpy as np
 import pytest
 import torch
-
-from inductionlab.analysis.heads import score_columns
-from inductionlab.runs import RunContext
 import torch.nn.functional as F
 
+from inductionlab.analysis.heads import score_columns
 from inductionlab.config import ConfigError
 from inductionlab.models import transformer as tf
+from inductionlab.runs import RunContext
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.text import EvalConfig, fit_lm, token_losses, weight_norms
 
-MODEL = tf.TransformerConfig(vocab=12, d_model=16, n_layers=2, n_heads=2, d_head=8, ffn_width=32, readout="all",
-                             init_std=0.1, slope_init=0.01)
+MODEL = tf.TransformerConfig(
+    vocab=12, d_model=16, n_layers=2, n_heads=2, d_head=8, ffn_width=32, readout="all", init_std=0.1, slope_init=0.01
+)
 
 
 def test_token_losses_are_next_token_cross_entropy_at_every_position():
@@ -21,8 +21,12 @@ def test_token_losses_are_next_token_cross_entropy_at_every_position():
     losses = token_losses(MODEL, params, x)
     assert losses.shape == (2, 3, 8)
     logits = tf.forward(MODEL, params, x[:, :-1].unsqueeze(0))[0]
-    want = torch.stack([F.cross_entropy(logits[s].reshape(-1, 12), x[:, 1:].reshape(-1), reduction="none").view(3, 8)
-                        for s in range(2)])
+    want = torch.stack(
+        [
+            F.cross_entropy(logits[s].reshape(-1, 12), x[:, 1:].reshape(-1), reduction="none").view(3, 8)
+            for s in range(2)
+        ]
+    )
     torch.testing.assert_close(losses, want)
 
 
@@ -34,7 +38,7 @@ def test_weight_norms_cover_all_slopes_and_all_query_key_matrices():
     params["blocks.0.attn.W_Q"][0, 0, 2, 3] = 2.0
     params["blocks.0.attn.W_V"][:] = 7.0  # not counted
     n = weight_norms(MODEL, params)
-    assert n["p_norm"][0] == pytest.approx(5.0) and n["wkq_norm"][0] == pytest.approx(5 ** 0.5)
+    assert n["p_norm"][0] == pytest.approx(5.0) and n["wkq_norm"][0] == pytest.approx(5**0.5)
     assert n["wkq_norm_l1"][0] == pytest.approx(2.0) and n["wkq_norm_l2"][0] == pytest.approx(1.0)
 
 
@@ -48,22 +52,39 @@ def _stream(n=4000, seed=0):
 
 def test_language_model_training_learns_resumes_exactly_and_reports_the_metrics(tmp_path):
     ids = _stream()
-    cfg = TrainConfig(optimizer="adam", lr=1e-2, steps=40, batch_size=8, eval_every=20, eval_log_points=0,
-                      checkpoint_every=20)
+    cfg = TrainConfig(
+        optimizer="adam", lr=1e-2, steps=40, batch_size=8, eval_every=20, eval_log_points=0, checkpoint_every=20
+    )
     evals = EvalConfig(val_batches=2, score_batch=2, score_period=5)
     ctx = RunContext(tmp_path, threads=1)
     params, m = fit_lm(MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), ctx, diagnostics=score_columns)
-    assert {"val_loss", "p_norm", "wkq_norm", "induction_score", "previous_token_score", "prefix_matching_score",
-            "seed"} <= set(m.columns)
+    assert {
+        "val_loss",
+        "p_norm",
+        "wkq_norm",
+        "induction_score",
+        "previous_token_score",
+        "prefix_matching_score",
+        "seed",
+    } <= set(m.columns)
     first, last = m[m.step == 0], m[m.step == 40]
     assert (last.val_loss.to_numpy() < 0.7 * first.val_loss.to_numpy()).all()
-    again, m2 = fit_lm(MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), ctx.child(resume=True),
-                       diagnostics=score_columns)
+    again, m2 = fit_lm(
+        MODEL, cfg, evals, ids, _stream(seed=1), 16, (0, 1), ctx.child(resume=True), diagnostics=score_columns
+    )
     for k in params:
         torch.testing.assert_close(again[k], params[k])
     np.testing.assert_allclose(m2.val_loss, m.val_loss)
-    rep = fit_lm(MODEL, TrainConfig(optimizer="adam", lr=1e-2, steps=4, batch_size=4, eval_every=2), evals, ids,
-                 _stream(seed=1), 16, (0,), repeated=True)[1]
+    rep = fit_lm(
+        MODEL,
+        TrainConfig(optimizer="adam", lr=1e-2, steps=4, batch_size=4, eval_every=2),
+        evals,
+        ids,
+        _stream(seed=1),
+        16,
+        (0,),
+        repeated=True,
+    )[1]
     assert {"loss_repeated", "loss_other"} <= set(rep.columns)
 
 

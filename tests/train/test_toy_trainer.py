@@ -13,8 +13,15 @@ from inductionlab.train.loop import Interrupted, NonFiniteError
 from inductionlab.train.toy import ToyTrainConfig, train_toy
 
 L = 10
-SMALL = dict(stage1_steps=30, stage2_steps=90, batch_size=64, eval_size=300, eval_every=15, eval_log_points=4,
-             checkpoint_every=20)
+SMALL = dict(
+    stage1_steps=30,
+    stage2_steps=90,
+    batch_size=64,
+    eval_size=300,
+    eval_every=15,
+    eval_log_points=4,
+    checkpoint_every=20,
+)
 
 
 def _cfg(**kw):
@@ -24,11 +31,23 @@ def _cfg(**kw):
 @pytest.mark.parametrize("prefetch", [True, False])
 def test_run_axis_equals_separate_runs(prefetch):
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
-    both = train_toy(_cfg(), target, toy.init_params(torch.tensor([0.01, 0.05]), 2), [3, 4], RunContext(threads=2 if prefetch else 1),
-                     lr=[0.1, 0.2])
+    both = train_toy(
+        _cfg(),
+        target,
+        toy.init_params(torch.tensor([0.01, 0.05]), 2),
+        [3, 4],
+        RunContext(threads=2 if prefetch else 1),
+        lr=[0.1, 0.2],
+    )
     for r, (a, w, s, lr, seed) in enumerate([(1.0, 0.49, 0.01, 0.1, 3), (2.0, 0.3, 0.05, 0.2, 4)]):
-        one = train_toy(_cfg(), MixedTarget.per_run([a], [w], L), toy.init_params(s, 1), [seed],
-                        RunContext(threads=1 if prefetch else 2), lr=[lr])
+        one = train_toy(
+            _cfg(),
+            MixedTarget.per_run([a], [w], L),
+            toy.init_params(s, 1),
+            [seed],
+            RunContext(threads=1 if prefetch else 2),
+            lr=[lr],
+        )
         assert torch.allclose(both.theta[r], one.theta[0], rtol=1e-5, atol=1e-7)
         m_both = both.metrics[both.metrics.run == r].reset_index(drop=True)
         assert list(m_both.t) == list(one.metrics.t)
@@ -42,8 +61,15 @@ def test_stages_train_only_their_parameters():
     assert out.theta[0, toy.P_TILDE] == 0.01 and torch.all(out.theta[0, 1:] != 0.01)
 
 
-@pytest.mark.parametrize("kw", [dict(optimizer="gd", n_samples=128), dict(optimizer="adam", lr=0.01),
-                                dict(schedule="joint", stage2_layer1="trained"), dict(stage2_layer1="trained")])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(optimizer="gd", n_samples=128),
+        dict(optimizer="adam", lr=0.01),
+        dict(schedule="joint", stage2_layer1="trained"),
+        dict(stage2_layer1="trained"),
+    ],
+)
 def test_optimizers_and_schedules_reduce_the_loss(kw):
     target = MixedTarget.per_run([1.0], [0.49], L)
     out = train_toy(_cfg(**{"stage2_steps": 400, "eval_every": 100, **kw}), target, toy.init_params(0.01, 1), [0])
@@ -58,7 +84,9 @@ def test_sgd_matches_one_manual_step():
     target = MixedTarget.per_run([1.0], [0.49], L)
     cfg = _cfg(stage1_steps=0, stage2_steps=1)
     out = train_toy(cfg, target, toy.init_params(0.01, 1), [5])
-    stream = trainer.BatchStream(target, cfg.batch_size, trainer.make_generators([5]), "ideal", None, cfg.checkpoint_every)
+    stream = trainer.BatchStream(
+        target, cfg.batch_size, trainer.make_generators([5]), "ideal", None, cfg.checkpoint_every
+    )
     grad = toy.loss_and_grad(toy.init_params(0.01, 1), stream.next(), "ideal", wrt="layer2").grad
     expected = toy.init_params(0.01, 1) - 0.1 * grad * torch.tensor([0, 1, 1, 1, 1, 1.0])
     assert torch.allclose(out.theta, expected, atol=1e-7)
@@ -112,8 +140,14 @@ def test_nan_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint(tmp_p
     ctx = RunContext(tmp_path)
     ckpt = ctx.checkpoint
     with pytest.raises(NonFiniteError, match="NaN/inf.*Lower train.lr"):
-        train_toy(_cfg(stage1_steps=0, stage2_steps=400, finite_check_every=5), target, toy.init_params(0.01, 1), [0],
-                  ctx, lr=[1e4])
+        train_toy(
+            _cfg(stage1_steps=0, stage2_steps=400, finite_check_every=5),
+            target,
+            toy.init_params(0.01, 1),
+            [0],
+            ctx,
+            lr=[1e4],
+        )
     if ckpt.exists():
         assert torch.isfinite(load_checkpoint(ckpt)["theta"]).all()
 
@@ -127,6 +161,9 @@ def test_invalid_train_config():
 
 def test_compiled_stage_two_trains_like_the_eager_step():
     target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], L)
-    on, off = (train_toy(_cfg(compile=c), target, toy.init_params(0.05, 2), [3, 4], RunContext(threads=1)) for c in ("on", "off"))
+    on, off = (
+        train_toy(_cfg(compile=c), target, toy.init_params(0.05, 2), [3, 4], RunContext(threads=1))
+        for c in ("on", "off")
+    )
     assert torch.allclose(on.theta, off.theta, rtol=1e-4, atol=1e-6)
     assert not torch.equal(on.theta, toy.init_params(0.05, 2))

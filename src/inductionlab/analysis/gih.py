@@ -4,6 +4,7 @@ GIH_a(k) = Σ_{l≤L} 1{x_l = k} e^{a·1{X_{l−S*} = X_{L+1−S*}}} / Σ_{l≤L
 whose lag-S* context matches the query's.  As a → ∞ it is N_{z*,k} / N_{z*}, the in-context n-gram frequency
 over the lags S*, falling back to the unigram frequencies when the context never occurred (N_{z*} = 0).
 """
+
 from __future__ import annotations
 
 import math

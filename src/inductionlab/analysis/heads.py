@@ -20,6 +20,7 @@ duplicate or induction head below 1 on sequences where some tokens have no earli
 
 Patterns follow :func:`inductionlab.models.transformer.forward`: (S, B, H, L, L) per layer.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -55,9 +56,14 @@ def detection_pattern(tokens: torch.Tensor, head: HeadName) -> torch.Tensor:
     return shifted.tril()
 
 
-def attention_score(pattern: torch.Tensor, detection: torch.Tensor, measure: Literal["mul", "abs"] = "mul",
-                    exclude_bos: bool = False, exclude_current_token: bool = False,
-                    rows: Literal["all", "matched"] = "all") -> torch.Tensor:
+def attention_score(
+    pattern: torch.Tensor,
+    detection: torch.Tensor,
+    measure: Literal["mul", "abs"] = "mul",
+    exclude_bos: bool = False,
+    exclude_current_token: bool = False,
+    rows: Literal["all", "matched"] = "all",
+) -> torch.Tensor:
     """Score of attention patterns (..., B, H, L, L) against detection patterns (B, L, L): (..., H), the
     batch mean of the per-sequence TransformerLens score."""
     require(measure in ("mul", "abs"), "measure", f"must be 'mul' or 'abs', got {measure!r}")
@@ -87,8 +93,13 @@ def prefix_matching_score(pattern: torch.Tensor, period: int) -> torch.Tensor:
     return pattern.diagonal(-(period - 1), -2, -1)[..., 1:].mean((-1, -3))
 
 
-def head_scores(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor, period: int,
-                measure: Literal["mul", "abs"] = "mul") -> dict[str, torch.Tensor]:
+def head_scores(
+    cfg: tf.TransformerConfig,
+    params: tf.Params,
+    tokens: torch.Tensor,
+    period: int,
+    measure: Literal["mul", "abs"] = "mul",
+) -> dict[str, torch.Tensor]:
     """All diagnostics of every head on repeated sequences: name → (S, n_layers, H) for previous_token,
     duplicate_token, induction (scored on matched rows) and prefix_matching."""
     x = tokens.unsqueeze(0)
@@ -96,8 +107,9 @@ def head_scores(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tens
     with torch.no_grad():
         _, cache = tf.forward(cfg, params, x if cfg.vocab else x.to(dtype), keep=True)
     patterns = torch.stack([cache[f"blocks.{l}.attn.pattern"] for l in range(cfg.n_layers)], 1)  # (S, nl, B, H, L, L)
-    out = {name: attention_score(patterns, detection_pattern(tokens, name), measure, rows="matched")
-           for name in HEAD_NAMES}
+    out = {
+        name: attention_score(patterns, detection_pattern(tokens, name), measure, rows="matched") for name in HEAD_NAMES
+    }
     out["prefix_matching"] = prefix_matching_score(patterns, period)
     return out
 
@@ -105,8 +117,11 @@ def head_scores(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tens
 def probe_distance(features: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Normalised linear-probe residual min_P ‖Y − F P‖²_F / ‖Y‖²_F for features F (..., N, D) and targets
     Y (..., N, k), P (D, k) shared over the N rows, fitted by least squares (spec §6 item 4, A11): (...)."""
-    require(features.shape[:-1] == targets.shape[:-1], "features", f"rows differ: {tuple(features.shape)} vs "
-            f"{tuple(targets.shape)}")
+    require(
+        features.shape[:-1] == targets.shape[:-1],
+        "features",
+        f"rows differ: {tuple(features.shape)} vs {tuple(targets.shape)}",
+    )
     f64, y64 = features.double(), targets.double()
     solution = torch.linalg.lstsq(f64, y64, driver="gelsd").solution
     return (y64 - f64 @ solution).square().sum((-1, -2)) / y64.square().sum((-1, -2))
@@ -117,6 +132,8 @@ def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Te
     layer-2 head), on repeated random tokens."""
     s = head_scores(cfg, params, tokens, tokens.shape[1] // 2)
     last = cfg.n_layers - 1
-    return {"previous_token_score": s["previous_token"][:, 0].amax(-1).double().cpu().numpy(),
-            "induction_score": s["induction"][:, last].amax(-1).double().cpu().numpy(),
-            "prefix_matching_score": s["prefix_matching"][:, last].amax(-1).double().cpu().numpy()}
+    return {
+        "previous_token_score": s["previous_token"][:, 0].amax(-1).double().cpu().numpy(),
+        "induction_score": s["induction"][:, last].amax(-1).double().cpu().numpy(),
+        "prefix_matching_score": s["prefix_matching"][:, last].amax(-1).double().cpu().numpy(),
+    }

@@ -10,28 +10,16 @@ flow or SGD — sampled on a time axis t.
 
 Crossings are located by linear interpolation between samples; a time never reached is NaN.
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
-PHASE_NAMES = ("T_I", "T_o", "T_II", "T_III", "T_50", "T_w001", "T_whalf")
+from inductionlab.theory.mixed import PHASE_NAMES, PhaseTimes
 
-
-@dataclass(frozen=True)
-class PhaseTimes:
-    T_I: float
-    T_o: float
-    T_II: float
-    T_III: float
-    T_50: float
-    T_w001: float
-    T_whalf: float
-
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
+__all__ = ["PHASE_NAMES", "PhaseTimes", "first_crossing", "phase_times", "plateau", "value_at"]
 
 
 def first_crossing(t: np.ndarray, y: np.ndarray, level: float, direction: str, start: float = -math.inf) -> float:
@@ -67,8 +55,15 @@ def phase_times(t, loss_g4, loss_ih2, h, w_kq, alpha_star: float, w_star: float)
     t_o = first_crossing(t, h, 1 / (1 + alpha_star), "up")
     ref = value_at(t, loss_ih2, t_o)
     ih = {f: first_crossing(t, loss_ih2, f * ref, "down", start=t_o) for f in (0.99, 0.5, 0.01)}
-    return PhaseTimes(t_i, t_o, ih[0.99], ih[0.01], ih[0.5], first_crossing(t, w_kq, 0.01 * w_star, "up"),
-                      first_crossing(t, w_kq, 0.5 * w_star, "up"))
+    return PhaseTimes(
+        t_i,
+        t_o,
+        ih[0.99],
+        ih[0.01],
+        ih[0.5],
+        first_crossing(t, w_kq, 0.01 * w_star, "up"),
+        first_crossing(t, w_kq, 0.5 * w_star, "up"),
+    )
 
 
 def plateau(t: np.ndarray, y: np.ndarray, tol: float = 0.05) -> tuple[float, float]:

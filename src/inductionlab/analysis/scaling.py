@@ -1,4 +1,5 @@
 """Fits of scaling laws for the plateau (Theorem 5.5): T ∝ (1+α*)² L log(1/σ_init) / w*²."""
+
 from __future__ import annotations
 
 import numpy as np

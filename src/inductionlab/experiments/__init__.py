@@ -1,23 +1,64 @@
 """Experiments, one file per paper figure, each with ``NAME``, ``DESCRIPTION``, ``CONFIG`` (a frozen
-dataclass instance), ``PRESETS`` (name → dotted-key overrides), ``RUN_AXIS`` (whether seeds train on
-the run axis in one process), ``run(cfg, ctx) -> Results`` and ``plot(results, out_dir) -> [paths]``.
+dataclass instance whose ``seeds`` field is the run axis), ``PRESETS`` (name → dotted-key overrides),
+``run(cfg, ctx) -> Results`` and ``plot(results, out_dir) -> [paths]``.  Modules named ``*_common`` hold what
+several experiments share; no experiment imports another (``docs/architecture.md#experiments``).
 """
+
 from __future__ import annotations
 
 from types import ModuleType
 
 from inductionlab.config import ConfigError
-from inductionlab.experiments import (adam_vs_gd_highdim, approx_gihn, approx_ih2, approx_ihn, heads_dims, joint_training,
-                                     lazy_to_rich, lazy_to_rich_boolean, markov_full, markov_joint,
-                                     markov_length_generalization, markov_mi, markov_stages, plateau_scaling, probe,
-                                     repeated_text, scb_convergence, scb_noise_sim, scb_softmax, scb_transfer, wikitext)
+from inductionlab.experiments import (
+    adam_vs_gd_highdim,
+    approx_gihn,
+    approx_ih2,
+    approx_ihn,
+    heads_dims,
+    joint_training,
+    lazy_to_rich,
+    lazy_to_rich_boolean,
+    markov_full,
+    markov_joint,
+    markov_length_generalization,
+    markov_mi,
+    markov_stages,
+    plateau_scaling,
+    probe,
+    repeated_text,
+    scb_convergence,
+    scb_noise_sim,
+    scb_softmax,
+    scb_transfer,
+    wikitext,
+)
 
-REGISTRY: dict[str, ModuleType] = {m.NAME: m for m in (lazy_to_rich, lazy_to_rich_boolean, plateau_scaling, approx_ih2, approx_ihn, approx_gihn,
-                                                      probe, heads_dims, adam_vs_gd_highdim, joint_training,
-                                                      scb_convergence, scb_softmax, scb_transfer,
-                                                      scb_noise_sim, markov_stages, markov_joint, markov_mi,
-                                                      markov_length_generalization, markov_full, wikitext,
-                                                      repeated_text)}
+REGISTRY: dict[str, ModuleType] = {
+    m.NAME: m
+    for m in (
+        lazy_to_rich,
+        lazy_to_rich_boolean,
+        plateau_scaling,
+        approx_ih2,
+        approx_ihn,
+        approx_gihn,
+        probe,
+        heads_dims,
+        adam_vs_gd_highdim,
+        joint_training,
+        scb_convergence,
+        scb_softmax,
+        scb_transfer,
+        scb_noise_sim,
+        markov_stages,
+        markov_joint,
+        markov_mi,
+        markov_length_generalization,
+        markov_full,
+        wikitext,
+        repeated_text,
+    )
+}
 
 
 def get(name: str) -> ModuleType:

@@ -7,6 +7,7 @@ Both runs start from the same parameters and see the same batches.  The plateau 
 of the best IH value h with uniform attention ρ (W_Q W_K = 0), measured on the evaluation sample; the summary
 reports each optimiser's final L_IH2 as a fraction of it.  Model and readings: :mod:`inductionlab.models.highdim`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -17,41 +18,47 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.mixed import lifted_target
 from inductionlab.train.autograd import TrainConfig, train
 
 NAME = "adam-vs-gd-highdim"
 DESCRIPTION = "Workshop Fig. 4: D = 100, online GD (lr 0.1) stays on the IH plateau, Adam (lr 5e-4) escapes"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
 class Config:
     model: highdim.HighDimConfig = field(default_factory=highdim.HighDimConfig)
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(optimizer="sgd", lr=0.1, steps=3000, batch_size=1000,
-                                                                   eval_every=100, eval_log_points=20))
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            optimizer="sgd", lr=0.1, steps=3000, batch_size=1000, eval_every=100, eval_log_points=20
+        )
+    )
     gd_lr: float = 0.1
     adam_lr: float = 5e-4
     eval_size: int = 4000
     eval_seed: int = 2024
-    init_seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(self.gd_lr > 0 and self.adam_lr > 0, "gd_lr", "learning rates must be > 0")
         require(self.eval_size >= 1, "eval_size", f"must be ≥ 1, got {self.eval_size}")
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"model.D": 8, "train.steps": 30, "train.batch_size": 64, "eval_size": 64, "train.eval_every": 10},
-           "reading-b": {"model.reading": "B", "train.steps": 6000}}
+PRESETS = {
+    "smoke": {"model.D": 8, "train.steps": 30, "train.batch_size": 64, "eval_size": 64, "train.eval_every": 10},
+    "reading-b": {"model.reading": "B", "train.steps": 6000},
+}
 
 
 def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:
     """min_h ½E‖h·x̄ − f*_IH‖²/d with x̄ = mean_{s=2..L−1} x_s (uniform ρ): the IH plateau of L_IH2."""
     mean = x[:, 1:-1].mean(1)
-    want = highdim.target(cfg, x)[1]
+    want = lifted_target(x, cfg.alpha_star, cfg.w_star())[1]
     h = float((mean * want).sum() / mean.square().sum())
     return float(0.5 * (h * mean - want).square().mean())
 
@@ -59,30 +66,50 @@ def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:
 def run(cfg: Config, ctx: RunContext) -> Results:
     m = cfg.model
     x_eval = torch.randn(cfg.eval_size, m.L, m.d, generator=torch.Generator().manual_seed(cfg.eval_seed))
-    theta0 = highdim.init_theta(m, 1, torch.Generator().manual_seed(cfg.init_seed))
+    theta0 = highdim.init_theta(m, 1, torch.Generator().manual_seed(cfg.seeds[0]))
+    want_eval = lifted_target(x_eval, m.alpha_star, m.w_star())
+
+    def loss(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return sum(highdim.partial_losses(m, theta, x, lifted_target(x, m.alpha_star, m.w_star())))
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
-        g4, ih = highdim.partial_losses(m, theta, x_eval)
+        g4, ih = highdim.partial_losses(m, theta, x_eval, want_eval)
         p = highdim.unpack(m, theta)
-        return {"loss_G4": g4.double().numpy(), "loss_IH2": ih.double().numpy(), "p": p["p"].double().numpy(),
-                "g": p["g"].double().numpy(), "h": p["h"].double().numpy(),
-                "kq_error": highdim.kq_product(m, theta).double().numpy()}
+        return {
+            "loss_G4": g4.double().numpy(),
+            "loss_IH2": ih.double().numpy(),
+            "p": p["p"].double().numpy(),
+            "g": p["g"].double().numpy(),
+            "h": p["h"].double().numpy(),
+            "kq_error": highdim.kq_product(m, theta).double().numpy(),
+        }
 
     tables = []
     for name, optimizer, lr in (("GD", "sgd", cfg.gd_lr), ("Adam", "adam", cfg.adam_lr)):
         tcfg = replace(cfg.train, optimizer=optimizer, lr=lr)
-        _, metrics = train(tcfg, theta0, lambda th, x: sum(highdim.partial_losses(m, th, x)),
-                           lambda gen: torch.randn(tcfg.batch_size, m.L, m.d, generator=gen), evaluate,
-                           ctx.child(name, threads=1), desc=name)
+        _, metrics = train(
+            tcfg,
+            theta0,
+            loss,
+            lambda gen: torch.randn(tcfg.batch_size, m.L, m.d, generator=gen),
+            evaluate,
+            ctx.child(name, threads=1),
+            desc=name,
+        )
         tables.append(metrics.assign(optimizer=name))
     metrics = pd.concat(tables, ignore_index=True)
     plateau = plateau_loss(m, x_eval)
     final = metrics[metrics.step == metrics.step.max()].set_index("optimizer")
-    return Results({"metrics": metrics}, {
-        "ih_plateau_loss": plateau,
-        "gd_ih_fraction_of_plateau": float(final.loc["GD", "loss_IH2"] / plateau),
-        "adam_ih_fraction_of_plateau": float(final.loc["Adam", "loss_IH2"] / plateau),
-        "gd_kq_error": float(final.loc["GD", "kq_error"]), "adam_kq_error": float(final.loc["Adam", "kq_error"])})
+    return Results(
+        {"metrics": metrics},
+        {
+            "ih_plateau_loss": plateau,
+            "gd_ih_fraction_of_plateau": float(final.loc["GD", "loss_IH2"] / plateau),
+            "adam_ih_fraction_of_plateau": float(final.loc["Adam", "loss_IH2"] / plateau),
+            "gd_kq_error": float(final.loc["GD", "kq_error"]),
+            "adam_kq_error": float(final.loc["Adam", "kq_error"]),
+        },
+    )
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
@@ -95,8 +122,11 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         kx.semilogy(g.step, g.kq_error, styles[name], color=plots.CURVE_COLORS["w_KQ"], label=name)
     ax.axhline(s["ih_plateau_loss"], color="gray", lw=0.8, ls=":", label="IH plateau")
     ax.set_xlabel("step"), ax.set_ylabel("partial loss")
-    ax.set_title(f"L_IH2 / plateau at the end: GD {plots.num(s.get('gd_ih_fraction_of_plateau')):.2f}, "
-                 f"Adam {plots.num(s.get('adam_ih_fraction_of_plateau')):.1e}", fontsize=9)
+    ax.set_title(
+        f"L_IH2 / plateau at the end: GD {plots.num(s.get('gd_ih_fraction_of_plateau')):.2f}, "
+        f"Adam {plots.num(s.get('adam_ih_fraction_of_plateau')):.1e}",
+        fontsize=9,
+    )
     ax.legend(fontsize=7)
     kx.set_xlabel("step"), kx.set_ylabel("‖W_Qᵀ W_K − W*‖_F / ‖W*‖_F")
     kx.set_title("induction-head weights", fontsize=9)

@@ -9,6 +9,7 @@ what is measured.  Reported: max ‖GIH_n − TF_{−1}‖₂ over random sequen
 the fitted decay of the best error in m beside the theorem's exponent γ/(2γ+1) (γ fitted to σ_k), and the
 best K against the optimum K* ∝ m^{1/(2γ+1)} of step IV.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import generalized_induction_head, rbf, sample_tokens
 from inductionlab.theory.approximation import pod, rbf_numpy
@@ -28,7 +29,6 @@ from inductionlab.theory.constructions import approximation_errors, gihn_constru
 
 NAME = "approx-gihn"
 DESCRIPTION = "Theorem 4.4: error of the GIH_n construction (RBF similarity, POD + FFN) vs FFN width m and bases K"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
@@ -48,37 +48,62 @@ class Config:
     L: int = 40
     pad: int = 40
     n_samples: int = 128
-    seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(self.n >= 2 and self.d >= 1, "n", f"needs n ≥ 2 and d ≥ 1, got n={self.n}, d={self.d}")
         require(self.bandwidth > 0 and self.radius >= 1, "bandwidth", "needs bandwidth > 0 and radius ≥ 1")
         require(min(self.bases) >= 1 and min(self.widths) >= 2, "bases", "needs K ≥ 1 and widths ≥ 2")
         require(self.L >= self.n + 1, "L", f"GIH_n needs L ≥ n + 1 = {self.n + 1}")
-        require(2 <= self.gamma_fit_bases <= self.pod_nodes ** ((self.n - 1) * self.d), "gamma_fit_bases",
-                "must be ≥ 2 and at most the number of grid points")
+        require(
+            2 <= self.gamma_fit_bases <= self.pod_nodes ** ((self.n - 1) * self.d),
+            "gamma_fit_bases",
+            "must be ≥ 2 and at most the number of grid points",
+        )
         require(self.n_samples >= 1 and self.pad >= 0, "n_samples", "needs n_samples ≥ 1 and pad ≥ 0")
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"widths": "8,32", "bases": "1,2", "pod_nodes": 16, "L": 8, "n_samples": 8, "pad": 8,
-                     "heads_per_group": 4}}
+PRESETS = {
+    "smoke": {"widths": "8,32", "bases": "1,2", "pod_nodes": 16, "L": 8, "n_samples": 8, "pad": 8, "heads_per_group": 4}
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     m_dim = (cfg.n - 1) * cfg.d
     decomposition = pod(rbf_numpy(cfg.bandwidth, cfg.scale), m_dim, cfg.radius, cfg.pod_nodes)
-    x = sample_tokens((cfg.n_samples, cfg.L, cfg.d), "uniform", torch.Generator().manual_seed(cfg.seed))
+    x = sample_tokens((cfg.n_samples, cfg.L, cfg.d), "uniform", torch.Generator().manual_seed(cfg.seeds[0]))
     similarity = rbf(cfg.bandwidth, cfg.scale)
     rows = []
     grid = [(m, K) for m in cfg.widths for K in cfg.bases if m >= 2 * K]
     for m, K in tqdm(grid, desc=NAME, disable=not ctx.progress):
-        model_cfg, params = gihn_construction(decomposition, K, m // (2 * K), cfg.n, cfg.d, cfg.heads_per_group,
-                                              cfg.radius, cfg.pad, np.random.default_rng([cfg.seed, m, K]))
-        err = approximation_errors(model_cfg, params, lambda t: generalized_induction_head(t[..., cfg.pad:, :], cfg.n,
-                                   similarity), left_pad(x, cfg.pad))
-        rows.append({"m": m, "K": K, "max_error": float(err.max()), "mean_error": float(err.mean()),
-                     "truncation": float(decomposition.sigma[K:].sum())})
+        model_cfg, params = gihn_construction(
+            decomposition,
+            K,
+            m // (2 * K),
+            cfg.n,
+            cfg.d,
+            cfg.heads_per_group,
+            cfg.radius,
+            cfg.pad,
+            np.random.default_rng([cfg.seeds[0], m, K]),
+        )
+        err = approximation_errors(
+            model_cfg,
+            params,
+            lambda t: generalized_induction_head(t[..., cfg.pad :, :], cfg.n, similarity),
+            left_pad(x, cfg.pad),
+        )
+        rows.append(
+            {
+                "m": m,
+                "K": K,
+                "max_error": float(err.max()),
+                "mean_error": float(err.mean()),
+                "truncation": float(decomposition.sigma[K:].sum()),
+            }
+        )
     table = pd.DataFrame(rows)
     sigma = pd.DataFrame({"k": np.arange(1, len(decomposition.sigma) + 1), "sigma": decomposition.sigma})
     return Results({"errors": table, "pod": sigma}, _summary(table, decomposition.decay_exponent(cfg.gamma_fit_bases)))
@@ -89,10 +114,15 @@ def _summary(table: pd.DataFrame, gamma: float) -> dict:
     rate = gamma / (2 * gamma + 1)
     fit = float(-np.polyfit(np.log(best.m), np.log(best.max_error), 1)[0]) if len(best) > 1 else None
     k_fit = float(np.polyfit(np.log(best.m), np.log(best.K), 1)[0]) if len(best) > 1 else None
-    return {"best_error_by_m": {str(m): float(e) for m, e in zip(best.m, best.max_error)},
-            "best_K_by_m": {str(m): int(k) for m, k in zip(best.m, best.K)}, "pod_gamma": gamma,
-            "predicted_rate": rate, "measured_rate": fit, "predicted_K_exponent": 1 / (2 * gamma + 1),
-            "measured_K_exponent": k_fit}
+    return {
+        "best_error_by_m": {str(m): float(e) for m, e in zip(best.m, best.max_error)},
+        "best_K_by_m": {str(m): int(k) for m, k in zip(best.m, best.K)},
+        "pod_gamma": gamma,
+        "predicted_rate": rate,
+        "measured_rate": fit,
+        "predicted_K_exponent": 1 / (2 * gamma + 1),
+        "measured_K_exponent": k_fit,
+    }
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

@@ -4,6 +4,7 @@ with an error exponentially small in the layer-1 slope p = p^(1,1) and independe
 Measures ‖IH_2(X) − TF_{−1}(X)‖₂ (max and mean over random sequences, spec §3) for every p and L, beside
 the bound 4B³‖W*‖₂e^{−p} (B = sup‖x‖₂ = √d for tokens uniform on [−1, 1]^d).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,14 +16,13 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
 from inductionlab.theory.constructions import approximation_errors, ih2_bound, ih2_construction
 
 NAME = "approx-ih2"
 DESCRIPTION = "Theorem 4.1: error of the IH_2 construction vs the layer-1 slope p, against 4B³‖W*‖e^{-p}, several L"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,10 @@ class Config:
     p_values: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
     L_values: tuple[int, ...] = (10, 100, 1000)
     n_samples: int = 128
-    seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(self.d >= 1, "d", f"must be ≥ 1, got {self.d}")
         require(min(self.L_values) >= 3, "L_values", "IH_2 needs L ≥ 3")
         require(2.0 in self.p_values and 7.0 in self.p_values, "p_values", "must include 2 and 7 (error_ratio_p2_p7)")
@@ -57,21 +58,33 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     w_star = cfg.w_star()
     model_cfg, params = ih2_construction(w_star, cfg.p_values)
     token_bound = cfg.d**0.5
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seeds[0])
     rows = []
     for L in tqdm(cfg.L_values, desc=NAME, disable=not ctx.progress):
         x = sample_tokens((cfg.n_samples, L, cfg.d), "uniform", gen)
         err = approximation_errors(model_cfg, params, lambda t: induction_head(t, w_star), x)
         for p, e in zip(cfg.p_values, err):
-            rows.append({"L": L, "p": p, "max_error": float(e.max()), "mean_error": float(e.mean()),
-                         "bound": ih2_bound(w_star, token_bound, p)})
+            rows.append(
+                {
+                    "L": L,
+                    "p": p,
+                    "max_error": float(e.max()),
+                    "mean_error": float(e.mean()),
+                    "bound": ih2_bound(w_star, token_bound, p),
+                }
+            )
     table = pd.DataFrame(rows)
     ratio = table.pivot(index="L", columns="p", values="max_error")
-    return Results({"errors": table}, {
-        "max_error_over_bound": float((table.max_error / table.bound).max()),
-        "error_ratio_p2_p7": float((ratio[2.0] / ratio[7.0]).min()),  # the smallest over L
-        "decay_rate_fit": float(-np.polyfit(table.p, np.log(table.max_error), 1)[0]),  # vs 1 in e^{-p}
-        "w_star_norm": float(torch.linalg.matrix_norm(w_star, ord=2)), "token_bound": token_bound})
+    return Results(
+        {"errors": table},
+        {
+            "max_error_over_bound": float((table.max_error / table.bound).max()),
+            "error_ratio_p2_p7": float((ratio[2.0] / ratio[7.0]).min()),  # the smallest over L
+            "decay_rate_fit": float(-np.polyfit(table.p, np.log(table.max_error), 1)[0]),  # vs 1 in e^{-p}
+            "w_star_norm": float(torch.linalg.matrix_norm(w_star, ord=2)),
+            "token_bound": token_bound,
+        },
+    )
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
@@ -83,7 +96,10 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     bound = table.drop_duplicates("p")
     ax.semilogy(bound.p, bound.bound, "k--", label="bound 4B³‖W*‖e^{-p}")
     ax.set_xlabel("layer-1 slope p"), ax.set_ylabel("‖IH₂ − TF‖₂  (dotted: mean)")
-    ax.set_title(f"Theorem 4.1: max error / bound = {plots.num(s.get('max_error_over_bound')):.3f}, "
-                 f"err(p=2)/err(p=7) = {plots.num(s.get('error_ratio_p2_p7')):.0f}", fontsize=9)
+    ax.set_title(
+        f"Theorem 4.1: max error / bound = {plots.num(s.get('max_error_over_bound')):.3f}, "
+        f"err(p=2)/err(p=7) = {plots.num(s.get('error_ratio_p2_p7')):.0f}",
+        fontsize=9,
+    )
     ax.legend(fontsize=8)
     return [plots.save(fig, Path(out_dir) / "approx_ih2.png")]

@@ -9,6 +9,7 @@ separately.  Observation: for an exact kernel fit the finite-prefix normaliser d
 head of slope β puts on lag t at prefix s is α e^{−β(t−1)}/(1 − e^{−β(s−1)}) = Σ_j α e^{−β(t−1+j(s−1))}, so a
 group's total weight is Σ_j φ_i(t + j(s−1)), which is 1{t = i} up to the kernel's ℓ1 error.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,14 +21,13 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
 from inductionlab.theory.constructions import approximation_errors, ihn_bound, ihn_construction, left_pad
 
 NAME = "approx-ihn"
 DESCRIPTION = "Theorem 4.3: error of the multi-head IH_n construction vs the number of heads H, n = 2, 3, 4"
-RUN_AXIS = False
 FLOAT_FLOOR = 1e-13  # errors below this are float64 round-off, left out of the decay fits
 
 
@@ -44,9 +44,10 @@ class Config:
     w_scale: float = 1.0
     w_skew: float = 0.3
     n_samples: int = 128
-    seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(self.d >= 1, "d", f"must be ≥ 1, got {self.d}")
         require(min(self.n_values) >= 2, "n_values", "IH_n needs n ≥ 2")
         require(min(self.heads_per_group) >= 1, "heads_per_group", "needs ≥ 1 head per group")
@@ -60,12 +61,14 @@ PRESETS = {"smoke": {"n_values": "2,3", "heads_per_group": "1,4", "L_values": "8
 
 
 def _max_error(model_cfg, params, w_star, n, x, pad) -> tuple[float, float]:
-    err = approximation_errors(model_cfg, params, lambda t: induction_head(t[..., pad:, :], w_star, n), left_pad(x, pad))
+    err = approximation_errors(
+        model_cfg, params, lambda t: induction_head(t[..., pad:, :], w_star, n), left_pad(x, pad)
+    )
     return float(err.max()), float(err.mean())
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seeds[0])
     token_bound = cfg.d**0.5
     rows = []
     grid = [(n, m) for n in cfg.n_values for m in cfg.heads_per_group]
@@ -73,8 +76,13 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         w_star = skewed_matrix((n - 1) * cfg.d, cfg.w_scale, cfg.w_skew)
         model_cfg, params, kernels = ihn_construction(w_star, n, cfg.d, m, cfg.pad)
         short_cfg, short_params, _ = ihn_construction(w_star, n, cfg.d, m, 0)
-        row = {"n": n, "heads_per_group": m, "H": (n - 1) * m, "bound": ihn_bound(w_star, token_bound, kernels),
-               "kernel_l1_error": max(k.l1_error for k in kernels)}
+        row = {
+            "n": n,
+            "heads_per_group": m,
+            "H": (n - 1) * m,
+            "bound": ihn_bound(w_star, token_bound, kernels),
+            "kernel_l1_error": max(k.l1_error for k in kernels),
+        }
         for L in cfg.L_values:
             x = sample_tokens((cfg.n_samples, L, cfg.d), "uniform", gen)
             row[f"max_error_L{L}"], row[f"mean_error_L{L}"] = _max_error(model_cfg, params, w_star, n, x, cfg.pad)
@@ -95,16 +103,25 @@ def _summary(table: pd.DataFrame) -> dict:
         slopes[str(n)] = float(-np.polyfit(np.log(above.H), np.log(above.max_error), 1)[0]) if len(above) > 1 else None
         resolved = g.max_error.where(g.max_error > FLOAT_FLOOR, FLOAT_FLOOR).to_numpy()
         decreasing[str(n)] = bool(resolved[-1] < resolved[0] and (np.diff(resolved) <= 0).all())
-    return {"errors": errors, "short_prefix_errors": short, "power_law_q_fit": slopes,
-            "error_decreases_with_H": decreasing, "max_error_over_bound": float((table.max_error / table.bound).max())}
+    return {
+        "errors": errors,
+        "short_prefix_errors": short,
+        "power_law_q_fit": slopes,
+        "error_decreases_with_H": decreasing,
+        "max_error_over_bound": float((table.max_error / table.bound).max()),
+    }
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     table, s = results.tables["errors"], results.summary
     fig, (ax, kx) = plots.subplots(2, width=4.8, height=3.8)
     for n, g in table.groupby("n"):
-        (line,) = ax.loglog(g.H, g.max_error.clip(lower=1e-17), "o-", label=f"n = {n}  (fit q ≈ "
-                            f"{plots.num(s['power_law_q_fit'].get(str(n))):.1f})")
+        (line,) = ax.loglog(
+            g.H,
+            g.max_error.clip(lower=1e-17),
+            "o-",
+            label=f"n = {n}  (fit q ≈ {plots.num(s['power_law_q_fit'].get(str(n))):.1f})",
+        )
         ax.loglog(g.H, g.bound, "--", color=line.get_color(), alpha=0.7)
         ax.loglog(g.H, g.short_prefix_error.clip(lower=1e-17), "x:", color=line.get_color(), alpha=0.7)
         kx.semilogy(g.heads_per_group, g.kernel_l1_error, "o-", color=line.get_color(), label=f"max over i < {n}")

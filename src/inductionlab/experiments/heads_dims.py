@@ -8,6 +8,7 @@ rate to 5% (a choice of ours: at a constant lr 1e-2 the (8, 8) loss keeps oscill
 the (2, 2) loss even after 25 000 steps; the decay brings it to 6%).  Each (H, D) pair trains its seeds on the run axis; the summary's ``final_loss`` is the mean over seeds of
 the final evaluation loss, keyed "HxD".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -25,30 +26,39 @@ from inductionlab.train.transformer import fit_induction
 
 NAME = "heads-dims"
 DESCRIPTION = "Fig. 4: final loss on IH_4 for (H, D) in {2, 8}^2 — enough heads and width are necessary"
-RUN_AXIS = True
 
 
 @dataclass(frozen=True)
 class Config:
     model: TransformerConfig = field(default_factory=lambda: TransformerConfig(d_in=1))
     task: InductionTaskConfig = field(default_factory=lambda: InductionTaskConfig(n=4, d=1, L=40, w_scale=1.0))
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, steps=12_000, batch_size=128,
-                                                                   eval_every=500, eval_log_points=20,
-                                                                   schedule="cosine"))
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            lr=1e-2, steps=12_000, batch_size=128, eval_every=500, eval_log_points=20, schedule="cosine"
+        )
+    )
     heads: tuple[int, ...] = (2, 8)
     dims: tuple[int, ...] = (2, 8)
     seeds: tuple[int, ...] = (0,)
     eval_size: int = 1024
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds)
         require(min(self.heads) >= 1 and min(self.dims) >= 1, "heads", "H and D must be ≥ 1")
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
 
 
 CONFIG = Config()
-PRESETS = {"spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64,
-                    "train.schedule": "constant"},
-           "smoke": {"train.steps": 10, "train.eval_every": 5, "eval_size": 16, "task.L": 10, "train.batch_size": 8}}
+PRESETS = {
+    "spec": {
+        "task.w_scale": 0.2401,
+        "train.lr": 1e-3,
+        "train.steps": 50_000,
+        "train.batch_size": 64,
+        "train.schedule": "constant",
+    },
+    "smoke": {"train.steps": 10, "train.eval_every": 5, "eval_size": 16, "task.L": 10, "train.batch_size": 8},
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -56,13 +66,25 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     for H in cfg.heads:
         for D in cfg.dims:
             model = replace(cfg.model, n_heads=H, d_model=D)
-            _, metrics = fit_induction(model, cfg.task, cfg.train, cfg.seeds, ctx.child(f"{H}x{D}", threads=1),
-                                       cfg.eval_size, desc=f"H={H} D={D}")
+            _, metrics = fit_induction(
+                model,
+                cfg.task,
+                cfg.train,
+                cfg.seeds,
+                ctx.child(f"{H}x{D}", threads=1),
+                cfg.eval_size,
+                desc=f"H={H} D={D}",
+            )
             tables.append(metrics.assign(H=H, D=D, pair=f"{H}x{D}"))
     metrics = pd.concat(tables, ignore_index=True)
     final = metrics[metrics.step == metrics.step.max()].groupby("pair").loss.mean()
-    return Results({"metrics": metrics}, {"final_loss": {k: float(v) for k, v in final.items()},
-                                          "initial_loss": float(metrics[metrics.step == 0].loss.mean())})
+    return Results(
+        {"metrics": metrics},
+        {
+            "final_loss": {k: float(v) for k, v in final.items()},
+            "initial_loss": float(metrics[metrics.step == 0].loss.mean()),
+        },
+    )
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

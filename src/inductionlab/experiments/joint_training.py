@@ -9,6 +9,7 @@ t = lr × step counted from the start of layer-2 training (for joint: from 0).  
 Stage I's 2000 steps leave p̃ ≈ 0.03, so literal layerwise never forms the induction head, while joint
 training grows p̃ together with w_KQ and emerges at about the time of the idealised layerwise run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -17,50 +18,67 @@ from pathlib import Path
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.analysis.phases import phase_times
-from inductionlab.config import require
-from inductionlab.models.toy import ToyConfig, init_params
+from inductionlab.config import check_seeds
+from inductionlab.experiments.toy_common import train_and_time
+from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
-from inductionlab.train.toy import ToyTrainConfig, train_toy
+from inductionlab.train.toy import ToyTrainConfig
 
 NAME = "joint-training"
 DESCRIPTION = "Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget"
-RUN_AXIS = True
 
 
 @dataclass(frozen=True)
 class Config:
     task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
     model: ToyConfig = field(default_factory=ToyConfig)
-    train: ToyTrainConfig = field(default_factory=lambda: ToyTrainConfig(
-        stage1_steps=2000, stage2_steps=40_000, stage2_layer1="trained", eval_size=20_000, eval_every=1000))
-    seed: int = 0
-    n_runs: int = 1
+    train: ToyTrainConfig = field(
+        default_factory=lambda: ToyTrainConfig(
+            stage1_steps=2000, stage2_steps=40_000, stage2_layer1="trained", eval_size=20_000, eval_every=1000
+        )
+    )
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
-        require(self.n_runs >= 1, "n_runs", f"must be ≥ 1, got {self.n_runs}")
+        check_seeds(self.seeds)
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"train.stage1_steps": 10, "train.stage2_steps": 40, "train.eval_size": 256, "train.eval_every": 10,
-                     "train.batch_size": 64, "task.L": 8}}
+PRESETS = {
+    "smoke": {
+        "train.stage1_steps": 10,
+        "train.stage2_steps": 40,
+        "train.eval_size": 256,
+        "train.eval_every": 10,
+        "train.batch_size": 64,
+        "task.L": 8,
+    }
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    seeds = [cfg.seed + i for i in range(cfg.n_runs)]
-    target = MixedTarget.from_config(cfg.task, cfg.n_runs)
+    seeds = list(cfg.seeds)
+    target = MixedTarget.from_config(cfg.task, len(seeds))
     tables, summary = [], {}
     for schedule, layer1 in (("layerwise", "trained"), ("layerwise-ideal", "ideal"), ("joint", "trained")):
         tcfg = replace(cfg.train, schedule=schedule.split("-")[0], stage2_layer1=layer1)
-        out = train_toy(tcfg, target, init_params(cfg.model.sigma_init, cfg.n_runs), seeds, ctx.child(schedule))
-        layer2 = out.metrics[out.metrics.stage == ("joint" if schedule == "joint" else "II")]
+        _, layer2, times = train_and_time(
+            tcfg, target, cfg.model.sigma_init, seeds, ctx.child(schedule), cfg.task.alpha_star, cfg.task.w_star
+        )
         tables.append(layer2.assign(schedule=schedule))
         runs = []
-        for _, df in layer2.groupby("run"):
-            times = phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, cfg.task.alpha_star, cfg.task.w_star)
-            runs.append({**times.as_dict(), "final_loss": float(df.loss.iloc[-1]), "final_w_KQ": float(df.w_KQ.iloc[-1]),
-                         "final_p_tilde": float(df.p_tilde.iloc[-1])})
+        for run_times in times:
+            df = layer2[layer2.run == run_times["run"]]
+            phases = {k: v for k, v in run_times.items() if k not in ("run", "seed")}
+            runs.append(
+                {
+                    **phases,
+                    "final_loss": float(df.loss.iloc[-1]),
+                    "final_w_KQ": float(df.w_KQ.iloc[-1]),
+                    "final_p_tilde": float(df.p_tilde.iloc[-1]),
+                }
+            )
         summary[schedule] = pd.DataFrame(runs).mean().to_dict()
     return Results({"metrics": pd.concat(tables, ignore_index=True)}, summary)
 
@@ -74,13 +92,20 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.semilogy(mean.index, mean.loss_G4, style, color=plots.CURVE_COLORS["loss_G4"], label=f"L_G4 {schedule}")
         ax.semilogy(mean.index, mean.loss_IH2, style, color=plots.CURVE_COLORS["loss_IH2"], label=f"L_IH2 {schedule}")
         px.plot(mean.index, mean.w_KQ, style, color=plots.CURVE_COLORS["w_KQ"], label=f"w_KQ {schedule}")
-        px.plot(mean.index, mean.p_tilde / max(1.0, float(mean.p_tilde.max())), style, color=plots.CURVE_COLORS["p"],
-                label=f"p̃ / max {schedule}")
+        px.plot(
+            mean.index,
+            mean.p_tilde / max(1.0, float(mean.p_tilde.max())),
+            style,
+            color=plots.CURVE_COLORS["p"],
+            label=f"p̃ / max {schedule}",
+        )
     ax.set_xlabel("t = lr × step (layer-2 training)"), ax.set_ylabel("partial loss")
     ax.legend(fontsize=7)
     px.set_xlabel("t"), px.set_ylabel("parameter")
     px.legend(fontsize=7)
     s = results.summary
-    ax.set_title("T_III: " + ", ".join(f"{k} {plots.num(v.get('T_III')):.0f}" for k, v in s.items()
-                                       if isinstance(v, dict)), fontsize=9)
+    ax.set_title(
+        "T_III: " + ", ".join(f"{k} {plots.num(v.get('T_III')):.0f}" for k, v in s.items() if isinstance(v, dict)),
+        fontsize=9,
+    )
     return [plots.save(fig, Path(out_dir) / "joint_training.png")]

@@ -8,10 +8,12 @@ Per variant the summary has ``p_selected`` {subset: final p_S}, ``selected_subse
 validation sequences on which the model's argmax is an argmax of the GIH estimator (a → ∞) over the lags its
 selected heads copy (spec §4.1, acceptance 8.3).
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -26,18 +28,27 @@ from inductionlab.train.chen import StagedConfig, a_log_fit, reference_predictor
 
 Variant = tuple[str, chen.ChenConfig, StagedConfig]
 
+Loss = Literal["ce", "softmax_of_probs"]
+
 
 def selected_lags(model: chen.ChenConfig, params: dict[str, torch.Tensor], subset: tuple[int, ...]) -> tuple[int, ...]:
     """The lags the heads of ``subset`` copy (the argmax of each head's RPE weights; run 0)."""
     return tuple(sorted(int(params["w"][0, h].argmax()) + 1 for h in subset))
 
 
-def summarize(model: chen.ChenConfig, task: MarkovConfig, params: dict[str, torch.Tensor], metrics: pd.DataFrame,
-              val_tokens: torch.Tensor) -> dict:
+def summarize(
+    model: chen.ChenConfig,
+    task: MarkovConfig,
+    params: dict[str, torch.Tensor],
+    metrics: pd.DataFrame,
+    val_tokens: torch.Tensor,
+) -> dict:
     """The per-variant summary described in the module docstring (means over runs)."""
     last = metrics[metrics.epoch == metrics.epoch.max()]
     p = {chen.subset_label(s): float(last[f"p_{chen.subset_label(s)}"].mean()) for s in model.subsets}
-    best = max(range(len(model.subsets)), key=lambda k: (p[chen.subset_label(model.subsets[k])], -len(model.subsets[k])))
+    best = max(
+        range(len(model.subsets)), key=lambda k: (p[chen.subset_label(model.subsets[k])], -len(model.subsets[k]))
+    )
     lags = selected_lags(model, params, model.subsets[best])
     y = chen.predict(model, params, chen.make_batch(model, val_tokens)).double()  # (S, B, d)
     inputs = val_tokens[..., :-1]
@@ -45,27 +56,46 @@ def summarize(model: chen.ChenConfig, task: MarkovConfig, params: dict[str, torc
     bayes = reference_predictors(task, val_tokens)["bayes"]
     labels = val_tokens[..., -1:]
     slope, r2 = a_log_fit(metrics)
-    return {"p_selected": p, "selected_subset": chen.subset_label(model.subsets[best]), "selected_lags": list(lags),
-            "a_final": float(last.a.mean()), "a_log_slope": slope, "a_log_r2": r2,
-            "final_train_loss": float(last.train_loss.mean()), "final_val_loss": float(last.val_loss.mean()),
-            "bayes_val_loss": float(-bayes.gather(-1, labels).log().mean()), "tv_bayes": float(last.tv_bayes.mean()),
-            "gih_argmax_agreement": float(argmax_agreement(y, gih).mean())}
+    return {
+        "p_selected": p,
+        "selected_subset": chen.subset_label(model.subsets[best]),
+        "selected_lags": list(lags),
+        "a_final": float(last.a.mean()),
+        "a_log_slope": slope,
+        "a_log_r2": r2,
+        "final_train_loss": float(last.train_loss.mean()),
+        "final_val_loss": float(last.val_loss.mean()),
+        "bayes_val_loss": float(-bayes.gather(-1, labels).log().mean()),
+        "tv_bayes": float(last.tv_bayes.mean()),
+        "gih_argmax_agreement": float(argmax_agreement(y, gih).mean()),
+    }
 
 
-def run_variants(task: MarkovConfig, variants: list[Variant], seeds: tuple[int, ...], n_samples: int, n_val: int,
-                 ctx: RunContext) -> Results:
+def run_variants(
+    task: MarkovConfig, variants: list[Variant], seeds: tuple[int, ...], n_samples: int, n_val: int, ctx: RunContext
+) -> Results:
     """Train every variant on the same datasets (one per seed, on the run axis); the first is the headline."""
     train_tokens, val_tokens = datasets(task, seeds, n_samples, n_val)
     tables, rpe, runs = [], [], {}
     for label, model, staged in variants:
         slug = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
-        params, metrics = train_staged(model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1),
-                                       desc=label)
+        params, metrics = train_staged(
+            model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1), desc=label
+        )
         tables.append(metrics.assign(variant=label))
         for when, w in (("initial", chen.init_params(model, 1)["w"][0]), ("final", params["w"][0])):
             h, j = np.indices(w.shape)
-            rpe.append(pd.DataFrame({"variant": label, "when": when, "head": h.ravel() + 1, "lag": j.ravel() + 1,
-                                     "w": w.double().numpy().ravel()}))
+            rpe.append(
+                pd.DataFrame(
+                    {
+                        "variant": label,
+                        "when": when,
+                        "head": h.ravel() + 1,
+                        "lag": j.ravel() + 1,
+                        "w": w.double().numpy().ravel(),
+                    }
+                )
+            )
         runs[label] = summarize(model, task, params, metrics, val_tokens)
     headline = runs[variants[0][0]]
     summary = {k: headline[k] for k in ("p_selected", "a_log_slope", "gih_argmax_agreement")} | {"runs": runs}
@@ -80,8 +110,13 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
     labels = list(runs)
     fig, axes = plots.subplots(5, len(labels), width=3.3, height=2.7)
     for row, label in enumerate(labels):
-        m = (metrics[metrics.variant == label].groupby(["stage", "stage_name", "step", "epoch"])
-             .mean(numeric_only=True).reset_index().sort_values("epoch"))
+        m = (
+            metrics[metrics.variant == label]
+            .groupby(["stage", "stage_name", "step", "epoch"])
+            .mean(numeric_only=True)
+            .reset_index()
+            .sort_values("epoch")
+        )
         s, ax = runs[label], axes[5 * row : 5 * row + 5]
         early = m[m.epoch <= 200]
         for col in (c for c in m.columns if c.startswith("p_")):
@@ -89,12 +124,16 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
         ax[0].set(xlabel="epoch", ylabel="p_S", title=f"{label}: selection weights")
         ax[0].legend(fontsize=6, ncol=2)
         ps = s["p_selected"]
-        ax[1].bar(range(len(ps)), list(ps.values()), color=["#1b9e77" if k == s["selected_subset"] else "#999999" for k in ps])
+        ax[1].bar(
+            range(len(ps)), list(ps.values()), color=["#1b9e77" if k == s["selected_subset"] else "#999999" for k in ps]
+        )
         ax[1].set_xticks(range(len(ps)), list(ps), rotation=45, fontsize=7)
         ax[1].set(ylabel="final p_S", title=f"selected {s['selected_subset']}")
         g = rpe[rpe.variant == label]
         mats = [g[g.when == w].pivot(index="head", columns="lag", values="w").to_numpy() for w in ("initial", "final")]
-        im = ax[2].imshow(np.vstack([mats[0], np.full((1, mats[0].shape[1]), np.nan), mats[1]]), cmap="viridis", aspect="auto")
+        im = ax[2].imshow(
+            np.vstack([mats[0], np.full((1, mats[0].shape[1]), np.nan), mats[1]]), cmap="viridis", aspect="auto"
+        )
         ax[2].set(title="RPE w (top: initial, bottom: final)", xlabel="lag", ylabel="head")
         ax[2].set_xticks(range(mats[0].shape[1]), range(1, mats[0].shape[1] + 1))
         ax[2].set_yticks([])
@@ -102,15 +141,22 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
         trains_a = m[m.stage_name.str.contains("a")]
         a_stage = trains_a[(trains_a.stage == trains_a.stage.max()) & (trains_a.step > 0)]
         ax[3].semilogx(a_stage.step, a_stage.a, "o-", ms=3, color=plots.CURVE_COLORS["w_KQ"])
-        ax[3].set(xlabel="epoch of the stage training a", ylabel="a",
-                  title=f"a(t): slope {plots.num(s['a_log_slope']):.2f}·ln t (R² {plots.num(s['a_log_r2']):.2f})")
+        ax[3].set(
+            xlabel="epoch of the stage training a",
+            ylabel="a",
+            title=f"a(t): slope {plots.num(s['a_log_slope']):.2f}·ln t (R² {plots.num(s['a_log_r2']):.2f})",
+        )
         ax[4].semilogx(m.epoch.clip(lower=1), m.train_loss, label="train")
         ax[4].semilogx(m.epoch.clip(lower=1), m.val_loss, label="validation")
         ax[4].axhline(s["bayes_val_loss"], ls="--", color="grey", label="Bayes cross-entropy (validation)")
         ax[4].set(xlabel="epoch", ylabel="loss", title=f"GIH agreement {s['gih_argmax_agreement']:.3f}")
         ax[4].legend(fontsize=7)
     paths = [plots.save(fig, Path(out_dir) / f"{name}.png")]
-    paths.append(_attention_maps(rpe[(rpe.variant == labels[0]) & (rpe.when == "final")], Path(out_dir) / f"{name}_attention.png"))
+    paths.append(
+        _attention_maps(
+            rpe[(rpe.variant == labels[0]) & (rpe.when == "final")], Path(out_dir) / f"{name}_attention.png"
+        )
+    )
     return paths
 
 

@@ -7,12 +7,13 @@ The authors' stored run ends with p leading on {1,2} (0.57, then {1,3} 0.22, {2,
 the selection has begun but not finished at this learning rate.  Here the loss is the true cross-entropy
 (spec A2); ``--model.loss softmax_of_probs`` is the authors'.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import plot_variants, run_variants
 from inductionlab.models.chen import ChenConfig
 from inductionlab.runs import Results, RunContext
@@ -21,33 +22,38 @@ from inductionlab.train.chen import StagedConfig
 
 NAME = "markov-full"
 DESCRIPTION = "Chen et al. App. B: the full model (W_Q, W_K, W_OV, LayerNorm) trained jointly"
-RUN_AXIS = True
 
 
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
-    model: ChenConfig = field(default_factory=lambda: ChenConfig(variant="full", norm="layernorm", w_plus=1.0,
-                                                                 w_minus=0.01))
-    train: StagedConfig = field(default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1e-3,), epochs=(10_000,),
-                                                                     eval_log_points=60))
+    model: ChenConfig = field(
+        default_factory=lambda: ChenConfig(variant="full", norm="layernorm", w_plus=1.0, w_minus=0.01)
+    )
+    train: StagedConfig = field(
+        default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1e-3,), epochs=(10_000,), eval_log_points=60)
+    )
     seeds: tuple[int, ...] = (2024,)
     n_samples: int = 10_000
     n_val: int = 1000
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
-           "long": {"train.epochs": "50000"}}
+PRESETS = {
+    "smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
+    "long": {"train.epochs": "50000"},
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    return run_variants(cfg.task, [(f"full, {cfg.model.loss}", cfg.model, cfg.train)], cfg.seeds, cfg.n_samples,
-                        cfg.n_val, ctx)
+    return run_variants(
+        cfg.task, [(f"full, {cfg.model.loss}", cfg.model, cfg.train)], cfg.seeds, cfg.n_samples, cfg.n_val, ctx
+    )
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

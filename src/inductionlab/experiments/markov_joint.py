@@ -13,14 +13,14 @@ well (p_{1,2} = 1.0000 from epoch ~30 to ~1000), but later head 2 leaks onto lag
 an interior value (measured at 20 000 epochs: p_{1,2} 0.979 with the cross-entropy, 0.922 with the
 surrogate) — a finite-sample effect (9000 sequences) that the shifted windows rule out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from inductionlab.config import require
-from inductionlab.experiments.markov_common import plot_variants, run_variants
-from inductionlab.experiments.markov_stages import Loss
+from inductionlab.config import check_seeds, require
+from inductionlab.experiments.markov_common import Loss, plot_variants, run_variants
 from inductionlab.models.chen import ChenConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
@@ -28,34 +28,39 @@ from inductionlab.train.chen import StagedConfig
 
 NAME = "markov-joint"
 DESCRIPTION = "Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t"
-RUN_AXIS = True
 
 
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
     model: ChenConfig = field(default_factory=lambda: ChenConfig(windows="shifted", window=5))
-    train: StagedConfig = field(default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1.0,), epochs=(20_000,),
-                                                                     eval_log_points=60))
+    train: StagedConfig = field(
+        default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1.0,), epochs=(20_000,), eval_log_points=60)
+    )
     losses: tuple[Loss, ...] = ("softmax_of_probs", "ce")
     seeds: tuple[int, ...] = (2024,)
     n_samples: int = 10_000
     n_val: int = 1000
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds)
         require(len(self.losses) >= 1 and len(self.seeds) >= 1, "losses/seeds", "give at least one of each")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
-           "spec": {"train.epochs": "50000"},
-           "shared": {"model.windows": "shared", "model.window": 3},
-           "cw-a": {"train.stages": "cw,a", "train.lrs": "1,1", "train.epochs": "20000,5000"}}
+PRESETS = {
+    "smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
+    "spec": {"train.epochs": "50000"},
+    "shared": {"model.windows": "shared", "model.window": 3},
+    "cw-a": {"train.stages": "cw,a", "train.lrs": "1,1", "train.epochs": "20000,5000"},
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    variants = [(f"{'+'.join(cfg.train.stages)}, {loss}", replace(cfg.model, loss=loss), cfg.train) for loss in cfg.losses]
+    variants = [
+        (f"{'+'.join(cfg.train.stages)}, {loss}", replace(cfg.model, loss=loss), cfg.train) for loss in cfg.losses
+    ]
     return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx)
 
 

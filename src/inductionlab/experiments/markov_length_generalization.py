@@ -16,6 +16,7 @@ Choice [A7]: pretraining at α = 0.1 (the checkpoint's name), not the 0.01 of on
 the CW_a checkpoint (500 000 joint epochs); here the three-stage flow reaches the same limit (p_{1,2} = 1,
 copier heads) in a minute.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ import torch
 
 from inductionlab import plots
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import selected_lags
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
@@ -36,7 +37,6 @@ from inductionlab.train.chen import StagedConfig, train_staged
 
 NAME = "markov-length-generalization"
 DESCRIPTION = "Chen et al.: a model trained at L=100, alpha=0.1 evaluated at L up to 1000 and alpha in {0.05, 0.1, 0.2}"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
@@ -48,24 +48,48 @@ class Config:
     alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
     n_eval: int = 5000
     label_offsets: int = 4  # windows x_{s+1..s+L+1}, s = 0..k−1, of each sequence: k labels per sequence
-    seed: int = 2024
+    seeds: tuple[int, ...] = (2024,)
     n_samples: int = 10_000
     n_val: int = 1000
 
     def __post_init__(self) -> None:
-        require(len(self.lengths) >= 2 and min(self.lengths) > max(self.model.window, *self.task.parents), "lengths",
-                f"give ≥ 2 lengths, each > the window {self.model.window} and the parent lags")
+        check_seeds(self.seeds, run_axis=False)
+        require(
+            len(self.lengths) >= 2 and min(self.lengths) > max(self.model.window, *self.task.parents),
+            "lengths",
+            f"give ≥ 2 lengths, each > the window {self.model.window} and the parent lags",
+        )
         require(len(self.alphas) >= 1 and min(self.alphas) > 0, "alphas", "give one or more α > 0")
-        require(self.n_eval >= 1 and self.label_offsets >= 1 and 0 < self.n_val < self.n_samples, "n_eval/n_val", "need n_eval ≥ 1, 0 < n_val < n_samples")
+        require(
+            self.n_eval >= 1 and self.label_offsets >= 1 and 0 < self.n_val < self.n_samples,
+            "n_eval/n_val",
+            "need n_eval ≥ 1, 0 < n_val < n_samples",
+        )
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "task.L": 20, "lengths": "10,40",
-                     "alphas": "0.1", "n_eval": 20, "train.eval_log_points": 4}}
+PRESETS = {
+    "smoke": {
+        "train.epochs": "5,5,5",
+        "n_samples": 120,
+        "n_val": 20,
+        "task.L": 20,
+        "lengths": "10,40",
+        "alphas": "0.1",
+        "n_eval": 20,
+        "train.eval_log_points": 4,
+    }
+}
 
 
-def evaluate(model: chen.ChenConfig, params: dict[str, torch.Tensor], task: MarkovConfig, tokens: torch.Tensor,
-             kernels: torch.Tensor, lags: tuple[int, ...]) -> dict:
+def evaluate(
+    model: chen.ChenConfig,
+    params: dict[str, torch.Tensor],
+    task: MarkovConfig,
+    tokens: torch.Tensor,
+    kernels: torch.Tensor,
+    lags: tuple[int, ...],
+) -> dict:
     """Expected cross-entropy of the model and of the Bayes predictor for ``task`` on contexts ``tokens``
     (B, L + 1; the last column is not used), and the argmax agreement with GIH over ``lags`` (those the model's
     selected heads copy).  The label is averaged out exactly: loss = −Σ_k π(k | z_{L+1}) log y_k with each sequence's own kernel
@@ -76,35 +100,48 @@ def evaluate(model: chen.ChenConfig, params: dict[str, torch.Tensor], task: Mark
     truth = kernels[torch.arange(len(z)), z]  # (B, d): the law of x_{L+1}
     loss = float(-(truth * (y + chen.EPS_LOG).log()).sum(-1).mean())
     bayes_loss = float(-(truth * bayes_predictor(task, inputs).log()).sum(-1).mean())
-    return {"val_loss": loss, "bayes_loss": bayes_loss, "bayes_gap": loss - bayes_loss,
-            "gih_argmax_agreement": float(argmax_agreement(y, gih_predictor(inputs, lags, task.vocab_size)))}
+    return {
+        "val_loss": loss,
+        "bayes_loss": bayes_loss,
+        "bayes_gap": loss - bayes_loss,
+        "gih_argmax_agreement": float(argmax_agreement(y, gih_predictor(inputs, lags, task.vocab_size))),
+    }
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    train_tokens, val_tokens = datasets(cfg.task, (cfg.seed,), cfg.n_samples, cfg.n_val)
-    params, metrics = train_staged(cfg.model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1),
-                                   desc=NAME)
+    train_tokens, val_tokens = datasets(cfg.task, (cfg.seeds[0],), cfg.n_samples, cfg.n_val)
+    params, metrics = train_staged(
+        cfg.model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1), desc=NAME
+    )
     best = int(chen.selection_weights(params["c"])[0].argmax())
     lags = selected_lags(cfg.model, params, cfg.model.subsets[best])  # once: the same model at every L
     rows = []
     for i, alpha in enumerate(cfg.alphas):  # common random numbers: every L is a window of the same sequences
         longest = replace(cfg.task, L=max(cfg.lengths) + cfg.label_offsets - 1, alpha=alpha)
-        tokens, kernels = sample(longest, cfg.n_eval, np.random.default_rng(cfg.seed + 1 + i))
+        tokens, kernels = sample(longest, cfg.n_eval, np.random.default_rng(cfg.seeds[0] + 1 + i))
         for L in cfg.lengths:
-            per_offset = pd.DataFrame([evaluate(cfg.model, params, replace(longest, L=L), tokens[:, s : s + L + 1],
-                                                kernels, lags) for s in range(cfg.label_offsets)])
+            per_offset = pd.DataFrame(
+                [
+                    evaluate(cfg.model, params, replace(longest, L=L), tokens[:, s : s + L + 1], kernels, lags)
+                    for s in range(cfg.label_offsets)
+                ]
+            )
             rows.append({"alpha": alpha, "L": L, **per_offset.mean().to_dict()})
     df = pd.DataFrame(rows)
-    nested = {col: {str(a): {str(L): v for L, v in zip(g.L, g[col])} for a, g in df.groupby("alpha")}
-              for col in ("val_loss", "bayes_gap", "bayes_loss")}
+    nested = {
+        col: {str(a): {str(L): v for L, v in zip(g.L, g[col])} for a, g in df.groupby("alpha")}
+        for col in ("val_loss", "bayes_gap", "bayes_loss")
+    }
     by_alpha = df.groupby("alpha")
-    summary = {**nested,
-               "loss_decreases_with_L": {str(a): bool(np.all(np.diff(g.val_loss) < 0)) for a, g in by_alpha},
-               "gap_shrinks": {str(a): bool(g.bayes_gap.iloc[-1] < g.bayes_gap.iloc[0]) for a, g in by_alpha},
-               "gap_decreases_with_L": {str(a): bool(np.all(np.diff(g.bayes_gap) < 0)) for a, g in by_alpha},
-               "gih_argmax_agreement": {str(a): {str(L): v for L, v in zip(g.L, g.gih_argmax_agreement)} for a, g in by_alpha},
-               "trained_a": float(params["a"][0, 0]),
-               "trained_p_max": float(chen.selection_weights(params["c"])[0].max())}
+    summary = {
+        **nested,
+        "loss_decreases_with_L": {str(a): bool(np.all(np.diff(g.val_loss) < 0)) for a, g in by_alpha},
+        "gap_shrinks": {str(a): bool(g.bayes_gap.iloc[-1] < g.bayes_gap.iloc[0]) for a, g in by_alpha},
+        "gap_decreases_with_L": {str(a): bool(np.all(np.diff(g.bayes_gap) < 0)) for a, g in by_alpha},
+        "gih_argmax_agreement": {str(a): {str(L): v for L, v in zip(g.L, g.gih_argmax_agreement)} for a, g in by_alpha},
+        "trained_a": float(params["a"][0, 0]),
+        "trained_p_max": float(chen.selection_weights(params["c"])[0].max()),
+    }
     return Results({"generalization": df, "metrics": metrics}, summary)
 
 

@@ -9,6 +9,7 @@ The gradient check of §8.1: the model with exact copier heads (head h on lag h)
 finite dataset; −∂L/∂p_S / a should track Ĩ_χ²(S) across subsets (the small-a expansion of spec §4.2), reported
 as the Pearson correlation ``grad_mi_correlation``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig, datasets, draw_kernels
@@ -27,7 +28,6 @@ from inductionlab.theory.mutual_info import mutual_info_table
 
 NAME = "markov-mi"
 DESCRIPTION = "Chen et al.: modified vs standard chi^2 MI per lag set, and -dL/dp_S / a against the modified MI"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,18 @@ class Config:
     window: tuple[int, ...] = (1, 2, 3)
     max_size: int = 3
     n_draws: int = 2000
-    seed: int = 0
+    seeds: tuple[int, ...] = (0,)
     grad_samples: int = 9000  # sequences of the gradient check (spec §8.1)
     copier_logit: float = 30.0  # w_+ of the exact copier heads (w_− = 0)
     a: float = 0.01
 
     def __post_init__(self) -> None:
-        require(list(self.window) == list(range(1, len(self.window) + 1)), "window", f"must be 1..M (head h on lag h), got {self.window}")
+        check_seeds(self.seeds, run_axis=False)
+        require(
+            list(self.window) == list(range(1, len(self.window) + 1)),
+            "window",
+            f"must be 1..M (head h on lag h), got {self.window}",
+        )
         require(1 <= self.max_size <= len(self.window), "max_size", f"must lie in 1..{len(self.window)}")
         require(self.n_draws >= 2 and self.grad_samples >= 2, "n_draws/grad_samples", "must be ≥ 2")
         require(self.task.L > len(self.window), "task.L", "must exceed the window")
@@ -54,33 +59,56 @@ PRESETS = {"smoke": {"n_draws": 20, "grad_samples": 50, "task.L": 20}}
 
 def gradient_over_a(cfg: Config) -> dict[tuple[int, ...], float]:
     """−∂L/∂p_S / a at exact copier heads, uniform p and small a, keyed by lag set (head h ↔ lag h)."""
-    model = chen.ChenConfig(vocab_size=cfg.task.vocab_size, n_heads=len(cfg.window), window=len(cfg.window),
-                            max_degree=cfg.max_size, w_plus=cfg.copier_logit, w_minus=0.0, a_init=cfg.a)
+    model = chen.ChenConfig(
+        vocab_size=cfg.task.vocab_size,
+        n_heads=len(cfg.window),
+        window=len(cfg.window),
+        max_degree=cfg.max_size,
+        w_plus=cfg.copier_logit,
+        w_minus=0.0,
+        a_init=cfg.a,
+    )
     params = chen.init_params(model, 1)
-    tokens = datasets(cfg.task, (cfg.seed,), cfg.grad_samples + 1, 1)[0]
+    tokens = datasets(cfg.task, (cfg.seeds[0],), cfg.grad_samples + 1, 1)[0]
     p = torch.full((1, len(model.subsets)), 1 / len(model.subsets), dtype=torch.float64, requires_grad=True)
     chen.loss(model, params, chen.make_batch(model, tokens), p).sum().backward()
     return {tuple(h + 1 for h in s): float(-p.grad[0, k] / cfg.a) for k, s in enumerate(model.subsets)}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    kernels = draw_kernels(cfg.task, cfg.n_draws, np.random.default_rng(cfg.seed))
+    kernels = draw_kernels(cfg.task, cfg.n_draws, np.random.default_rng(cfg.seeds[0]))
     table = mutual_info_table(kernels, cfg.task.parents, cfg.window, cfg.max_size)
     grads = gradient_over_a(cfg)
-    rows = [{"subset": chen.subset_label(tuple(r - 1 for r in s)), "size": len(s),
-             "modified": mod.mean(), "modified_se": mod.std(ddof=1) / np.sqrt(len(mod)),
-             "standard": std.mean(), "standard_se": std.std(ddof=1) / np.sqrt(len(std)), "grad_over_a": grads[s]}
-            for s, (mod, std) in table.items()]
+    rows = [
+        {
+            "subset": chen.subset_label(tuple(r - 1 for r in s)),
+            "size": len(s),
+            "modified": mod.mean(),
+            "modified_se": mod.std(ddof=1) / np.sqrt(len(mod)),
+            "standard": std.mean(),
+            "standard_se": std.std(ddof=1) / np.sqrt(len(std)),
+            "grad_over_a": grads[s],
+        }
+        for s, (mod, std) in table.items()
+    ]
     df = pd.DataFrame(rows)
     best = df.sort_values(["modified", "size"], ascending=[False, True]).subset.iloc[0]
     big = tuple(cfg.window)
-    gap = (table[(1, 2)][1] - table[big][1]).mean() if (1, 2) in table and big in table and big != (1, 2) else float("nan")
-    summary = {"modified_mi": dict(zip(df.subset, df.modified)), "standard_mi": dict(zip(df.subset, df.standard)),
-               "argmax_modified_mi": best,
-               "argmax_standard_mi": df.sort_values(["standard", "size"], ascending=[False, True]).subset.iloc[0],
-               "standard_mi_gap_12_minus_full": float(gap),
-               "grad_mi_correlation": float(np.corrcoef(df.grad_over_a, df.modified)[0, 1]),
-               "grad_over_a": dict(zip(df.subset, df.grad_over_a)), "n_draws": cfg.n_draws}
+    gap = (
+        (table[(1, 2)][1] - table[big][1]).mean()
+        if (1, 2) in table and big in table and big != (1, 2)
+        else float("nan")
+    )
+    summary = {
+        "modified_mi": dict(zip(df.subset, df.modified)),
+        "standard_mi": dict(zip(df.subset, df.standard)),
+        "argmax_modified_mi": best,
+        "argmax_standard_mi": df.sort_values(["standard", "size"], ascending=[False, True]).subset.iloc[0],
+        "standard_mi_gap_12_minus_full": float(gap),
+        "grad_mi_correlation": float(np.corrcoef(df.grad_over_a, df.modified)[0, 1]),
+        "grad_over_a": dict(zip(df.subset, df.grad_over_a)),
+        "n_draws": cfg.n_draws,
+    }
     return Results({"mi": df}, summary)
 
 
@@ -98,6 +126,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     bx.scatter(df.modified, df.grad_over_a, color="#d95f02")
     for _, r in df.iterrows():
         bx.annotate(r.subset, (r.modified, r.grad_over_a), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    bx.set(xlabel="modified χ² MI Ĩ(S)", ylabel="−∂L/∂p_S / a at initialisation",
-           title=f"correlation {s['grad_mi_correlation']:.3f}")
+    bx.set(
+        xlabel="modified χ² MI Ĩ(S)",
+        ylabel="−∂L/∂p_S / a at initialisation",
+        title=f"correlation {s['grad_mi_correlation']:.3f}",
+    )
     return [plots.save(fig, Path(out_dir) / "markov_mi.png")]

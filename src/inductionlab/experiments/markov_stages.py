@@ -9,14 +9,14 @@ grows like ln t (measured: ≈ 8.6 after 4000 epochs, as the spec's ≈ 8).  The
 cross-entropy (the model's default): on finite L it has a finite best a (measured ≈ 5.6, reached by ≈ 1000
 epochs), so a(t) follows ln t at first and then levels off.  Both select {1,2}.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
-from inductionlab.config import require
-from inductionlab.experiments.markov_common import plot_variants, run_variants
+from inductionlab.config import check_seeds, require
+from inductionlab.experiments.markov_common import Loss, plot_variants, run_variants
 from inductionlab.models.chen import ChenConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
@@ -24,8 +24,6 @@ from inductionlab.train.chen import StagedConfig
 
 NAME = "markov-stages"
 DESCRIPTION = "Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t"
-RUN_AXIS = True
-Loss = Literal["ce", "softmax_of_probs"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +38,7 @@ class Config:
     n_val: int = 1000
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds)
         require(len(self.degrees) >= 1 and len(self.losses) >= 1, "degrees/losses", "give at least one of each")
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
@@ -48,13 +47,18 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
-           "submission": {"train.lrs": "1,100,100", "train.epochs": "500,500,500", "degrees": "3"}}
+PRESETS = {
+    "smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
+    "submission": {"train.lrs": "1,100,100", "train.epochs": "500,500,500", "degrees": "3"},
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    variants = [(f"D={D}, {loss}", replace(cfg.model, max_degree=D, loss=loss), cfg.train)
-                for D in cfg.degrees for loss in cfg.losses]
+    variants = [
+        (f"D={D}, {loss}", replace(cfg.model, max_degree=D, loss=loss), cfg.train)
+        for D in cfg.degrees
+        for loss in cfg.losses
+    ]
     return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx)
 
 

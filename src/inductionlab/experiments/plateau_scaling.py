@@ -5,6 +5,7 @@ point — or on the full grid — plus online SGD (idealised Stage II, several c
 once on the run axis) at a few points.  Fits the exponents of T_III and T_50 in L, (1+α*) and w*, and
 the linearity of T in log(1/σ_init); compares with the predicted (1+α*)² L log(1/σ_init) / w*².
 """
+
 from __future__ import annotations
 
 import itertools
@@ -18,19 +19,17 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.analysis.phases import phase_times
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
-from inductionlab.config import require
-from inductionlab.models.toy import init_params
+from inductionlab.config import check_seeds, require
+from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.theory.mixed import check_ih_domain, predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
-from inductionlab.train.toy import ToyTrainConfig, train_toy
+from inductionlab.train.toy import ToyTrainConfig
 
 NAME = "plateau-scaling"
 DESCRIPTION = "Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²"
-RUN_AXIS = False
 FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
 TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
 
@@ -52,29 +51,47 @@ class Config:
     horizon: float = 3.0
     sgd_L: tuple[int, ...] = (20, 40)
     sgd_sigma_init: tuple[float, ...] = (1e-2, 1e-3)
-    sgd: ToyTrainConfig = field(default_factory=lambda: ToyTrainConfig(
-        stage1_steps=0, eval_size=10_000, eval_every=500, eval_log_points=20, checkpoint_every=10**9))
-    seed: int = 0
+    sgd: ToyTrainConfig = field(
+        default_factory=lambda: ToyTrainConfig(
+            stage1_steps=0, eval_size=10_000, eval_every=500, eval_log_points=20, checkpoint_every=10**9
+        )
+    )
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         for name in ("L_values", "alpha_values", "w_star_values", "sigma_values"):
             require(len(getattr(self, name)) >= 2, name, "needs at least two values to fit a scaling law")
         require(min(self.L_values + (self.L,) + self.sgd_L) >= 5, "L_values", "every L must be ≥ 5")
-        require(min(self.sigma_values + (self.sigma_init,) + self.sgd_sigma_init) > 0, "sigma_values", "σ_init must be > 0")
+        require(
+            min(self.sigma_values + (self.sigma_init,) + self.sgd_sigma_init) > 0, "sigma_values", "σ_init must be > 0"
+        )
         require(min(self.alpha_values + (self.alpha_star,)) > 0, "alpha_values", "α* must be > 0")
         for w in self.w_star_values + (self.w_star,):
             check_ih_domain(w)
         require(self.horizon > 1, "horizon", f"t_end = horizon × predicted plateau must exceed it; got {self.horizon}")
-        require(self.sgd.stage2_layer1 == "ideal" and self.sgd.schedule == "layerwise", "sgd.stage2_layer1",
-                "the SGD points compare with gradient flow on the idealised Stage II: keep 'ideal' and 'layerwise'")
+        require(
+            self.sgd.stage2_layer1 == "ideal" and self.sgd.schedule == "layerwise",
+            "sgd.stage2_layer1",
+            "the SGD points compare with gradient flow on the idealised Stage II: keep 'ideal' and 'layerwise'",
+        )
 
 
 CONFIG = Config()
 PRESETS = {
     "full": {"full_grid": True},
     "quick": {"sgd_L": "20", "sgd_sigma_init": "0.01"},
-    "smoke": {"L_values": "8,12", "alpha_values": "1,2", "w_star_values": "0.35,0.49", "sigma_values": "0.1,0.01",
-              "L": 8, "sgd_L": "8", "sgd_sigma_init": "0.1", "sgd.eval_size": 256, "sgd.batch_size": 64},
+    "smoke": {
+        "L_values": "8,12",
+        "alpha_values": "1,2",
+        "w_star_values": "0.35,0.49",
+        "sigma_values": "0.1,0.01",
+        "L": 8,
+        "sgd_L": "8",
+        "sgd_sigma_init": "0.1",
+        "sgd.eval_size": 256,
+        "sgd.batch_size": 64,
+    },
 }
 
 
@@ -108,20 +125,45 @@ def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
     for twice the gradient-flow T_III (the exact-softmax emergence comes ~1.3× later than eq. 10's)."""
     sigmas = list(cfg.sgd_sigma_init)
     S = len(sigmas)
-    t_gf = max(solve_flow(FlowProblem(L, cfg.alpha_star, cfg.w_star, s, t_end=cfg.horizon *
-                                      predicted_plateau(L, cfg.alpha_star, cfg.w_star, s)), n_points=4).phases.T_III
-               for s in sigmas)
+    t_gf = max(
+        solve_flow(
+            FlowProblem(
+                L,
+                cfg.alpha_star,
+                cfg.w_star,
+                s,
+                t_end=cfg.horizon * predicted_plateau(L, cfg.alpha_star, cfg.w_star, s),
+            ),
+            n_points=4,
+        ).phases.T_III
+        for s in sigmas
+    )
     steps = int(math.ceil(2 * t_gf / cfg.sgd.lr))
     train_cfg = replace(cfg.sgd, stage2_steps=steps)
     target = MixedTarget.per_run([cfg.alpha_star] * S, [cfg.w_star] * S, L)
-    out = train_toy(train_cfg, target, init_params(torch.tensor(sigmas), S), [cfg.seed + i for i in range(S)],
-                    ctx.child("sgd"))
+    _, _, per_run = train_and_time(
+        train_cfg,
+        target,
+        torch.tensor(sigmas),
+        [cfg.seeds[0] + i for i in range(S)],
+        ctx.child(f"sgd_L{L}"),
+        cfg.alpha_star,
+        cfg.w_star,
+    )
     rows = []
-    for run_id, df in out.metrics[out.metrics.stage == "II"].groupby("run"):
-        times = phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, cfg.alpha_star, cfg.w_star).as_dict()
-        s = sigmas[int(run_id)]
-        rows.append({"L": L, "alpha_star": cfg.alpha_star, "w_star": cfg.w_star, "sigma_init": s, "method": "sgd",
-                     "predicted": predicted_plateau(L, cfg.alpha_star, cfg.w_star, s), **{k: times[k] for k in TIMES}})
+    for times in per_run:
+        s = sigmas[times["run"]]
+        rows.append(
+            {
+                "L": L,
+                "alpha_star": cfg.alpha_star,
+                "w_star": cfg.w_star,
+                "sigma_init": s,
+                "method": "sgd",
+                "predicted": predicted_plateau(L, cfg.alpha_star, cfg.w_star, s),
+                **{k: times[k] for k in TIMES},
+            }
+        )
     return rows
 
 
@@ -138,8 +180,11 @@ def _fits(cfg: Config, table: pd.DataFrame) -> dict:
     exps = {}
     for time in ("T_III", "T_50"):
         e = {}
-        for factor, key, transform in (("L", "L", lambda v: v), ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
-                                       ("w_star", "w_star", lambda v: v)):
+        for factor, key, transform in (
+            ("L", "L", lambda v: v),
+            ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
+            ("w_star", "w_star", lambda v: v),
+        ):
             sub = _one_factor(table, cfg, factor)
             e[key] = power_law_exponent(transform(sub[factor].to_numpy(dtype=float)), sub[time])
         sub = _one_factor(table, cfg, "sigma_init")
@@ -148,11 +193,16 @@ def _fits(cfg: Config, table: pd.DataFrame) -> dict:
     gf = table[table.method == "gf"]
     ratio = (gf.T_III / gf.predicted).to_numpy(dtype=float)
     sgd = table[table.method == "sgd"]
-    return {"exponents": {k: exps["T_III"][k] for k in ("L", "one_plus_alpha", "w_star")},
-            "log_inv_sigma_r2": exps["T_III"]["log_inv_sigma_r2"], "exponents_T50": exps["T_50"],
-            "expected_exponents": {"L": 1.0, "one_plus_alpha": 2.0, "w_star": -2.0},
-            "T_III_over_predicted": {"min": float(np.nanmin(ratio)), "max": float(np.nanmax(ratio))},
-            "n_gf": int(len(gf)), "n_sgd": int(len(sgd)), "base": {f: getattr(cfg, f) for f in FACTORS}}
+    return {
+        "exponents": {k: exps["T_III"][k] for k in ("L", "one_plus_alpha", "w_star")},
+        "log_inv_sigma_r2": exps["T_III"]["log_inv_sigma_r2"],
+        "exponents_T50": exps["T_50"],
+        "expected_exponents": {"L": 1.0, "one_plus_alpha": 2.0, "w_star": -2.0},
+        "T_III_over_predicted": {"min": float(np.nanmin(ratio)), "max": float(np.nanmax(ratio))},
+        "n_gf": int(len(gf)),
+        "n_sgd": int(len(sgd)),
+        "base": {f: getattr(cfg, f) for f in FACTORS},
+    }
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
@@ -170,8 +220,12 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
             other = "sigma_init" if factor == "L" else "L"
             pts = sgd[np.isclose(sgd[other].astype(float), float(getattr(cfg, other)))]
             ax.plot(pts[factor], pts.T_III, "s", mfc="none", color="#d95f02", label="T_III (SGD)")
-        ax.set(xscale="log", yscale="log" if factor != "sigma_init" else "linear", title=f"T against {factor}",
-               xlabel="1 + α*" if factor == "alpha_star" else factor)
+        ax.set(
+            xscale="log",
+            yscale="log" if factor != "sigma_init" else "linear",
+            title=f"T against {factor}",
+            xlabel="1 + α*" if factor == "alpha_star" else factor,
+        )
         ax.legend(fontsize=7)
     ax = axes[4]
     for method, marker in (("gf", "o"), ("sgd", "s")):
@@ -182,6 +236,8 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     ex = s.get("exponents", {})
     ax.set(title="T_III vs (1+α*)²L log(1/σ)/w*²", xlabel="predicted", ylabel="measured T_III")
     ax.legend(fontsize=7)
-    fig.suptitle(f"Exponents of T_III: L {plots.num(ex.get('L')):.2f} (1), 1+α* {plots.num(ex.get('one_plus_alpha')):.2f} (2), "
-                 f"w* {plots.num(ex.get('w_star')):.2f} (−2); R² in log(1/σ) {plots.num(s.get('log_inv_sigma_r2')):.4f}")
+    fig.suptitle(
+        f"Exponents of T_III: L {plots.num(ex.get('L')):.2f} (1), 1+α* {plots.num(ex.get('one_plus_alpha')):.2f} (2), "
+        f"w* {plots.num(ex.get('w_star')):.2f} (−2); R² in log(1/σ) {plots.num(s.get('log_inv_sigma_r2')):.4f}"
+    )
     return [plots.save(fig, Path(out_dir) / "plateau_scaling.png")]

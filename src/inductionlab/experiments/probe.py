@@ -13,6 +13,7 @@ left the probe distance at 0.61 (from 0.69) and the loss at its plateau; lr 1e-2
 evaluation steps (every ``train.eval_every`` steps plus log-spaced points), which is what Fig. 3's saved
 checkpoints are used for; the run's own checkpoint allows resuming.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from inductionlab import plots
 from inductionlab.analysis.heads import probe_distance
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -29,52 +30,83 @@ from inductionlab.train.transformer import fit_induction
 
 NAME = "probe"
 DESCRIPTION = "Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4"
-RUN_AXIS = True
 
 
 @dataclass(frozen=True)
 class Config:
     model: TransformerConfig = field(default_factory=lambda: TransformerConfig(d_in=1, d_model=8, n_heads=8))
     task: InductionTaskConfig = field(default_factory=lambda: InductionTaskConfig(n=4, d=1, L=40, w_scale=1.0))
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, steps=5000, batch_size=128,
-                                                                   eval_every=200, eval_log_points=20))
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(lr=1e-2, steps=5000, batch_size=128, eval_every=200, eval_log_points=20)
+    )
     seeds: tuple[int, ...] = (0,)
     eval_size: int = 1024
     probe_size: int = 256
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
-        require(self.model.d_in == self.task.d and self.model.out_dim == self.task.d, "model.d_in",
-                f"the model's token dimension must equal task.d = {self.task.d}")
+        require(
+            self.model.d_in == self.task.d and self.model.out_dim == self.task.d,
+            "model.d_in",
+            f"the model's token dimension must equal task.d = {self.task.d}",
+        )
         require(1 <= self.probe_size <= self.eval_size, "probe_size", "must be in 1..eval_size")
 
 
 CONFIG = Config()
-PRESETS = {"spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64},
-           "smoke": {"train.steps": 20, "train.eval_every": 10, "eval_size": 32, "probe_size": 16, "task.L": 12,
-                     "train.batch_size": 16}}
+PRESETS = {
+    "spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64},
+    "smoke": {
+        "train.steps": 20,
+        "train.eval_every": 10,
+        "eval_size": 32,
+        "probe_size": 16,
+        "task.L": 12,
+        "train.batch_size": 16,
+    },
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    _, metrics = fit_induction(cfg.model, cfg.task, cfg.train, cfg.seeds, ctx.child(threads=1), cfg.eval_size,
-                               probe_size=cfg.probe_size, probe=probe_distance, desc=NAME)
+    _, metrics = fit_induction(
+        cfg.model,
+        cfg.task,
+        cfg.train,
+        cfg.seeds,
+        ctx.child(threads=1),
+        cfg.eval_size,
+        probe_size=cfg.probe_size,
+        probe=probe_distance,
+        desc=NAME,
+    )
     per_step = metrics.groupby("step")[["loss", "probe_distance"]].mean()
-    return Results({"metrics": metrics}, {
-        "probe_distance_initial": float(per_step.probe_distance.iloc[0]),
-        "probe_distance_final": float(per_step.probe_distance.iloc[-1]),
-        "loss_initial": float(per_step.loss.iloc[0]), "loss_final": float(per_step.loss.iloc[-1])})
+    return Results(
+        {"metrics": metrics},
+        {
+            "probe_distance_initial": float(per_step.probe_distance.iloc[0]),
+            "probe_distance_final": float(per_step.probe_distance.iloc[-1]),
+            "loss_initial": float(per_step.loss.iloc[0]),
+            "loss_final": float(per_step.loss.iloc[-1]),
+        },
+    )
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     metrics, s = results.tables["metrics"], results.summary
     fig, (ax,) = plots.subplots(1, width=5.5, height=3.8)
     for seed, g in metrics.groupby("seed"):
-        ax.plot(g.step, g.probe_distance, color="#7570b3", label="probe distance" if seed == metrics.seed.min() else None)
+        ax.plot(
+            g.step, g.probe_distance, color="#7570b3", label="probe distance" if seed == metrics.seed.min() else None
+        )
     ax.set_xlabel("step"), ax.set_ylabel("normalised probe distance", color="#7570b3")
     lx = ax.twinx()
-    for seed, g in metrics.groupby("seed"):
+    for _, g in metrics.groupby("seed"):
         lx.semilogy(g.step, g.loss, color="black", alpha=0.7, lw=1)
     lx.set_ylabel("loss (black)")
-    ax.set_title(f"probe distance {plots.num(s.get('probe_distance_initial')):.3f} → "
-                 f"{plots.num(s.get('probe_distance_final')):.3f}", fontsize=9)
+    ax.set_title(
+        f"probe distance {plots.num(s.get('probe_distance_initial')):.3f} → "
+        f"{plots.num(s.get('probe_distance_final')):.3f}",
+        fontsize=9,
+    )
     return [plots.save(fig, Path(out_dir) / "probe.png")]

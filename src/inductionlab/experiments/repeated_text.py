@@ -24,6 +24,7 @@ gradients of the layer-1 W_K, W_Q made ‖(W_K, W_Q)‖ double by step 163, befo
 the induction head at step ~1040, but the all-layer order lost).  Measured (seed 0): lr 0.6 made the layer-2
 W_K, W_Q grow too fast and the induction head formed only partly (score ≤ 0.29 at 3000 steps).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,7 @@ from pathlib import Path
 from inductionlab import plots
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing, plateau
-from inductionlab.experiments import wikitext
-from inductionlab.experiments.wikitext import norm_times, plot_norms, plot_scores
+from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import TextConfig, load_corpus
 from inductionlab.train.autograd import TrainConfig
@@ -42,22 +42,44 @@ from inductionlab.train.text import fit_lm
 
 NAME = "repeated-text"
 DESCRIPTION = "Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU"
-RUN_AXIS = True
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop
 
 
-Config = wikitext.Config  # the same fields; other defaults
-CONFIG = Config(data=TextConfig(L=100),
-                train=TrainConfig(optimizer="sgd", lr=0.3, momentum=0.9, clip_norm=0.5, steps=4000, batch_size=32,
-                                  eval_every=50, eval_log_points=20, checkpoint_every=100))
-PRESETS = {"smoke": wikitext.PRESETS["smoke"]}
+CONFIG = Config(
+    data=TextConfig(L=100),
+    train=TrainConfig(
+        optimizer="sgd",
+        lr=0.3,
+        momentum=0.9,
+        clip_norm=0.5,
+        steps=4000,
+        batch_size=32,
+        eval_every=50,
+        eval_log_points=20,
+        checkpoint_every=100,
+    ),
+)
+PRESETS = {"smoke": SMOKE}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     corpus = load_corpus(cfg.data)
     model = replace(cfg.model, vocab=len(corpus.vocab))
-    _, metrics = fit_lm(model, cfg.train, cfg.evals, corpus.train, corpus.val, cfg.data.L, cfg.seeds, ctx,
-                        repeated=True, device=cfg.device, bf16=cfg.bf16, diagnostics=score_columns, desc=NAME)
+    _, metrics = fit_lm(
+        model,
+        cfg.train,
+        cfg.evals,
+        corpus.train,
+        corpus.val,
+        cfg.data.L,
+        cfg.seeds,
+        ctx,
+        repeated=True,
+        device=cfg.device,
+        bf16=cfg.bf16,
+        diagnostics=score_columns,
+        desc=NAME,
+    )
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     benefit = (mean.loss_other - mean.loss_repeated).to_numpy()  # what copying from the context gains
@@ -68,15 +90,30 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     times = norm_times(steps, mean.p_norm.to_numpy(), mean.wkq_norm.to_numpy())
     never = math.isnan(times["t_double_wkq_norm"])  # never doubled: later than every step
     t_double = math.inf if never else times["t_double_wkq_norm"]
-    summary = {"t_loss_drop": t_drop, "t_induction_half": t_ind,
-               "final_induction_score": float(mean.induction_score.iloc[-1]),
-               "drop_vs_induction_gap_fraction": abs(t_drop - t_ind) / cfg.train.steps,
-               "plateau": {"start": start, "end": end},
-               **times, "p_learned_first": bool(times["t_half_p_norm"] < t_double),
-               "t_half_wkq_growth_layer2": norm_times(steps, mean.p_norm.to_numpy(),
-                                                      mean.wkq_norm_l2.to_numpy())["t_half_wkq_growth"],
-               "final": {k: float(mean[k].iloc[-1]) for k in ("loss_repeated", "loss_other", "val_loss", "p_norm",
-                                                              "wkq_norm", "previous_token_score", "prefix_matching_score")}}
+    summary = {
+        "t_loss_drop": t_drop,
+        "t_induction_half": t_ind,
+        "final_induction_score": float(mean.induction_score.iloc[-1]),
+        "drop_vs_induction_gap_fraction": abs(t_drop - t_ind) / cfg.train.steps,
+        "plateau": {"start": start, "end": end},
+        **times,
+        "p_learned_first": bool(times["t_half_p_norm"] < t_double),
+        "t_half_wkq_growth_layer2": norm_times(steps, mean.p_norm.to_numpy(), mean.wkq_norm_l2.to_numpy())[
+            "t_half_wkq_growth"
+        ],
+        "final": {
+            k: float(mean[k].iloc[-1])
+            for k in (
+                "loss_repeated",
+                "loss_other",
+                "val_loss",
+                "p_norm",
+                "wkq_norm",
+                "previous_token_score",
+                "prefix_matching_score",
+            )
+        },
+    }
     return Results({"metrics": metrics}, summary)
 
 

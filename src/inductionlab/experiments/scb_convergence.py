@@ -14,6 +14,7 @@ the largest value of the spec's grid {1, 0.3, 0.1, 0.03} (normalised mode) at wh
 diverge on the default instance (measured: 0.1 diverges).  Note: V*(A) = P for uniform A, so the
 normalised V-distance is ≈ 0 at initialisation — uniform attention averages bigrams without bias.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -23,14 +24,13 @@ import numpy as np
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.train.proximal import SCBTrainConfig, train_scb
 
 NAME = "scb-convergence"
 DESCRIPTION = "Ren et al. Fig. 1: proximal Algorithm 1 vs vanilla SGD (large and small LR) on sparse contextual bigrams"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,10 @@ class Config:
     small_lr_factor: float = 0.1
     raw_sgd: bool = False
     lambda_sweep: tuple[float, ...] = (1e-4, 1e-3, 1e-2)
-    instance_seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(0 < self.small_lr_factor < 1, "small_lr_factor", f"must be in (0, 1), got {self.small_lr_factor}")
 
 
@@ -52,37 +53,54 @@ PRESETS = {"smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, 
 
 def _methods(cfg: Config) -> list[tuple[str, SCBTrainConfig]]:
     t = cfg.train
-    out = [("proximal", replace(t, method="proximal")), (f"SGD η={t.eta1:g}", replace(t, method="sgd")),
-           (f"SGD η={t.eta1 * cfg.small_lr_factor:g}", replace(t, method="sgd", eta1=t.eta1 * cfg.small_lr_factor))]
+    out = [
+        ("proximal", replace(t, method="proximal")),
+        (f"SGD η={t.eta1:g}", replace(t, method="sgd")),
+        (f"SGD η={t.eta1 * cfg.small_lr_factor:g}", replace(t, method="sgd", eta1=t.eta1 * cfg.small_lr_factor)),
+    ]
     return out + ([("raw SGD", replace(t, method="raw_sgd"))] if cfg.raw_sgd else [])
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.instance_seed))
+    inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.seeds[0]))
     methods = _methods(cfg)
     names = [name for name, _ in methods]
     _, _, metrics = train_scb([t for _, t in methods], inst, cfg.task.Q, ctx.child("methods"))
-    tables = [metrics.assign(method=lambda d: np.asarray(names)[d.run],
-                             lam=lambda d: np.asarray([t.lam if t.method == "proximal" else 0.0 for _, t in methods])[d.run])]
+    tables = [
+        metrics.assign(
+            method=lambda d: np.asarray(names)[d.run],
+            lam=lambda d: np.asarray([t.lam if t.method == "proximal" else 0.0 for _, t in methods])[d.run],
+        )
+    ]
     prox = tables[0][tables[0].method == "proximal"]
     if float(prox[prox.stage == 2].zeroed.mean()) == 0 and cfg.lambda_sweep:
         sweep = [replace(cfg.train, method="proximal", lam=lam) for lam in cfg.lambda_sweep]
         extra = train_scb(sweep, inst, cfg.task.Q, ctx.child("lambda_sweep"))[2]
-        tables.append(extra.assign(method=lambda d: np.asarray([f"proximal λ={lam:g}" for lam in cfg.lambda_sweep])[d.run],
-                                   lam=lambda d: np.asarray(cfg.lambda_sweep)[d.run]))
+        tables.append(
+            extra.assign(
+                method=lambda d: np.asarray([f"proximal λ={lam:g}" for lam in cfg.lambda_sweep])[d.run],
+                lam=lambda d: np.asarray(cfg.lambda_sweep)[d.run],
+            )
+        )
     metrics = pd.concat(tables, ignore_index=True)
     final = metrics[metrics.step == metrics.step.max()].set_index("method")
     cols = ["dist_A_norm", "dist_V_star", "dist_A", "dist_V", "loss", "alpha", "beta"]
-    summary = {"final": {m: {c: float(final.loc[m, c]) for c in cols} for m in final.index},
-               "K_P": float(inst.K_P[0]), "K_Q": float(inst.K_Q[0]),
-               "prox_zeroed_per_step": float(prox[prox.stage == 2].zeroed.mean()),
-               "prox_negative_branch_per_step": float(prox[prox.stage == 2].negative.mean())}
+    summary = {
+        "final": {m: {c: float(final.loc[m, c]) for c in cols} for m in final.index},
+        "K_P": float(inst.K_P[0]),
+        "K_Q": float(inst.K_Q[0]),
+        "prox_zeroed_per_step": float(prox[prox.stage == 2].zeroed.mean()),
+        "prox_negative_branch_per_step": float(prox[prox.stage == 2].negative.mean()),
+    }
     keys = {"prox": names[0], "sgd_large_lr": names[1], "sgd_small_lr": names[2]}
     stage2 = metrics[(metrics.stage == 2) | (metrics.method != "proximal")]
     for key, m in keys.items():
         zeroed = stage2[stage2.method == m].zeroed.mean() / (cfg.task.T * cfg.task.N)
-        summary[key] = {"dist_A_normalized": float(final.loc[m, "dist_A_norm"]),
-                        "dist_V_normalized": float(final.loc[m, "dist_V_star"]), "zeroed_fraction": float(zeroed)}
+        summary[key] = {
+            "dist_A_normalized": float(final.loc[m, "dist_A_norm"]),
+            "dist_V_normalized": float(final.loc[m, "dist_V_star"]),
+            "zeroed_fraction": float(zeroed),
+        }
     sgd = [m for m, _ in methods if m.startswith("SGD")]
     for c in ("dist_A_norm", "dist_V_star"):
         summary[f"proximal_beats_sgd_{c}"] = bool(all(final.loc["proximal", c] < final.loc[m, c] for m in sgd))
@@ -92,14 +110,19 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 def plot(results: Results, out_dir: Path) -> list[Path]:
     metrics = results.tables["metrics"]
     fig, axes = plots.subplots(2, 2, width=4.4, height=3.2)
-    panels = [("dist_A_norm", "‖Ā − Q‖_μ (normalised)"), ("dist_A", "‖A − Q‖_μ (raw)"),
-              ("dist_V", "‖V − P‖_μ (raw)"), ("loss", "population loss")]
+    panels = [
+        ("dist_A_norm", "‖Ā − Q‖_μ (normalised)"),
+        ("dist_A", "‖A − Q‖_μ (raw)"),
+        ("dist_V", "‖V − P‖_μ (raw)"),
+        ("loss", "population loss"),
+    ]
     for ax, (col, label) in zip(axes, panels):
         for method, g in metrics.groupby("method", sort=False):
             ax.plot(g.step, g[col], label=method)
         ax.set_yscale("log" if col != "loss" else "linear")
         ax.set_xlabel("step"), ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
-    axes[0].set_title(f"proximal beats both SGDs on ‖Ā − Q‖: {results.summary.get('proximal_beats_sgd_dist_A_norm')}",
-                      fontsize=9)
+    axes[0].set_title(
+        f"proximal beats both SGDs on ‖Ā − Q‖: {results.summary.get('proximal_beats_sgd_dist_A_norm')}", fontsize=9
+    )
     return [plots.save(fig, Path(out_dir) / "scb_convergence.png")]

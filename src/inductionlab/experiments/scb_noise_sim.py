@@ -11,6 +11,7 @@ exactly 0).
 Choices [P]: T_per_NQ = 10 by default (the spec proposes T = 50NQ, ``--preset spec``: T = 7500 at N = 50
 costs ~50 ms a step here); Stage 1 ends when max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle, noise_scales
@@ -29,52 +30,72 @@ from inductionlab.train.proximal import SCBTrainConfig, train_scb
 
 NAME = "scb-noise-sim"
 DESCRIPTION = "Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
 class Config:
     task: SCBConfig = field(default_factory=SCBConfig)
-    train: SCBTrainConfig = field(default_factory=lambda: SCBTrainConfig(
-        eta1=0.01, eta2=0.001, steps=6000, stage1_steps=6000, stage1_end="signal", rho=0.1, eval_every=250))
+    train: SCBTrainConfig = field(
+        default_factory=lambda: SCBTrainConfig(
+            eta1=0.01, eta2=0.001, steps=6000, stage1_steps=6000, stage1_end="signal", rho=0.1, eval_every=250
+        )
+    )
     N_values: tuple[int, ...] = (10, 20, 50)
     T_per_NQ: int = 10
     calibration_samples: int = 8192
     small_lr_factor: float = 0.1
-    instance_seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(len(self.N_values) >= 1 and min(self.N_values) >= 2, "N_values", "give vocabulary sizes ≥ 2")
-        require(self.T_per_NQ >= 1 and self.calibration_samples >= 2, "T_per_NQ", "T_per_NQ ≥ 1, calibration_samples ≥ 2")
+        require(
+            self.T_per_NQ >= 1 and self.calibration_samples >= 2, "T_per_NQ", "T_per_NQ ≥ 1, calibration_samples ≥ 2"
+        )
         require(0 < self.small_lr_factor < 1, "small_lr_factor", "must lie in (0, 1)")
 
 
 CONFIG = Config()
-PRESETS = {"spec": {"T_per_NQ": 50},
-           "smoke": {"N_values": (3, 4), "T_per_NQ": 3, "train.steps": 40, "train.stage1_steps": 40,
-                     "train.eval_every": 20, "calibration_samples": 64}}
+PRESETS = {
+    "spec": {"T_per_NQ": 50},
+    "smoke": {
+        "N_values": (3, 4),
+        "T_per_NQ": 3,
+        "train.steps": 40,
+        "train.stage1_steps": 40,
+        "train.eval_every": 20,
+        "calibration_samples": 64,
+    },
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     tables, summary = [], {"final": {}, "sigma_V": {}, "sigma_A": {}}
     t = cfg.train
-    methods = {"proximal": replace(t, method="proximal"), "sgd_large_lr": replace(t, method="sgd"),
-               "sgd_small_lr": replace(t, method="sgd", eta1=t.eta1 * cfg.small_lr_factor)}
+    methods = {
+        "proximal": replace(t, method="proximal"),
+        "sgd_large_lr": replace(t, method="sgd"),
+        "sgd_small_lr": replace(t, method="sgd", eta1=t.eta1 * cfg.small_lr_factor),
+    }
     for N in cfg.N_values:
         task = replace(cfg.task, N=N, T=cfg.T_per_NQ * N * cfg.task.Q)
-        inst = random_instance(task, 1, np.random.default_rng([cfg.instance_seed, N]))
-        sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, cfg.calibration_samples,
-                                        torch.Generator().manual_seed(t.seed + 1))
+        inst = random_instance(task, 1, np.random.default_rng([cfg.seeds[0], N]))
+        sigma_V, sigma_A = noise_scales(
+            inst.P, inst.Q, inst, cfg.calibration_samples, torch.Generator().manual_seed(t.seed + 1)
+        )
         oracle = gaussian_noise_oracle(sigma_V, sigma_A, t.batch_size)
         _, _, m = train_scb(list(methods.values()), inst, task.Q, ctx.child(f"N{N}"), oracle=oracle)
         m = m.assign(N=N, T=task.T, method=np.asarray(list(methods))[m.run])
         tables.append(m)
         final = m[m.step == m.step.max()].set_index("method")
-        summary["final"][N] = {k: {c: float(final.loc[k, c]) for c in ("dist_A_norm", "dist_V_star", "loss", "zeroed")}
-                               for k in methods}
+        summary["final"][N] = {
+            k: {c: float(final.loc[k, c]) for c in ("dist_A_norm", "dist_V_star", "loss", "zeroed")} for k in methods
+        }
         summary["sigma_V"][N], summary["sigma_A"][N] = float(sigma_V[0]), float(sigma_A[0])
     summary["proximal_best_dist_A_norm"] = {
-        N: bool(all(d["proximal"]["dist_A_norm"] <= d[k]["dist_A_norm"] for k in methods)) for N, d in summary["final"].items()}
+        N: bool(all(d["proximal"]["dist_A_norm"] <= d[k]["dist_A_norm"] for k in methods))
+        for N, d in summary["final"].items()
+    }
     return Results({"metrics": pd.concat(tables, ignore_index=True)}, summary)
 
 

@@ -10,6 +10,7 @@ no lr_W in {1, 3, 10, 30, …, 10⁴} diverged at lr_V = 0.3 — and large lr_W 
 (final ‖Ā − Q‖_μ 0.64 at lr_W = 300 vs 0.07 at 10); the default lr_W = 10 is the value of that grid with
 the lowest final population loss (measured on the default instance; see the README).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.models.linear import softmax_attention
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
@@ -27,7 +28,6 @@ from inductionlab.train.proximal import SCBTrainConfig, train_scb, train_softmax
 
 NAME = "scb-softmax"
 DESCRIPTION = "Ren et al. Fig. 2: linear (Algorithm 1) vs softmax attention (SGD) on the same SCB data"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,10 @@ class Config:
     train: SCBTrainConfig = field(default_factory=lambda: SCBTrainConfig(eta1=0.03, eta2=0.003, eval_every=250))
     softmax_lr_V: float = 0.3
     softmax_lr_W: float = 10.0
-    instance_seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
         require(self.softmax_lr_V > 0 and self.softmax_lr_W > 0, "softmax_lr_V", "learning rates must be > 0")
 
 
@@ -47,22 +48,39 @@ PRESETS = {"smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, 
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.instance_seed))
+    inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.seeds[0]))
     t = cfg.train
     V_lin, A_lin, m_lin = train_scb(t, inst, cfg.task.Q, ctx.child("linear"))
-    V_sm, W_sm, m_sm = train_softmax_scb(inst, cfg.softmax_lr_V, cfg.softmax_lr_W, t.steps, t.batch_size,
-                                         t.eval_every, t.seed, cfg.task.Q, t.threshold_C, ctx.child("softmax"))
+    V_sm, W_sm, m_sm = train_softmax_scb(
+        inst,
+        cfg.softmax_lr_V,
+        cfg.softmax_lr_W,
+        t.steps,
+        t.batch_size,
+        t.eval_every,
+        t.seed,
+        cfg.task.Q,
+        t.threshold_C,
+        ctx.child("softmax"),
+    )
     metrics = pd.concat([m_lin.assign(model="linear"), m_sm.assign(model="softmax")], ignore_index=True)
     A_sm = softmax_attention(W_sm)
-    mats = {"A_linear": A_lin[0], "A_softmax": A_sm[0], "Q": inst.Q[0], "V_linear": V_lin[0], "V_softmax": V_sm[0],
-            "P": inst.P[0]}
+    mats = {
+        "A_linear": A_lin[0],
+        "A_softmax": A_sm[0],
+        "Q": inst.Q[0],
+        "V_linear": V_lin[0],
+        "V_softmax": V_sm[0],
+        "P": inst.P[0],
+    }
     matrices = pd.concat([_long_format(name, M.numpy()) for name, M in mats.items()], ignore_index=True)
     final = metrics[metrics.step == metrics.step.max()].set_index("model")
     cols = ["loss", "dist_A_norm", "dist_V_star", "dist_A", "dist_V", "cos_A", "cos_V"]
-    summary = {"final": {m: {c: float(final.loc[m, c]) for c in cols} for m in final.index},
-               "attention_cosine_linear_vs_softmax": float(
-                   (A_lin * A_sm).sum() / (A_lin.norm() * A_sm.norm())),
-               "loss_gap": float(final.loc["softmax", "loss"] - final.loc["linear", "loss"])}
+    summary = {
+        "final": {m: {c: float(final.loc[m, c]) for c in cols} for m in final.index},
+        "attention_cosine_linear_vs_softmax": float((A_lin * A_sm).sum() / (A_lin.norm() * A_sm.norm())),
+        "loss_gap": float(final.loc["softmax", "loss"] - final.loc["linear", "loss"]),
+    }
     return Results({"metrics": metrics, "matrices": matrices}, summary)
 
 

@@ -17,6 +17,7 @@ reversal, which shares μ; κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ is reporte
 η₁ = 0.01: at 0.03 Stage 1 diverged at T = 4000 — the largest stable η₁ shrinks with T, which is the
 mechanism of the poly(T) cost.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -28,22 +29,24 @@ import torch
 from matplotlib.ticker import NullFormatter
 
 from inductionlab import plots
-from inductionlab.config import require
+from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
-from inductionlab.train.proximal import SCBTrainConfig, reversal, train_scb, transfer_start
 from inductionlab.train.loop import NonFiniteError
+from inductionlab.train.proximal import SCBTrainConfig, reversal, train_scb, transfer_start
 
 NAME = "scb-transfer"
 DESCRIPTION = "Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)"
-RUN_AXIS = False
 
 
 @dataclass(frozen=True)
 class Config:
     task: SCBConfig = field(default_factory=SCBConfig)
-    train: SCBTrainConfig = field(default_factory=lambda: SCBTrainConfig(
-        eta1=0.01, eta2=0.003, steps=4000, stage1_steps=4000, stage1_end="signal", rho=0.1, eval_every=50))
+    train: SCBTrainConfig = field(
+        default_factory=lambda: SCBTrainConfig(
+            eta1=0.01, eta2=0.003, steps=4000, stage1_steps=4000, stage1_end="signal", rho=0.1, eval_every=50
+        )
+    )
     T_values: tuple[int, ...] = (250, 1000, 4000)
     n_instances: int = 4
     target: float = 0.05
@@ -52,20 +55,36 @@ class Config:
     gamma: float = 0.5
     alpha_target: float = 1.0
     pretrain_mix: float = 0.5
-    instance_seed: int = 0
+    seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
-        require(len(self.T_values) >= 2 and min(self.T_values) >= self.task.Q, "T_values",
-                f"give ≥ 2 context lengths, each ≥ Q = {self.task.Q}")
-        require(self.n_instances >= 1 and self.transfer_samples >= 1 and self.transfer_steps >= 1, "n_instances",
-                "n_instances, transfer_samples and transfer_steps must be ≥ 1")
+        check_seeds(self.seeds, run_axis=False)
+        require(
+            len(self.T_values) >= 2 and min(self.T_values) >= self.task.Q,
+            "T_values",
+            f"give ≥ 2 context lengths, each ≥ Q = {self.task.Q}",
+        )
+        require(
+            self.n_instances >= 1 and self.transfer_samples >= 1 and self.transfer_steps >= 1,
+            "n_instances",
+            "n_instances, transfer_samples and transfer_steps must be ≥ 1",
+        )
         require(self.target > 0, "target", "must be > 0")
         require(0 < self.pretrain_mix <= 1, "pretrain_mix", "must lie in (0, 1]")
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"T_values": (20, 40), "n_instances": 2, "train.steps": 40, "train.stage1_steps": 40, "train.eval_every": 10,
-                     "transfer_samples": 256, "transfer_steps": 20}}
+PRESETS = {
+    "smoke": {
+        "T_values": (20, 40),
+        "n_instances": 2,
+        "train.steps": 40,
+        "train.stage1_steps": 40,
+        "train.eval_every": 10,
+        "transfer_samples": 256,
+        "transfer_steps": 20,
+    }
+}
 
 
 def _first_hit(metrics: pd.DataFrame, target: float, offset: int) -> list[float]:
@@ -77,11 +96,17 @@ def _first_hit(metrics: pd.DataFrame, target: float, offset: int) -> list[float]
 def run(cfg: Config, ctx: RunContext) -> Results:
     tables, found, kappa, diverged = [], {"scratch": {}, "transfer": {}}, {}, []
     for T in cfg.T_values:
-        inst = random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.instance_seed, T]))
+        inst = random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.seeds[0], T]))
         P_bar = cfg.pretrain_mix * inst.P + (1 - cfg.pretrain_mix) * reversal(inst.P, inst.mu)
         kappa[T] = mu_inner(P_bar - inst.mu.unsqueeze(-1), inst.P - inst.mu.unsqueeze(-1), inst.mu).tolist()
-        V0, A1, beta0 = transfer_start(inst, P_bar, cfg.gamma, cfg.alpha_target, cfg.transfer_samples,
-                                       torch.Generator().manual_seed(cfg.train.seed + 1))
+        V0, A1, beta0 = transfer_start(
+            inst,
+            P_bar,
+            cfg.gamma,
+            cfg.alpha_target,
+            cfg.transfer_samples,
+            torch.Generator().manual_seed(cfg.train.seed + 1),
+        )
         transfer_cfg = replace(cfg.train, steps=cfg.transfer_steps, stage1_steps=0, stage1_end="steps")
         _, _, m_tr = train_scb(transfer_cfg, inst, cfg.task.Q, ctx.child(f"transfer_T{T}"), init=(V0, A1))
         found["transfer"][T] = _first_hit(m_tr, cfg.target, cfg.transfer_samples)
@@ -94,9 +119,16 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             continue
         found["scratch"][T] = _first_hit(m_sc, cfg.target, 0)
         tables.append(m_sc.assign(T=T, method="scratch"))
-    median = {k: {T: (None if np.isnan(v).any() else float(np.median(v))) for T, v in d.items()} for k, d in found.items()}
-    summary = {"samples_to_target": median, "samples_to_target_per_instance": found, "kappa": kappa,
-               "diverged_scratch_T": diverged, "log_log_slope": {}}
+    median = {
+        k: {T: (None if np.isnan(v).any() else float(np.median(v))) for T, v in d.items()} for k, d in found.items()
+    }
+    summary = {
+        "samples_to_target": median,
+        "samples_to_target_per_instance": found,
+        "kappa": kappa,
+        "diverged_scratch_T": diverged,
+        "log_log_slope": {},
+    }
     for method, d in median.items():
         pts = [(T, n) for T, n in d.items() if n is not None]
         if len(pts) >= 2:
@@ -111,11 +143,18 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     for method, per_T in s["samples_to_target_per_instance"].items():
         Ts = sorted(per_T, key=float)
         for T in Ts:
-            ax.scatter([float(T)] * len(per_T[T]), [plots.num(v) for v in per_T[T]], color=colors[method], alpha=0.4, s=12)
+            ax.scatter(
+                [float(T)] * len(per_T[T]), [plots.num(v) for v in per_T[T]], color=colors[method], alpha=0.4, s=12
+            )
         med = [plots.num(s["samples_to_target"][method][T]) for T in Ts]
         slope = s["log_log_slope"].get(method)
-        ax.plot([float(T) for T in Ts], med, "o-", color=colors[method],
-                label=f"{method} (median; slope {slope:.2f})" if slope is not None else method)
+        ax.plot(
+            [float(T) for T in Ts],
+            med,
+            "o-",
+            color=colors[method],
+            label=f"{method} (median; slope {slope:.2f})" if slope is not None else method,
+        )
     if any(v is not None for d in s["samples_to_target"].values() for v in d.values()):
         ax.set_xscale("log"), ax.set_yscale("log")
         T_all = sorted({float(T) for d in s["samples_to_target"].values() for T in d})

@@ -31,6 +31,7 @@ Shapes: S runs (seeds on the run axis), B sequences, L positions, H heads, M lag
 n_sub subsets.  Parameters (all with the run axis first): ``w`` (S, H, M), ``c`` (S, n_sub), ``a`` (S, 1);
 full variant ``W_Q``, ``W_K``, ``W_OV`` (S, H, d, d); layernorm ``ln_gamma``, ``ln_beta`` (S, H, d).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -68,12 +69,26 @@ class ChenConfig:
     def __post_init__(self) -> None:
         require(self.vocab_size >= 2, "model.vocab_size", f"needs at least 2 tokens, got {self.vocab_size}")
         require(self.n_heads >= 1, "model.n_heads", f"must be ≥ 1, got {self.n_heads}")
-        require(1 <= self.max_degree <= self.n_heads, "model.max_degree", f"must lie in 1..n_heads = {self.n_heads}, got {self.max_degree}")
+        require(
+            1 <= self.max_degree <= self.n_heads,
+            "model.max_degree",
+            f"must lie in 1..n_heads = {self.n_heads}, got {self.max_degree}",
+        )
         if self.windows == "shared":
-            require(self.window >= self.n_heads, "model.window", f"the shared window needs M ≥ H = {self.n_heads} (head h starts on lag h), got {self.window}")
+            require(
+                self.window >= self.n_heads,
+                "model.window",
+                f"the shared window needs M ≥ H = {self.n_heads} (head h starts on lag h), got {self.window}",
+            )
         else:
-            require(self.window == 2 * self.n_heads - 1, "model.window", f"the shifted scheme needs M = 2H − 1 = {2 * self.n_heads - 1}, got {self.window}")
-        require(self.n_states <= 4096, "model.window", f"(d+1)^(number of lags) = {self.n_states} window states exceed 4096")
+            require(
+                self.window == 2 * self.n_heads - 1,
+                "model.window",
+                f"the shifted scheme needs M = 2H − 1 = {2 * self.n_heads - 1}, got {self.window}",
+            )
+        require(
+            self.n_states <= 4096, "model.window", f"(d+1)^(number of lags) = {self.n_states} window states exceed 4096"
+        )
         require(self.c_init != 0, "model.c_init", "must be non-zero (p_S = c_S² / Σ c²)")
 
     @property
@@ -91,7 +106,7 @@ class ChenConfig:
 
 
 def subset_label(subset: tuple[int, ...]) -> str:
-    """"{1,2}" for heads (0, 1) — head h starts on lag h, so labels read as lag sets."""
+    """ "{1,2}" for heads (0, 1) — head h starts on lag h, so labels read as lag sets."""
     return "{" + ",".join(str(h + 1) for h in subset) + "}"
 
 
@@ -100,7 +115,11 @@ def init_params(cfg: ChenConfig, n_runs: int, dtype: torch.dtype = torch.float64
     H, M, d = cfg.n_heads, cfg.window, cfg.vocab_size
     w = torch.full((H, M), cfg.w_minus, dtype=dtype)
     w[torch.arange(H), torch.arange(H)] = cfg.w_plus  # head h on lag h + 1 (0-based column h)
-    p = {"w": w, "c": torch.full((len(cfg.subsets),), cfg.c_init, dtype=dtype), "a": torch.full((1,), cfg.a_init, dtype=dtype)}
+    p = {
+        "w": w,
+        "c": torch.full((len(cfg.subsets),), cfg.c_init, dtype=dtype),
+        "a": torch.full((1,), cfg.a_init, dtype=dtype),
+    }
     if cfg.variant == "full":
         eye = 0.01 * torch.eye(d, dtype=dtype).expand(H, d, d)
         p.update(W_Q=eye, W_K=eye, W_OV=eye)
@@ -154,8 +173,9 @@ def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch
     return torch.einsum("shzj,zjd->shzd", attn, E)
 
 
-def kernel_table(cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tensor | None = None,
-                 states: torch.Tensor | None = None) -> torch.Tensor:
+def kernel_table(
+    cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tensor | None = None, states: torch.Tensor | None = None
+) -> torch.Tensor:
     """T[z_q, z] = ⟨u(z_q), u(z)⟩ (S, Z, Z), the layer-2 kernel between the window states ``states`` (all by
     default) (spec §2.2).  ``p`` (S, n_sub) replaces the selection weights c² / Σ c² (for gradients in p)."""
     v = head_outputs(cfg, params, states)  # (S, H, Z, d)
@@ -163,7 +183,9 @@ def kernel_table(cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tens
     if cfg.norm == "head_l2":
         v = v / (v.norm(dim=-1, keepdim=True) + EPS_L2)
     elif cfg.norm == "layernorm":
-        v = torch.nn.functional.layer_norm(v, v.shape[-1:]) * params["ln_gamma"].unsqueeze(2) + params["ln_beta"].unsqueeze(2)
+        v = torch.nn.functional.layer_norm(v, v.shape[-1:]) * params["ln_gamma"].unsqueeze(2) + params[
+            "ln_beta"
+        ].unsqueeze(2)
     gram = v @ v.transpose(-1, -2)  # (S, H, Z, Z)
     if cfg.norm != "exact":
         gram = gram.relu()
@@ -202,7 +224,9 @@ class Batch(NamedTuple):
 def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch.float64) -> Batch:
     """``tokens`` (S, B, L + 1) or (B, L + 1) — inputs x_{1:L} and label x_{L+1} — as a :class:`Batch`."""
     tokens = tokens.unsqueeze(0) if tokens.dim() == 2 else tokens
-    require(int(tokens.max()) < cfg.vocab_size and int(tokens.min()) >= 0, "tokens", f"must lie in 0..{cfg.vocab_size - 1}")
+    require(
+        int(tokens.max()) < cfg.vocab_size and int(tokens.min()) >= 0, "tokens", f"must lie in 0..{cfg.vocab_size - 1}"
+    )
     S, B, L1 = tokens.shape
     d, base = cfg.vocab_size, cfg.vocab_size + 1
     x = tokens.clone()
@@ -223,15 +247,19 @@ def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch
     return Batch((run * Z + zq) * Z + z, run * Z + zq, run, seq * d + token, count.to(dtype), tokens[..., -1], states)
 
 
-def predict(cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None) -> torch.Tensor:
+def predict(
+    cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None
+) -> torch.Tensor:
     """The output distribution y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} (S, B, d); ``p`` as in :func:`kernel_table`."""
     T = kernel_table(cfg, params, p, batch.states)  # (S, Z, Z)
     a = params["a"].view(-1)
     shift = a.detach().view(-1, 1) * T.detach().amax(-1)  # (S, Z): the largest logit of each query state
-    logits = (a.index_select(0, batch.run) * T.view(-1).index_select(0, batch.index)
-              - shift.view(-1).index_select(0, batch.row))  # (U,)
+    logits = a.index_select(0, batch.run) * T.view(-1).index_select(0, batch.index) - shift.view(-1).index_select(
+        0, batch.row
+    )  # (U,)
     mass = torch.zeros(batch.labels.numel() * cfg.vocab_size, dtype=T.dtype).index_add_(
-        0, batch.slot, logits.exp() * batch.count.to(T.dtype))
+        0, batch.slot, logits.exp() * batch.count.to(T.dtype)
+    )
     y = mass.view(*batch.labels.shape, cfg.vocab_size)
     return y / y.sum(-1, keepdim=True)
 

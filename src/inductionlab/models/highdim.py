@@ -15,6 +15,7 @@ and value g = w_V^{(2,1)}, the IH head's value h = w_V^{(2,2)}, W_Q and W_K.
 Shapes: S runs, B batch, L positions, d token dimension; keys s = 2..L−1 (spec A1/A2), N = L − 2 of them.
 Parameters live in one (S, P) matrix θ = [p, g, h, vec W_Q, vec W_K] so optimisers treat all runs at once.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +24,6 @@ from typing import Literal
 import torch
 
 from inductionlab.config import require
-from inductionlab.tasks.induction import induction_head
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,9 @@ class HighDimConfig:
     def __post_init__(self) -> None:
         require(self.reading in ("A", "B"), "model.reading", f"must be 'A' or 'B', got {self.reading!r}")
         require(self.D >= 1 and self.L >= 5, "model.D", f"needs D ≥ 1 and L ≥ 5, got D={self.D}, L={self.L}")
-        require(self.alpha_star > 0 and self.sigma_init > 0, "model.alpha_star", "alpha_star and sigma_init must be > 0")
+        require(
+            self.alpha_star > 0 and self.sigma_init > 0, "model.alpha_star", "alpha_star and sigma_init must be > 0"
+        )
 
     @property
     def d(self) -> int:
@@ -66,8 +68,13 @@ def init_theta(cfg: HighDimConfig, n_runs: int, generator: torch.Generator) -> t
 def unpack(cfg: HighDimConfig, theta: torch.Tensor) -> dict[str, torch.Tensor]:
     """Views of θ (S, P): p, g, h (S,), W_Q, W_K (S, r, d)."""
     S, r, d = theta.shape[0], cfg.D, cfg.d
-    return {"p": theta[:, 0], "g": theta[:, 1], "h": theta[:, 2],
-            "W_Q": theta[:, 3 : 3 + r * d].view(S, r, d), "W_K": theta[:, 3 + r * d :].view(S, r, d)}
+    return {
+        "p": theta[:, 0],
+        "g": theta[:, 1],
+        "h": theta[:, 2],
+        "W_Q": theta[:, 3 : 3 + r * d].view(S, r, d),
+        "W_K": theta[:, 3 + r * d :].view(S, r, d),
+    }
 
 
 def forward(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,17 +92,14 @@ def forward(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[t
     return four_gram, induction
 
 
-def target(cfg: HighDimConfig, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """f* blocks (B, d): α*/(1+α*) x_{L−2} and 1/(1+α*) IH_2(X; W*) (spec §5.1 lifted)."""
-    a = cfg.alpha_star
-    return a / (1 + a) * x[:, -3], induction_head(x, cfg.w_star().to(x.dtype)) / (1 + a)
-
-
-def partial_losses(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """L_G4 and L_IH2 (S,): ½ E‖block − target‖²/d per block (loss 11, averaged over the d coordinates so
-    that the Fig. 2 learning rate 0.1 stays stable: with the plain sum GD's step on g is d times larger and
-    diverges at D = 100)."""
-    out, want = forward(cfg, theta, x), target(cfg, x)
+def partial_losses(
+    cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor, want: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """L_G4 and L_IH2 (S,): ½ E‖block − target‖²/d per block against the target blocks ``want`` (B, d) each
+    (:func:`inductionlab.tasks.mixed.lifted_target`); loss 11, averaged over the d coordinates so that the
+    Fig. 2 learning rate 0.1 stays stable: with the plain sum GD's step on g is d times larger and diverges at
+    D = 100."""
+    out = forward(cfg, theta, x)
     return tuple(0.5 * (o - w).square().mean(-1).mean(-1) for o, w in zip(out, want))
 
 

@@ -8,6 +8,7 @@ Run axis first: V (S, N, N), A (S, T, N); a batch is tokens (S, B, T), last (S, 
 by :func:`inductionlab.tasks.scb.sample`.  X a_k is built by a scatter-add over token indices — no dense
 one-hot (B, N, T) tensor.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,15 +36,18 @@ def softmax_attention(W: torch.Tensor) -> torch.Tensor:
     return torch.softmax(W, dim=-2)
 
 
-def loss(V: torch.Tensor, A: torch.Tensor, tokens: torch.Tensor, last: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+def loss(
+    V: torch.Tensor, A: torch.Tensor, tokens: torch.Tensor, last: torch.Tensor, label: torch.Tensor
+) -> torch.Tensor:
     """Mini-batch mean of ℓ = ½‖e_{x_o} − V X a_{x_{T+1}}‖² (eq. 3), per run (S,)."""
     f = forward(V, A, tokens, last)
     err = f.square().sum(-1) - 2 * f.gather(2, label.unsqueeze(-1)).squeeze(-1) + 1
     return 0.5 * err.mean(-1)
 
 
-def gradients(V: torch.Tensor, A: torch.Tensor, tokens: torch.Tensor, last: torch.Tensor, label: torch.Tensor
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def gradients(
+    V: torch.Tensor, A: torch.Tensor, tokens: torch.Tensor, last: torch.Tensor, label: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Raw mini-batch gradients (G_V (S, N, N), G_A (S, T, N)) of the mean loss (spec §4 [D]):
     ∇_V ℓ = r (X a_k)ᵀ and ∇_A ℓ = Xᵀ Vᵀ r e_kᵀ with r = V X a_k − e_{x_o}, k = x_{T+1}."""
     S, B, T = tokens.shape

@@ -15,6 +15,7 @@ Parameters, one row per run, columns in :data:`PARAMS` order:
 Gradients are written out by hand (checked against autograd in the tests): the model is tiny, so the
 time goes into Python overhead and element passes, and a hand-written backward needs far fewer of both.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,10 +26,9 @@ from typing import Literal
 
 import torch
 
-from inductionlab.config import require
 from inductionlab import ops
-from inductionlab.ops import abs_bound, softmax_average
-from inductionlab.tasks.mixed import MixedTarget, mixed_target
+from inductionlab.config import require
+from inductionlab.ops import softmax_average
 
 PARAMS = ("p_tilde", "p", "w_V1", "w_V2", "w_Q", "w_K")
 P_TILDE, P, W_V1, W_V2, W_Q, W_K = range(6)
@@ -44,8 +44,11 @@ class ToyConfig:
     sigma_init: float = 0.01
 
     def __post_init__(self) -> None:
-        require(self.sigma_init > 0 and math.isfinite(self.sigma_init), "model.sigma_init",
-                f"must be a finite number > 0 (θ = 0 is a fixed point of gradient flow), got {self.sigma_init}")
+        require(
+            self.sigma_init > 0 and math.isfinite(self.sigma_init),
+            "model.sigma_init",
+            f"must be a finite number > 0 (θ = 0 is a fixed point of gradient flow), got {self.sigma_init}",
+        )
 
 
 def init_params(sigma_init: torch.Tensor | float, n_runs: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -54,8 +57,9 @@ def init_params(sigma_init: torch.Tensor | float, n_runs: int, dtype: torch.dtyp
     return sigma.expand(n_runs, len(PARAMS)).clone()
 
 
-def rpe_weights(slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def rpe_weights(
+    slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Softmax of −slope·distance over the last axis (the ALiBi-type RPE φ(z; p) = −p(z−1), spec §1.1),
     and its derivative with respect to the slope.
 
@@ -135,7 +139,8 @@ class Batch:
 
     x (S or 1, L, B); targets (S, 2, B); bound ≥ max|x|; keys = y_s and scores = x_L·y_s at the key
     positions s = 2..L−1, (S, L−2, B), when layer 1 is fixed (ideal, or frozen in Stage II), else None.
-    Trainers build these for a block of future steps in one batched call (:func:`make_batch`).
+    Trainers build these for a block of future steps in one batched call
+    (:func:`inductionlab.train.toy.make_batch`, with the targets of :mod:`inductionlab.tasks.mixed`).
     """
 
     x: torch.Tensor
@@ -145,23 +150,20 @@ class Batch:
     scores: torch.Tensor | None = None
 
 
-def make_batch(x: torch.Tensor, target: MixedTarget, layer1: Layer1, a: torch.Tensor | None = None) -> Batch:
-    """Prepare a :class:`Batch`; ``a`` = frozen layer-1 rows (S, L−2, L) to precompute learned keys.
-
-    x may carry extra leading block axes, (S, K, L, B), with ``target`` repeated to match (S·K runs)."""
+def fixed_keys(
+    x: torch.Tensor, layer1: Layer1, a: torch.Tensor | None = None
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The keys y_s and scores x_L·y_s (…, L−2, B) of tokens x (…, L, B) when layer 1 does not train: the ideal
+    y_s = x_{s−1}, or ``a`` = frozen layer-1 rows (S, L−2, L); (None, None) when layer 1 learns.  x may carry
+    extra leading block axes, (S, K, L, B)."""
     L = x.shape[-2]
-    flat = x.reshape(-1, L, x.shape[-1])
-    bound = abs_bound(flat)
     if layer1 == "ideal":
         keys = x[..., 0 : L - 2, :]
     elif a is not None:
         keys = torch.matmul(a.view(a.shape[:1] + (1,) * (x.dim() - 3) + a.shape[1:]), x)
     else:
-        keys = None
-    scores = None if keys is None else x[..., L - 1 : L, :] * keys
-    ideal_scores = None if scores is None or layer1 != "ideal" else scores.reshape(flat.shape[0], L - 2, -1)
-    targets = mixed_target(flat, target, bound, ideal_scores).view((-1,) + x.shape[1:-2] + (2, x.shape[-1]))
-    return Batch(x, targets, bound, keys, scores)
+        return None, None
+    return keys, x[..., L - 1 : L, :] * keys
 
 
 Wrt = Literal["all", "layer1", "layer2"]
@@ -199,8 +201,9 @@ def _forward(theta: torch.Tensor, batch: Batch, layer1: Layer1, need_dy: bool, k
         scores = x[:, L - 1 : L] * keys
     weights_4g = four_gram_weights(theta[:, P], L)
     u_du = torch.matmul(weights_4g, keys)
-    v, e, z = softmax_average(theta[:, W_Q] * theta[:, W_K], scores, values, needs_shift(theta, batch.bound),
-                              keep_weights=keep_e)
+    v, e, z = softmax_average(
+        theta[:, W_Q] * theta[:, W_K], scores, values, needs_shift(theta, batch.bound), keep_weights=keep_e
+    )
     resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * torch.stack((u_du[:, 0], v), 1) - batch.targets
     return _Forward(x, keys, scores, d_keys, weights_4g, u_du, v, e, z, resid)
 
@@ -210,13 +213,19 @@ def needs_shift(theta: torch.Tensor, bound: float) -> bool:
     return ops.needs_shift(max(abs(r[W_Q] * r[W_K]) for r in theta.detach().tolist()) * bound * bound)
 
 
-def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned", need_grad: bool = True,
-                  wrt: Wrt = "all", per_sample: bool = False) -> ToyStep:
+def loss_and_grad(
+    theta: torch.Tensor,
+    batch: Batch,
+    layer1: Layer1 = "learned",
+    need_grad: bool = True,
+    wrt: Wrt = "all",
+    per_sample: bool = False,
+) -> ToyStep:
     """Forward pass, partial losses and the hand-written gradient of the toy model.
 
     Args:
         theta: (S, 6) parameters.
-        batch: tokens (S or 1, L, B) with their targets (see :func:`make_batch`).
+        batch: tokens (S or 1, L, B) with their targets (see :class:`Batch`).
         layer1: "learned" (eq. 5 with p̃) or "ideal" (y_s = x_{s-1}).
         need_grad: compute the gradient.
         wrt: which gradient entries to compute — "layer1" (p̃ only, Stage I), "layer2" (the five
@@ -234,9 +243,14 @@ def loss_and_grad(theta: torch.Tensor, batch: Batch, layer1: Layer1 = "learned",
     return ToyStep(*_gradient(theta, _forward(theta, batch, layer1, need_dy, keep_e=True), wrt))
 
 
-def straight_step(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, shift: bool,
-                  keys: torch.Tensor | None = None, scores: torch.Tensor | None = None
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def straight_step(
+    theta: torch.Tensor,
+    x: torch.Tensor,
+    targets: torch.Tensor,
+    shift: bool,
+    keys: torch.Tensor | None = None,
+    scores: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Partial losses (S, 2) and the gradient (S, 6): the maths of :func:`loss_and_grad`, written as one
     straight-line function of tensors (no host syncs) so that ``torch.compile`` fuses it into a few
     loops — the trainer compiles it on long stages.
@@ -275,8 +289,9 @@ def straight_step(theta: torch.Tensor, x: torch.Tensor, targets: torch.Tensor, s
         v_dpt = c[:, 0] * x[:, L - 1] * (centred * d_keys).sum(1) / z  # dv/dp̃
         dp_tilde = (g.unsqueeze(1) * r1 * u_dpt + h.unsqueeze(1) * r2 * v_dpt).mean(-1)
     dc = h * (r2 * dv).mean(-1)
-    grad = torch.stack((dp_tilde, g * (r1 * u_du[:, 1]).mean(-1), (r1 * u_du[:, 0]).mean(-1), (r2 * v).mean(-1),
-                        w_k * dc, w_q * dc), 1)
+    grad = torch.stack(
+        (dp_tilde, g * (r1 * u_du[:, 1]).mean(-1), (r1 * u_du[:, 0]).mean(-1), (r2 * v).mean(-1), w_k * dc, w_q * dc), 1
+    )
     return 0.5 * resid.square().mean(-1), grad
 
 
@@ -308,8 +323,9 @@ _LOSS_INDEX = torch.tensor([0, 3])  # r1·r1, r2·r2 in `prods`
 _STAT_INDEX = torch.tensor([4, 6, 9, 11])  # u·r1, du·r1, v·r2, (dv/dc)·r2 in `prods`
 
 
-def _centered_sum(e: torch.Tensor, d: torch.Tensor, values: torch.Tensor, v: torch.Tensor, z: torch.Tensor
-                  ) -> torch.Tensor:
+def _centered_sum(
+    e: torch.Tensor, d: torch.Tensor, values: torch.Tensor, v: torch.Tensor, z: torch.Tensor
+) -> torch.Tensor:
     """Σ_s ρ_s (x_s − v) d_s with ρ = e / z: the derivative of v = Σρx along logits moving by d, (S, 1, B)."""
     ed = e * d
     return ed.sum(1).mul_(v).neg_().add_(ed.mul_(values).sum(1)).div_(z).unsqueeze(1)

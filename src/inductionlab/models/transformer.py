@@ -18,6 +18,7 @@ by default (the paper has none; ``scale=True`` adds it).  Query position i atten
 ``key_start ≤ j < i`` (1-indexed; spec A1: the toy and the constructions start layer-2 keys at 2 or n);
 a query with no keys (position 1 always) outputs 0, never NaN.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,12 +64,17 @@ class TransformerConfig:
         require(self.init_std >= 0 and math.isfinite(self.init_std), "model.init_std", "must be a finite number ≥ 0")
         for name in ("residual", "ffn_width", "key_start"):
             value = getattr(self, name)
-            require(not isinstance(value, tuple) or len(value) == self.n_layers, f"model.{name}",
-                    f"give one value or {self.n_layers} (one per layer), got {value}")
+            require(
+                not isinstance(value, tuple) or len(value) == self.n_layers,
+                f"model.{name}",
+                f"give one value or {self.n_layers} (one per layer), got {value}",
+            )
         for name in ("dp", "rpe"):
             value = getattr(self, name)
             ok = isinstance(value, bool) or (len(value) == self.n_layers and all(len(v) == self.n_heads for v in value))
-            require(ok, f"model.{name}", f"give one bool or {self.n_layers} tuples of {self.n_heads} bools (layer × head)")
+            require(
+                ok, f"model.{name}", f"give one bool or {self.n_layers} tuples of {self.n_heads} bools (layer × head)"
+            )
         require(all(k >= 1 for k in self.layer("key_start")), "model.key_start", "key positions start at 1 (1-indexed)")
         require(all(m >= 0 for m in self.layer("ffn_width")), "model.ffn_width", "must be ≥ 0 (0: no FFN)")
 
@@ -101,7 +107,13 @@ def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
     shapes = {"embed.W_E": (cfg.vocab or cfg.d_in, D)}
     for l, m in enumerate(cfg.layer("ffn_width")):
         a = f"blocks.{l}.attn."
-        shapes |= {a + "W_Q": (H, D, K), a + "W_K": (H, D, K), a + "W_V": (H, D, K), a + "W_O": (H, K, D), a + "p": (H,)}
+        shapes |= {
+            a + "W_Q": (H, D, K),
+            a + "W_K": (H, D, K),
+            a + "W_V": (H, D, K),
+            a + "W_O": (H, K, D),
+            a + "p": (H,),
+        }
         if m:
             f = f"blocks.{l}.mlp."
             shapes |= {f + "W_in": (D, m), f + "b_in": (m,), f + "W_out": (m, D), f + "b_out": (D,)}
@@ -109,8 +121,9 @@ def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def init_params(cfg: TransformerConfig, n_runs: int, generator: torch.Generator,
-                dtype: torch.dtype = torch.float32) -> Params:
+def init_params(
+    cfg: TransformerConfig, n_runs: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+) -> Params:
     """Weights ~ N(0, init_std²), biases 0, slopes ``slope_init`` (spec §6: initialisation scale 0.01)."""
     params = {}
     for name, shape in param_shapes(cfg).items():
@@ -161,8 +174,9 @@ def _project(z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     return _linear(z, W.permute(0, 2, 1, 3).reshape(S, D, H * K)).unflatten(-1, (H, K)).transpose(2, 3)
 
 
-def attention(cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def attention(
+    cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Layer l's multi-head attention: output (S, B, L', D) and pattern (S, B, H, L', L), where L' = L, or
     1 with ``last_only`` (only the last query: all a last-position readout needs from the last layer).
     The causal mask and the RPE term form one additive bias (L', L) per head."""
@@ -187,8 +201,9 @@ def attention(cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, l
     return out, pattern
 
 
-def forward(cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool = False
-            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def forward(
+    cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool = False
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Model output — (S, B, d_out) at the last position, or (S, B, L, d_out) with readout "all" — and,
     with ``keep``, a cache of ``blocks.{l}.attn.pattern`` (S, B, H, L, L) and ``blocks.{l}.hook_resid_post``
     (S, B, L, D) (TransformerLens names) plus ``hook_embed``."""

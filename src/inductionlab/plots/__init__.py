@@ -1,4 +1,5 @@
 """Matplotlib (Agg) helpers shared by the experiments' figures."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 PHASE_COLORS = ("#fdd9b5", "#e6e6e6", "#c7e9c0", "#d6e2f5")
 PHASE_LABELS = ("I: partial learning", "II: plateau", "III: emergence", "IV: convergence")
-CURVE_COLORS = {"loss": "black", "loss_G4": "#d95f02", "loss_IH2": "#1b9e77", "p": "#7570b3", "w_V1": "#d95f02",
-                "w_V2": "#1b9e77", "w_KQ": "#e7298a", "p_tilde": "#666666"}
+CURVE_COLORS = {
+    "loss": "black",
+    "loss_G4": "#d95f02",
+    "loss_IH2": "#1b9e77",
+    "p": "#7570b3",
+    "w_V1": "#d95f02",
+    "w_V2": "#1b9e77",
+    "w_KQ": "#e7298a",
+    "p_tilde": "#666666",
+}
 
 
 def subplots(ncols: int, nrows: int = 1, width: float = 4.2, height: float = 3.4):
@@ -29,8 +38,10 @@ def num(value) -> float:
 def phase_spans(times: dict, t_end: float) -> list[tuple[float, float]]:
     """[0, T_I], [T_I, T_II], [T_II, T_III], [T_III, end]; a boundary not reached is clipped to the end,
     and T_II earlier than T_I (the early IH-loss dip, spec §5.5) is moved up to T_I."""
+
     def clip(v):
         return t_end if v is None or (isinstance(v, float) and math.isnan(v)) else min(float(v), t_end)
+
     t_i = clip(times.get("T_I"))
     t_ii = max(clip(times.get("T_II")), t_i)
     t_iii = max(clip(times.get("T_III")), t_ii)

@@ -7,11 +7,13 @@ target (..., B, d).  Positions are 1-indexed in the docstrings, as in the paper.
 IH_n(X) = Σ_{s=n}^{L−1} x_s softmax_s( vec(X_{L−n+2:L})ᵀ W* vec(X_{s−n+1:s−1}) ), where vec stacks a
 patch newest first (spec §1 [R]), W* is (n−1)d × (n−1)d, and L ≥ n + 1 (spec A1: keys s = n..L−1).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 import torch
 
@@ -46,8 +48,9 @@ def skewed_matrix(m: int, scale: float, skew: float) -> torch.Tensor:
     return scale * torch.eye(m, dtype=torch.float64) + skew * (upper - upper.T)
 
 
-def sample_tokens(shape: Sequence[int], tokens: Tokens, generator: torch.Generator,
-                  dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def sample_tokens(
+    shape: Sequence[int], tokens: Tokens, generator: torch.Generator, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """I.i.d. tokens: N(0, 1) or uniform on [−1, 1] per coordinate (the bounded domain of spec A8)."""
     require(tokens in ("gaussian", "uniform"), "task.tokens", f"must be 'gaussian' or 'uniform', got {tokens!r}")
     if tokens == "gaussian":
@@ -76,8 +79,11 @@ def generalized_induction_head(x: torch.Tensor, n: int, similarity: Similarity) 
 def induction_head(x: torch.Tensor, w_star: torch.Tensor, n: int = 2) -> torch.Tensor:
     """IH_n with the bilinear score vec(query)ᵀ W* vec(key) (eqs. 4 and 6); ``w_star`` is (n−1)d square."""
     m = (n - 1) * x.shape[-1]
-    require(tuple(w_star.shape) == (m, m), "w_star", f"IH_{n} on d = {x.shape[-1]} tokens needs a {m}×{m} matrix, "
-            f"got {tuple(w_star.shape)}")
+    require(
+        tuple(w_star.shape) == (m, m),
+        "w_star",
+        f"IH_{n} on d = {x.shape[-1]} tokens needs a {m}×{m} matrix, got {tuple(w_star.shape)}",
+    )
     return generalized_induction_head(x, n, dot(w_star))
 
 
@@ -111,8 +117,9 @@ class InductionTaskConfig:
         return generalized_induction_head(x, self.n, SIMILARITIES[self.similarity](*args))
 
 
-def repeated_random_tokens(batch: int, period: int, repeats: int, generator: torch.Generator, vocab: int = 0,
-                           d: int = 1) -> torch.Tensor:
+def repeated_random_tokens(
+    batch: int, period: int, repeats: int, generator: torch.Generator, vocab: int = 0, d: int = 1
+) -> torch.Tensor:
     """Random sequences repeated ``repeats`` times: integer tokens (B, period·repeats) from ``vocab``, or
     Gaussian real tokens (B, period·repeats, d) when vocab = 0."""
     require(period >= 1 and repeats >= 2, "period", "needs period ≥ 1 and ≥ 2 repeats")

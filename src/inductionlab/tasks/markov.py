@@ -12,6 +12,7 @@ per position, never a per-token Python loop over sequences.
 Baselines: the Bayes-optimal predictor (Dirichlet–categorical posterior mean, spec §1.4) and, as special
 cases of :func:`ngram_estimator`, the in-context bigram (parents (1,)) and unigram (no parents) estimators.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,10 +35,16 @@ class MarkovConfig:
 
     def __post_init__(self) -> None:
         require(self.vocab_size >= 2, "task.vocab_size", f"needs at least 2 tokens, got {self.vocab_size}")
-        require(len(self.parents) >= 1 and all(r >= 1 for r in self.parents), "task.parents",
-                f"give one or more positive lags (e.g. (1, 2) for pa = {{-1, -2}}), got {self.parents}")
-        require(list(self.parents) == sorted(set(self.parents)), "task.parents",
-                f"lags must be strictly increasing, got {self.parents}")
+        require(
+            len(self.parents) >= 1 and all(r >= 1 for r in self.parents),
+            "task.parents",
+            f"give one or more positive lags (e.g. (1, 2) for pa = {{-1, -2}}), got {self.parents}",
+        )
+        require(
+            list(self.parents) == sorted(set(self.parents)),
+            "task.parents",
+            f"lags must be strictly increasing, got {self.parents}",
+        )
         require(self.L > max(self.parents), "task.L", f"must exceed the largest lag {max(self.parents)}, got {self.L}")
         require(self.alpha > 0, "task.alpha", f"must be > 0, got {self.alpha}")
         require(self.vocab_size ** len(self.parents) <= 1 << 20, "task.parents", "d^n parent states exceed 2^20")
@@ -61,14 +68,19 @@ def parent_states(tokens: torch.Tensor, parents: tuple[int, ...], d: int) -> tor
     return z
 
 
-def sample(cfg: MarkovConfig, n: int, generator: np.random.Generator,
-           kernels: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def sample(
+    cfg: MarkovConfig, n: int, generator: np.random.Generator, kernels: np.ndarray | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """n sequences: tokens (n, L + 1) int64 — inputs ``tokens[:, :L]``, labels ``tokens[:, L]`` — and their
     kernels (n, d^n, d) float64, drawn from the prior unless given."""
     require(n >= 1, "n", f"must be ≥ 1, got {n}")
     d, L, parents = cfg.vocab_size, cfg.L, cfg.parents
     kernels = draw_kernels(cfg, n, generator) if kernels is None else kernels
-    require(kernels.shape == (n, d ** len(parents), d), "kernels", f"need shape {(n, d ** len(parents), d)}, got {kernels.shape}")
+    require(
+        kernels.shape == (n, d ** len(parents), d),
+        "kernels",
+        f"need shape {(n, d ** len(parents), d)}, got {kernels.shape}",
+    )
     cdf = np.cumsum(kernels, axis=-1)[..., :-1]  # (n, d^n, d − 1)
     u = generator.random((n, L + 1))
     x = np.empty((n, L + 1), dtype=np.int64)
@@ -106,9 +118,13 @@ def train_val_split(tokens: torch.Tensor, n_val: int, generator: torch.Generator
     return tokens[perm[n_val:]], tokens[perm[:n_val]]
 
 
-def datasets(cfg: MarkovConfig, seeds: tuple[int, ...], n_samples: int, n_val: int) -> tuple[torch.Tensor, torch.Tensor]:
+def datasets(
+    cfg: MarkovConfig, seeds: tuple[int, ...], n_samples: int, n_val: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One finite dataset per seed, split by the same seed (spec §1.5: 10 000 sequences, 9000 / 1000, seed
     2024): train (S, n_samples − n_val, L + 1) and val (S, n_val, L + 1)."""
-    parts = [train_val_split(sample(cfg, n_samples, np.random.default_rng(s))[0], n_val,
-                             torch.Generator().manual_seed(s)) for s in seeds]
+    parts = [
+        train_val_split(sample(cfg, n_samples, np.random.default_rng(s))[0], n_val, torch.Generator().manual_seed(s))
+        for s in seeds
+    ]
     return torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])

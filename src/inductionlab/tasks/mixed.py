@@ -6,16 +6,19 @@ Scalar tokens, i.i.d. N(0, 1) ("gaussian") or Unif{±1} ("boolean", workshop Fig
 s = 2..L-1 follows spec A1/A2.  Tensors use the token-major layout (S, L, B) of :mod:`inductionlab.ops`;
 positions are 1-indexed in the docs and 0-indexed in code (x_s is ``x[:, s-1]``).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import torch
 
 from inductionlab.config import require
 from inductionlab.ops import abs_bound, needs_shift, softmax_average
+from inductionlab.tasks.induction import induction_head
 
 Tokens = Literal["gaussian", "boolean"]
 
@@ -30,10 +33,16 @@ class MixedTaskConfig:
     tokens: Tokens = "gaussian"
 
     def __post_init__(self) -> None:
-        require(self.alpha_star > 0 and math.isfinite(self.alpha_star), "task.alpha_star",
-                f"must be a finite number > 0, got {self.alpha_star}")
-        require(self.w_star > 0 and math.isfinite(self.w_star), "task.w_star",
-                f"must be a finite number > 0, got {self.w_star}")
+        require(
+            self.alpha_star > 0 and math.isfinite(self.alpha_star),
+            "task.alpha_star",
+            f"must be a finite number > 0, got {self.alpha_star}",
+        )
+        require(
+            self.w_star > 0 and math.isfinite(self.w_star),
+            "task.w_star",
+            f"must be a finite number > 0, got {self.w_star}",
+        )
         require(self.L >= 5, "task.L", f"must be an integer ≥ 5 (the target needs x_(L-2) and two keys), got {self.L}")
 
 
@@ -47,21 +56,33 @@ class MixedTarget:
     tokens: Tokens = "gaussian"
 
     def __post_init__(self) -> None:
-        require(self.alpha_star.shape == self.w_star.shape and self.alpha_star.dim() == 1, "target",
-                "alpha_star and w_star must be 1-D tensors of the same length (one entry per run)")
-        cached = {"gh_star": torch.stack((self.g_star, self.h_star), 1).unsqueeze(-1),  # (S, 2, 1)
-                  "c_star": self.w_star**2, "c_star_max": float(self.w_star.max()) ** 2}
+        require(
+            self.alpha_star.shape == self.w_star.shape and self.alpha_star.dim() == 1,
+            "target",
+            "alpha_star and w_star must be 1-D tensors of the same length (one entry per run)",
+        )
+        cached = {
+            "gh_star": torch.stack((self.g_star, self.h_star), 1).unsqueeze(-1),  # (S, 2, 1)
+            "c_star": self.w_star**2,
+            "c_star_max": float(self.w_star.max()) ** 2,
+        }
         for name, value in cached.items():
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_config(cls, cfg: MixedTaskConfig, n_runs: int, dtype: torch.dtype = torch.float32) -> "MixedTarget":
+    def from_config(cls, cfg: MixedTaskConfig, n_runs: int, dtype: torch.dtype = torch.float32) -> MixedTarget:
         ones = torch.ones(n_runs, dtype=dtype)
         return cls(cfg.alpha_star * ones, cfg.w_star * ones, cfg.L, cfg.tokens)
 
     @classmethod
-    def per_run(cls, alpha_star: Sequence[float], w_star: Sequence[float], L: int, tokens: Tokens = "gaussian",
-                dtype: torch.dtype = torch.float32) -> "MixedTarget":
+    def per_run(
+        cls,
+        alpha_star: Sequence[float],
+        w_star: Sequence[float],
+        L: int,
+        tokens: Tokens = "gaussian",
+        dtype: torch.dtype = torch.float32,
+    ) -> MixedTarget:
         for a, w in zip(alpha_star, w_star, strict=True):
             MixedTaskConfig(alpha_star=a, w_star=w, L=L, tokens=tokens)  # validates each run
         return cls(torch.tensor(alpha_star, dtype=dtype), torch.tensor(w_star, dtype=dtype), L, tokens)
@@ -80,7 +101,7 @@ class MixedTarget:
         """Optimal induction-head value weight 1/(1+α*), (S,)."""
         return 1 / (1 + self.alpha_star)
 
-    def repeat_runs(self, k: int) -> "MixedTarget":
+    def repeat_runs(self, k: int) -> MixedTarget:
         """Each run repeated k times in a row (S·k runs), to match a (S, k, L, B) block of batches."""
         return MixedTarget(self.alpha_star.repeat_interleave(k), self.w_star.repeat_interleave(k), self.L, self.tokens)
 
@@ -92,7 +113,11 @@ def make_generators(seeds: Sequence[int]) -> list[torch.Generator]:
 
 def sample_tokens(out: torch.Tensor, generators: Sequence[torch.Generator], tokens: Tokens) -> torch.Tensor:
     """Fill ``out`` (S, L, B) in place with i.i.d. tokens, run r drawn from ``generators[r]``."""
-    require(out.shape[0] == len(generators), "generators", f"need one per run: {out.shape[0]} runs, {len(generators)} generators")
+    require(
+        out.shape[0] == len(generators),
+        "generators",
+        f"need one per run: {out.shape[0]} runs, {len(generators)} generators",
+    )
     for run, gen in enumerate(generators):
         if tokens == "gaussian":
             out[run].normal_(generator=gen)
@@ -101,14 +126,21 @@ def sample_tokens(out: torch.Tensor, generators: Sequence[torch.Generator], toke
     return out
 
 
-def new_tokens(n_runs: int, L: int, batch: int, generators: Sequence[torch.Generator], tokens: Tokens,
-               dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def new_tokens(
+    n_runs: int,
+    L: int,
+    batch: int,
+    generators: Sequence[torch.Generator],
+    tokens: Tokens,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """A fresh (S, L, B) token tensor."""
     return sample_tokens(torch.empty(n_runs, L, batch, dtype=dtype), generators, tokens)
 
 
-def mixed_target(x: torch.Tensor, target: MixedTarget, x_bound: float | None = None,
-                 scores: torch.Tensor | None = None) -> torch.Tensor:
+def mixed_target(
+    x: torch.Tensor, target: MixedTarget, x_bound: float | None = None, scores: torch.Tensor | None = None
+) -> torch.Tensor:
     """The two target coordinates for tokens x (S, L, B): (S, 2, B) = (4-gram, induction head).
 
     ``scores`` may pass in x_L·x_{s-1} (S, L-2, B) when the caller has it already.
@@ -126,3 +158,9 @@ def target_columns(x: torch.Tensor, ih: torch.Tensor, target: MixedTarget) -> to
     """Stack (α*/(1+α*) x_{L-2}, 1/(1+α*) IH_2(x)) into (S, 2, B) from the raw induction-head average."""
     four_gram = x[:, x.shape[1] - 3].expand_as(ih)  # x may be shared by all runs (S = 1)
     return torch.stack((four_gram, ih), 1) * target.gh_star
+
+
+def lifted_target(x: torch.Tensor, alpha_star: float, w_star: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mixed target lifted to d-dimensional tokens x (B, L, d): the blocks (B, d) α*/(1+α*) x_{L−2} and
+    1/(1+α*) IH_2(X; W*) with the d × d matrix W* (``docs/conventions.md#highdim``)."""
+    return alpha_star / (1 + alpha_star) * x[:, -3], induction_head(x, w_star.to(x.dtype)) / (1 + alpha_star)

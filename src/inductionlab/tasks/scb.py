@@ -7,6 +7,7 @@ Instances carry a leading run axis S (one instance per run): P (S, N, N), μ (S,
 columns q^{(k)}.  Sampling draws indices only — tokens (S, B, T), last token (S, B), label (S, B) — never
 dense one-hot (B, N, T) tensors.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,8 +51,12 @@ class SCBInstance:
         support only — positions (S, N, m) and CDF (S, N, m), m = the largest support size."""
         m = int((self.Q > 0).sum(-2).max())
         weights, positions = torch.topk(self.Q.transpose(1, 2), m, dim=-1)
-        cached = {"mu_cdf": self.mu.cumsum(-1), "p_cdf": self.P.transpose(1, 2).cumsum(-1),
-                  "q_positions": positions, "q_cdf": weights.cumsum(-1)}
+        cached = {
+            "mu_cdf": self.mu.cumsum(-1),
+            "p_cdf": self.P.transpose(1, 2).cumsum(-1),
+            "q_positions": positions,
+            "q_cdf": weights.cumsum(-1),
+        }
         for name, value in cached.items():
             object.__setattr__(self, name, value)
 
@@ -121,7 +126,9 @@ def random_instance(cfg: SCBConfig, n_runs: int, generator: np.random.Generator)
             if mu.min() * cfg.N >= 1 / cfg.C and mu.max() * cfg.N <= cfg.C and K_P >= cfg.c_kp * (mu**2).sum():
                 break
         else:
-            raise ConfigError(f"task: no instance met Assumption 2.1 in {cfg.max_tries} draws; raise task.C or lower task.c_kp")
+            raise ConfigError(
+                f"task: no instance met Assumption 2.1 in {cfg.max_tries} draws; raise task.C or lower task.c_kp"
+            )
         Q = np.zeros((cfg.T, cfg.N))
         for k in range(cfg.N):
             support = generator.choice(cfg.T, cfg.Q, replace=False)
@@ -153,7 +160,9 @@ def _iid_tokens(mu_cdf: torch.Tensor, shape: tuple[int, int, int], generator: to
     return tokens.long()
 
 
-def sample(inst: SCBInstance, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def sample(
+    inst: SCBInstance, batch: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """B examples per run: tokens x_1..x_T (S, B, T), last token x_{T+1} (S, B), label x_o (S, B) (int64).
     All draws are inverse-CDF look-ups of uniforms (float32 for the T + 1 context tokens, float64 for the
     position and the label)."""

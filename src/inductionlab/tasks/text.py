@@ -17,6 +17,7 @@ byte-pair encoding with ``vocab_size`` entries trained on the training split wit
 at random offsets from an explicit generator.  :func:`repeated_chunks` builds sequences of real text in which
 a span is repeated later (the repeated-token task of Olsson et al. over real words).
 """
+
 from __future__ import annotations
 
 import collections
@@ -51,8 +52,11 @@ class TextConfig:
 
     def __post_init__(self) -> None:
         require(self.vocab_size >= 0, "data.vocab_size", f"must be ≥ 0 (0: every training word), got {self.vocab_size}")
-        require(self.tokenizer == "word" or self.vocab_size >= 260, "data.vocab_size",
-                "a BPE vocabulary needs ≥ 260 entries (the bytes seen plus merges)")
+        require(
+            self.tokenizer == "word" or self.vocab_size >= 260,
+            "data.vocab_size",
+            "a BPE vocabulary needs ≥ 260 entries (the bytes seen plus merges)",
+        )
         require(self.L >= 2, "data.L", f"must be ≥ 2, got {self.L}")
         require(self.train_split != self.val_split, "data.val_split", "must differ from data.train_split")
 
@@ -66,7 +70,8 @@ def data_root(cfg: TextConfig) -> Path:
             f"text data not found: {where}. Put WikiText-2 in a folder and pass it with --data.path DIR (or set "
             f"{ENV}=DIR). Layouts read: {', '.join(LAYOUTS)} for the splits "
             f"{cfg.train_split!r} and {cfg.val_split!r} (also inside DIR/wikitext-2), or --data.path FILE for one "
-            "UTF-8 text file (first 90% of lines train, last 10% validation).")
+            "UTF-8 text file (first 90% of lines train, last 10% validation)."
+        )
     return Path(raw)
 
 
@@ -78,9 +83,11 @@ def split_file(root: Path, split: str) -> Path:
             if candidate.is_file():
                 return candidate
     found = sorted(p.name for p in root.iterdir())[:10] if root.is_dir() else []
-    raise MissingDataError(f"no {split!r} split under {root}: looked for {', '.join(l.format(split=split) for l in LAYOUTS)} "
-                           f"(also in {root / 'wikitext-2'}); the folder holds {found}. Choose the splits with "
-                           "--data.train_split / --data.val_split.")
+    raise MissingDataError(
+        f"no {split!r} split under {root}: looked for {', '.join(l.format(split=split) for l in LAYOUTS)} "
+        f"(also in {root / 'wikitext-2'}); the folder holds {found}. Choose the splits with "
+        "--data.train_split / --data.val_split."
+    )
 
 
 def read_splits(cfg: TextConfig) -> tuple[list[str], list[str]]:
@@ -118,6 +125,7 @@ def word_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) -
 
     def encode(words: list[str]) -> torch.Tensor:
         return torch.tensor([index.get(w, 0) for w in words], dtype=torch.long)
+
     return Corpus(encode(train_words), encode(_words(val_lines)), vocab)
 
 
@@ -129,13 +137,16 @@ def bpe_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) ->
         raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from err
     tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator((l for l in train_lines if l.strip()),
-                            trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, EOS], show_progress=False))
+    tok.train_from_iterator(
+        (l for l in train_lines if l.strip()),
+        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, EOS], show_progress=False),
+    )
     eos = tok.token_to_id(EOS)
 
     def encode(lines: list[str]) -> torch.Tensor:
         ids = [i for enc in tok.encode_batch([l for l in lines if l.strip()]) for i in (*enc.ids, eos)]
         return torch.tensor(ids, dtype=torch.long)
+
     vocab = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
     return Corpus(encode(train_lines), encode(val_lines), vocab)
 
@@ -145,7 +156,9 @@ def load_corpus(cfg: TextConfig) -> Corpus:
     train_lines, val_lines = read_splits(cfg)
     corpus = (word_corpus if cfg.tokenizer == "word" else bpe_corpus)(train_lines, val_lines, cfg.vocab_size)
     for name, ids in (("training", corpus.train), ("validation", corpus.val)):
-        require(len(ids) > cfg.L + 1, "data.L", f"the {name} split has {len(ids)} tokens, fewer than L + 2 = {cfg.L + 2}")
+        require(
+            len(ids) > cfg.L + 1, "data.L", f"the {name} split has {len(ids)} tokens, fewer than L + 2 = {cfg.L + 2}"
+        )
     return corpus
 
 
@@ -155,8 +168,9 @@ def random_chunks(ids: torch.Tensor, L: int, batch: int, generator: torch.Genera
     return ids[starts.view(-1, 1) + torch.arange(L + 1)]
 
 
-def repeated_chunks(ids: torch.Tensor, L: int, batch: int, generator: torch.Generator
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
+def repeated_chunks(
+    ids: torch.Tensor, L: int, batch: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Real text with a repeat: the first ⌈L/2⌉ tokens of a random window followed by a copy of them,
     truncated to L tokens — tokens (batch, L) — and the 0/1 mask (batch, L) of the *predictable* positions:
     targets at positions i ≥ ⌈L/2⌉ + 1 (0-based i), whose next token is a copy already seen in the context."""

@@ -9,11 +9,12 @@
   relu(aᵀu + b) with output weights by least squares (our concrete stand-in for the Barron / Schmidt-Hieber
   sub-networks of the proof of Theorem 4.4, spec §4.4 step II).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -93,9 +94,15 @@ def pod(g: Callable[[np.ndarray, np.ndarray], np.ndarray], dim: int, radius: flo
     return POD(sigma, nodes, weights, u / root[:, None], vt.T / root[:, None], g)
 
 
-def fit_relu_features(f: Callable[[np.ndarray], np.ndarray], dim: int, width: int, radius: float,
-                      generator: np.random.Generator, n_fit: int = 4000, ridge: float = 1e-10
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def fit_relu_features(
+    f: Callable[[np.ndarray], np.ndarray],
+    dim: int,
+    width: int,
+    radius: float,
+    generator: np.random.Generator,
+    n_fit: int = 4000,
+    ridge: float = 1e-10,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """A width-``width`` ReLU sub-network u ↦ cᵀ relu(Aᵀu + b) + c₀ fitted to f (…, values (P, k)) on
     uniform points in [−radius, radius]^dim: directions a_j uniform on the sphere, offsets b_j uniform in
     [−radius√dim, radius√dim], output weights by ridge least squares.  Returns A (dim, w), b (w,),
@@ -113,9 +120,11 @@ def fit_relu_features(f: Callable[[np.ndarray], np.ndarray], dim: int, width: in
 
 def rbf_numpy(bandwidth: float, scale: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The RBF similarity of :func:`inductionlab.tasks.induction.rbf` on point sets (P, m), (Q, m) → (P, Q)."""
+
     def g(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         sq = (u * u).sum(1)[:, None] + (v * v).sum(1)[None, :] - 2 * u @ v.T
         return scale * np.exp(-np.maximum(sq, 0) / (2 * bandwidth**2))
+
     return g
 
 

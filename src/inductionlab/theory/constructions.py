@@ -12,10 +12,11 @@ keys near the start of a sequence keep an error that more heads do not remove.  
 ``pad``: the caller left-pads each sequence with that many zero tokens (:func:`left_pad`); they count in the
 layer-1 softmax but layer-2 keys start after them (key_start = pad + n) and the target ignores them.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -35,8 +36,18 @@ def ih2_construction(w_star: torch.Tensor, p: Sequence[float]) -> tuple[tf.Trans
     """
     d = w_star.shape[0]
     require(tuple(w_star.shape) == (d, d), "w_star", f"must be square, got {tuple(w_star.shape)}")
-    cfg = tf.TransformerConfig(d_in=d, d_model=2 * d, n_layers=2, n_heads=1, d_head=d, dp=((False,), (True,)),
-                               rpe=((True,), (False,)), residual=(True, False), key_start=(1, 2), d_out=d)
+    cfg = tf.TransformerConfig(
+        d_in=d,
+        d_model=2 * d,
+        n_layers=2,
+        n_heads=1,
+        d_head=d,
+        dp=((False,), (True,)),
+        rpe=((True,), (False,)),
+        residual=(True, False),
+        key_start=(1, 2),
+        d_out=d,
+    )
     S, eye = len(p), torch.eye(d, dtype=torch.float64)
     P = tf.zero_params(cfg, S)
     P["embed.W_E"][:, :, :d] = eye
@@ -57,8 +68,13 @@ def ih2_bound(w_star: torch.Tensor, token_bound: float, p: float) -> float:
     return 4 * token_bound**3 * float(torch.linalg.matrix_norm(w_star.double(), ord=2)) * math.exp(-p)
 
 
-def approximation_errors(cfg: tf.TransformerConfig, params: tf.Params, target: Callable[[torch.Tensor], torch.Tensor],
-                         x: torch.Tensor, chunk: int = 16) -> torch.Tensor:
+def approximation_errors(
+    cfg: tf.TransformerConfig,
+    params: tf.Params,
+    target: Callable[[torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    chunk: int = 16,
+) -> torch.Tensor:
     """‖H(X) − TF_{−1}(X)‖₂ for each run and sequence: (S, B), for tokens x (B, L, d) (spec §3, eq. 5).
 
     Runs and sequences go through the model in chunks, so L = 1000 fits in memory (layer 1 is O(L²))."""
@@ -67,7 +83,9 @@ def approximation_errors(cfg: tf.TransformerConfig, params: tf.Params, target: C
     rows = []
     for r in range(S):
         one = {k: v[r : r + 1] for k, v in params.items()}
-        got = torch.cat([tf.forward(cfg, one, x[i : i + chunk].unsqueeze(0))[0][0] for i in range(0, x.shape[0], chunk)])
+        got = torch.cat(
+            [tf.forward(cfg, one, x[i : i + chunk].unsqueeze(0))[0][0] for i in range(0, x.shape[0], chunk)]
+        )
         rows.append((got - want).norm(dim=-1))
     return torch.stack(rows)
 
@@ -95,12 +113,23 @@ def _shift_layer(P: tf.Params, kernels: list[ExpKernel], d: int) -> None:
             P["blocks.0.attn.W_O"][:, h, :d, i * d : (i + 1) * d] = eye
 
 
-def _config(n: int, d: int, heads: int, d_model: int, d_head: int, pad: int, ffn_width: int = 0
-            ) -> tf.TransformerConfig:
+def _config(
+    n: int, d: int, heads: int, d_model: int, d_head: int, pad: int, ffn_width: int = 0
+) -> tf.TransformerConfig:
     layer2 = (True,) + (False,) * (heads - 1)
-    return tf.TransformerConfig(d_in=d, d_model=d_model, n_layers=2, n_heads=heads, d_head=d_head,
-                                dp=((False,) * heads, layer2), rpe=((True,) * heads, (False,) * heads),
-                                residual=(True, False), ffn_width=(ffn_width, 0), key_start=(1, pad + n), d_out=d)
+    return tf.TransformerConfig(
+        d_in=d,
+        d_model=d_model,
+        n_layers=2,
+        n_heads=heads,
+        d_head=d_head,
+        dp=((False,) * heads, layer2),
+        rpe=((True,) * heads, (False,) * heads),
+        residual=(True, False),
+        ffn_width=(ffn_width, 0),
+        key_start=(1, pad + n),
+        d_out=d,
+    )
 
 
 def _readout(P: tf.Params, d: int) -> None:
@@ -112,13 +141,16 @@ def _readout(P: tf.Params, d: int) -> None:
     P["unembed.W_U"][:, :d] = eye
 
 
-def ihn_construction(w_star: torch.Tensor, n: int, d: int, heads_per_group: int, pad: int = 0
-                     ) -> tuple[tf.TransformerConfig, tf.Params, list[ExpKernel]]:
+def ihn_construction(
+    w_star: torch.Tensor, n: int, d: int, heads_per_group: int, pad: int = 0
+) -> tuple[tf.TransformerConfig, tf.Params, list[ExpKernel]]:
     """Theorem 4.3 (spec §4.3): H = (n−1)·heads_per_group heads, D = n·d, no FFN.  Layer 2 (head 1, p = 0,
     no residual): W_Q reads blocks 1..n−1 = vec(X_{L−n+2:L}), W_K = blocks 2..n times W*ᵀ, so the score is
     vec(X_{L−n+2:L})ᵀ W* vec(X_{s−n+1:s−1}); W_V reads x_s; keys s ≥ n (after ``pad`` zero tokens)."""
     m = (n - 1) * d
-    require(tuple(w_star.shape) == (m, m), "w_star", f"IH_{n} on d = {d} needs a {m}×{m} matrix, got {tuple(w_star.shape)}")
+    require(
+        tuple(w_star.shape) == (m, m), "w_star", f"IH_{n} on d = {d} needs a {m}×{m} matrix, got {tuple(w_star.shape)}"
+    )
     require(heads_per_group >= 1 and pad >= 0, "heads_per_group", "needs ≥ 1 head per group and pad ≥ 0")
     kernels = shift_kernels(n, heads_per_group)
     cfg = _config(n, d, (n - 1) * heads_per_group, n * d, m, pad)
@@ -140,8 +172,17 @@ def ihn_bound(w_star: torch.Tensor, token_bound: float, kernels: list[ExpKernel]
     return 2 * token_bound * delta
 
 
-def gihn_construction(decomposition: POD, K: int, width_per_basis: int, n: int, d: int, heads_per_group: int,
-                      radius: float, pad: int, generator: np.random.Generator) -> tuple[tf.TransformerConfig, tf.Params]:
+def gihn_construction(
+    decomposition: POD,
+    K: int,
+    width_per_basis: int,
+    n: int,
+    d: int,
+    heads_per_group: int,
+    radius: float,
+    pad: int,
+    generator: np.random.Generator,
+) -> tuple[tf.TransformerConfig, tf.Params]:
     """Theorem 4.4 (spec §4.4): the layer-1 attention of Theorem 4.3; a layer-1 FFN of total width
     m = 2K·width_per_basis whose sub-networks write φ̂_k(query patch = blocks 1..n−1) and ψ̂_k(key patch =
     blocks 2..n) into 2K new coordinates (D = nd + 2K), each fitted on [−radius, radius]^{(n−1)d} (an

@@ -12,9 +12,11 @@ Gradients are with respect to the model's own parameters: ∂/∂w_Q = w_K ∂/�
 w_Q = w_K = w this runs w at half the rate of the printed ŵ ODE (spec A6) — the printed ODE treats w²
 as if w were one parameter.  Scalar functions use ``math`` (they sit inside ODE right-hand sides).
 """
+
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 
 from inductionlab.config import require
 
@@ -66,8 +68,9 @@ def check_ih_domain(w_star: float, v: float = 0.0) -> None:
     require(2 * abs(v) < 1, "w_Q·w_K", f"the closed form (eq. 10) needs |w_Q w_K| < 1/2, got {v}")
 
 
-def loss_grad_ih2(wq: float, wk: float, h: float, alpha_star: float, w_star: float, L: int
-                  ) -> tuple[float, float, float, float]:
+def loss_grad_ih2(
+    wq: float, wk: float, h: float, alpha_star: float, w_star: float, L: int
+) -> tuple[float, float, float, float]:
     """(L_IH2, ∂/∂w_Q, ∂/∂w_K, ∂/∂h) of the exp-simplified eq. (10), with v = w_Q w_K."""
     v, vs, n, a1 = wq * wk, w_star**2, L - 2, 1 + alpha_star
     check_ih_domain(w_star, v)
@@ -86,3 +89,22 @@ def h_turning_threshold(w_star: float) -> float:
     """w° of the proof: h starts to fall once w exceeds it (≈ 0.299 at w* = 0.49; spec §5.5)."""
     a = 4 * w_star**4
     return math.sqrt((3 - a - math.sqrt((a - 3) ** 2 - 4 * a)) / (8 * w_star**2))
+
+
+PHASE_NAMES = ("T_I", "T_o", "T_II", "T_III", "T_50", "T_w001", "T_whalf")
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """The phase boundaries of Theorem 5.5 on a time axis t (definitions: :mod:`inductionlab.analysis.phases`)."""
+
+    T_I: float
+    T_o: float
+    T_II: float
+    T_III: float
+    T_50: float
+    T_w001: float
+    T_whalf: float
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)

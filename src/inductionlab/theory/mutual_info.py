@@ -14,6 +14,7 @@ lag involved, has transition matrix P (d^m × d^m); its stationary law is u·P̃
 P̃ = (I + P)/2 (same stationary law, aperiodic) by k repeated squarings from the uniform u — the repo's
 power iteration, converged far further.  Vectorised over kernel draws.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -84,8 +85,9 @@ def lag_subsets(window: tuple[int, ...], max_size: int) -> list[tuple[int, ...]]
     return [s for k in range(max_size + 1) for s in itertools.combinations(window, k)]
 
 
-def mutual_info_table(kernels: np.ndarray, parents: tuple[int, ...], window: tuple[int, ...], max_size: int,
-                      chunk: int = 512) -> dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
+def mutual_info_table(
+    kernels: np.ndarray, parents: tuple[int, ...], window: tuple[int, ...], max_size: int, chunk: int = 512
+) -> dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
     """{S: (modified (n,), standard (n,))} for every S ⊆ window with |S| ≤ max_size, per kernel draw
     (kernels (n, d^|pa|, d)); processed in chunks of draws to bound memory."""
     m = max(max(window), max(parents))

@@ -10,9 +10,10 @@ leading run axis S: V (S, N, N), A (S, T, N), instance tensors of :mod:`inductio
 * :func:`line_map` — one step of the 2-D map of eq. 8;
 * :func:`noise_scales`, :func:`gaussian_noise_oracle` — the Gaussian-noise SGD simulation of spec §10.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -42,7 +43,12 @@ def population_gradients(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance) ->
     s, c = _s_c(A, inst)
     mu_1 = inst.mu.unsqueeze(-1).expand_as(V)  # μ1ᵀ
     v_mu1 = torch.einsum("snk,sk->sn", V, inst.mu).unsqueeze(-1).expand_as(V)  # V μ1ᵀ
-    grad_v = s.view(-1, 1, 1) * V + (1 - s).view(-1, 1, 1) * v_mu1 - c.view(-1, 1, 1) * inst.P - (1 - c).view(-1, 1, 1) * mu_1
+    grad_v = (
+        s.view(-1, 1, 1) * V
+        + (1 - s).view(-1, 1, 1) * v_mu1
+        - c.view(-1, 1, 1) * inst.P
+        - (1 - c).view(-1, 1, 1) * mu_1
+    )
     a_coef, q_coef = _v_moments(V, inst)
     grad_a = a_coef.view(-1, 1, 1) * A - q_coef.view(-1, 1, 1) * inst.Q
     return _center(grad_v), _center(grad_a)
@@ -82,15 +88,17 @@ def v_star(A: torch.Tensor, inst: SCBInstance) -> torch.Tensor:
     return torch.linalg.solve(right, left, left=False)
 
 
-def line_map(alpha: torch.Tensor, beta: torch.Tensor, eta: float, T: int, K_Q: torch.Tensor
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+def line_map(
+    alpha: torch.Tensor, beta: torch.Tensor, eta: float, T: int, K_Q: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Eq. 8 with η_V = η/K_Q, η_A = η/K_P: α ← α + η(1−αβ)β, β ← β + η(1−αβ)α + η(1−β)/(T K_Q)."""
     gain = eta * (1 - alpha * beta)
     return alpha + gain * beta, beta + gain * alpha + eta * (1 - beta) / (T * K_Q)
 
 
-def noise_scales(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, n_samples: int, generator: torch.Generator,
-                 chunk: int = 2048) -> tuple[torch.Tensor, torch.Tensor]:
+def noise_scales(
+    V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, n_samples: int, generator: torch.Generator, chunk: int = 2048
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(σ_V, σ_A) (S,) of the noise model of spec §10, calibrated by Monte Carlo at (V, A) [P]: the mean
     per-entry variance of single-sample preconditioned gradients, σ_V² = tr Cov(∇̃_V)/((N−1)N) and
     σ_A² = tr Cov(∇̃_A D_μ^{1/2})/((T−1)N) (the centring Π leaves N−1, T−1 free rows).  Per sample,
@@ -115,8 +123,9 @@ def _center_last(x: torch.Tensor) -> torch.Tensor:
     return x - x.mean(-1, keepdim=True)
 
 
-def gaussian_noise_oracle(sigma_V: torch.Tensor, sigma_A: torch.Tensor, batch: int, scale_A_with_V: bool = True
-                          ) -> Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
+def gaussian_noise_oracle(
+    sigma_V: torch.Tensor, sigma_A: torch.Tensor, batch: int, scale_A_with_V: bool = True
+) -> Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
     """Spec §10: ∇̃_V = E∇̃_V + Π_N σ_V B^{-1/2} Ξ_V and ∇̃_A = E∇̃_A + Π_T σ_A B^{-1/2} Ξ_A D_μ^{-1/2}, Ξ i.i.d.
     N(0, 1) — one draw shared by all runs (methods compared on the same noise); σ (S,) or scalars.
 
@@ -124,14 +133,19 @@ def gaussian_noise_oracle(sigma_V: torch.Tensor, sigma_A: torch.Tensor, batch: i
     (V, A) = (P, Q), is multiplied by ‖V − μ1ᵀ‖_μ / ‖P − μ1ᵀ‖_μ.  A single-sample A-gradient is Π_T of
     (Vᵀr)[x_t], which vanishes exactly at V = μ1ᵀ, so a constant σ_A calibrated at initialisation is 0 and one
     calibrated at the truth swamps Stage 1; the factor keeps the leading-order dependence on V."""
-    def oracle(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, generator: torch.Generator
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+
+    def oracle(
+        V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         g_v, g_a = population_gradients(V, A, inst)
         xi_v = torch.randn(V.shape[1:], generator=generator, dtype=V.dtype)
         xi_a = torch.randn(A.shape[1:], generator=generator, dtype=A.dtype) / inst.mu.sqrt().unsqueeze(-2)
-        scale_v, scale_a = (torch.as_tensor(s, dtype=V.dtype).reshape(-1, 1, 1) / batch**0.5 for s in (sigma_V, sigma_A))
+        scale_v, scale_a = (
+            torch.as_tensor(s, dtype=V.dtype).reshape(-1, 1, 1) / batch**0.5 for s in (sigma_V, sigma_A)
+        )
         if scale_A_with_V:
             mu_1 = inst.mu.unsqueeze(-1)
             scale_a = scale_a * (mu_norm2(V - mu_1, inst.mu) / inst.K_P).sqrt().view(-1, 1, 1)
         return g_v + scale_v * _center(xi_v), g_a + scale_a * _center(xi_a)
+
     return oracle

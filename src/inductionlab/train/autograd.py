@@ -8,11 +8,13 @@ Online data: a fresh batch per step from ``sample(generator)``.  Metrics come fr
 on the loop's schedule (every ``eval_every`` steps plus log-spaced points, so early transitions stay
 visible).  A run may have several stages, each training a subset of the columns with its own settings.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -43,18 +45,29 @@ class TrainConfig:
     seed: int = 0  # data stream
 
     def __post_init__(self) -> None:
-        require(self.optimizer in ("sgd", "adam"), "train.optimizer", f"must be 'sgd' or 'adam', got {self.optimizer!r}")
+        require(
+            self.optimizer in ("sgd", "adam"), "train.optimizer", f"must be 'sgd' or 'adam', got {self.optimizer!r}"
+        )
         require(self.lr > 0 and math.isfinite(self.lr), "train.lr", f"must be a finite number > 0, got {self.lr}")
         for name in ("steps", "eval_log_points"):
             require(getattr(self, name) >= 0, f"train.{name}", f"must be an integer ≥ 0, got {getattr(self, name)}")
         for name in ("batch_size", "eval_every", "checkpoint_every", "finite_check_every"):
             require(getattr(self, name) >= 1, f"train.{name}", f"must be an integer ≥ 1, got {getattr(self, name)}")
-        require(0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1, "train.adam_beta1/adam_beta2", "must lie in [0, 1)")
+        require(
+            0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1, "train.adam_beta1/adam_beta2", "must lie in [0, 1)"
+        )
         require(0 <= self.momentum < 1, "train.momentum", f"must lie in [0, 1), got {self.momentum}")
         require(self.momentum == 0 or self.optimizer == "sgd", "train.momentum", "applies to optimizer 'sgd' only")
-        require(self.clip_norm >= 0 and math.isfinite(self.clip_norm), "train.clip_norm",
-                f"must be a finite number ≥ 0 (0: no clipping), got {self.clip_norm}")
-        require(self.schedule in ("constant", "cosine"), "train.schedule", f"must be 'constant' or 'cosine', got {self.schedule!r}")
+        require(
+            self.clip_norm >= 0 and math.isfinite(self.clip_norm),
+            "train.clip_norm",
+            f"must be a finite number ≥ 0 (0: no clipping), got {self.clip_norm}",
+        )
+        require(
+            self.schedule in ("constant", "cosine"),
+            "train.schedule",
+            f"must be 'constant' or 'cosine', got {self.schedule!r}",
+        )
         require(0 < self.lr_final_fraction <= 1, "train.lr_final_fraction", "must lie in (0, 1]")
 
     def lr_factor(self, step: int) -> float:
@@ -75,6 +88,7 @@ def pack(params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Callable[[torch
 
     def views(t: torch.Tensor) -> dict[str, torch.Tensor]:
         return {n: part.view(S, *shape) for n, part, shape in zip(names, t.split(sizes, 1), shapes)}
+
     return theta, views
 
 
@@ -96,11 +110,35 @@ class AutogradStepper:
     """θ (S, P), one optimiser state per stage, one data generator (from the first stage's ``seed``).  ``lr``: one
     learning rate per run (S,) for every stage, or None: each stage's ``cfg.lr``."""
 
-    def __init__(self, specs: Sequence[StageSpec], theta0: torch.Tensor, loss: Loss, sample: Sample,
-                 evaluate: Evaluate, lr: torch.Tensor | None, hint: str):
-        self.specs, self.loss, self.sample, self.evaluate_fn, self.lr, self.hint = list(specs), loss, sample, evaluate, lr, hint
-        self.stages = [loop.Stage(s.name, s.cfg.steps, s.cfg.eval_every, s.cfg.eval_log_points, s.cfg.checkpoint_every,
-                                  s.cfg.finite_check_every) for s in self.specs]
+    def __init__(
+        self,
+        specs: Sequence[StageSpec],
+        theta0: torch.Tensor,
+        loss: Loss,
+        sample: Sample,
+        evaluate: Evaluate,
+        lr: torch.Tensor | None,
+        hint: str,
+    ):
+        self.specs, self.loss, self.sample, self.evaluate_fn, self.lr, self.hint = (
+            list(specs),
+            loss,
+            sample,
+            evaluate,
+            lr,
+            hint,
+        )
+        self.stages = [
+            loop.Stage(
+                s.name,
+                s.cfg.steps,
+                s.cfg.eval_every,
+                s.cfg.eval_log_points,
+                s.cfg.checkpoint_every,
+                s.cfg.finite_check_every,
+            )
+            for s in self.specs
+        ]
         self.theta = theta0.detach().clone()
         self.gen = torch.Generator().manual_seed(self.specs[0].cfg.seed)
         self.opt, self.current = None, 0
@@ -113,8 +151,9 @@ class AutogradStepper:
         spec, theta = self.specs[index], self.theta
         self.current = index
         if not resumed:
-            self.opt = optim.new_state(spec.cfg.optimizer, theta, (spec.cfg.adam_beta1, spec.cfg.adam_beta2),
-                                       momentum=spec.cfg.momentum)
+            self.opt = optim.new_state(
+                spec.cfg.optimizer, theta, (spec.cfg.adam_beta1, spec.cfg.adam_beta2), momentum=spec.cfg.momentum
+            )
         lr = torch.full((theta.shape[0],), spec.cfg.lr) if self.lr is None else self.lr
         self.lr_mask = lr.view(-1, 1).to(theta.device, theta.dtype)
         self.moving = None
@@ -132,8 +171,9 @@ class AutogradStepper:
         theta.requires_grad_(False)
         if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (``moving`` 0) do not count
             optim.clip_rows(grad if self.moving is None else grad.mul_(self.moving), cfg.clip_norm)
-        optim.step(theta, grad, self.lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else self.lr_mask,
-                   self.opt)
+        optim.step(
+            theta, grad, self.lr_mask * cfg.lr_factor(step) if cfg.schedule != "constant" else self.lr_mask, self.opt
+        )
         tensors["grad"] = grad
 
     def evaluate(self, step: int) -> dict[str, np.ndarray]:
@@ -154,10 +194,19 @@ class AutogradStepper:
         self.gen.set_state(state["gen"])
 
 
-def train(cfg: TrainConfig | Sequence[StageSpec], theta0: torch.Tensor, loss: Loss, sample: Sample,
-          evaluate: Evaluate, ctx: RunContext = RunContext(threads=1), lr: Sequence[float] | None = None,
-          trainable: torch.Tensor | None = None, hooks: Sequence[loop.Hook] = (), desc: str = "train",
-          hint: str = "Lower train.lr.") -> tuple[torch.Tensor, pd.DataFrame]:
+def train(
+    cfg: TrainConfig | Sequence[StageSpec],
+    theta0: torch.Tensor,
+    loss: Loss,
+    sample: Sample,
+    evaluate: Evaluate,
+    ctx: RunContext = RunContext(threads=1),
+    lr: Sequence[float] | None = None,
+    trainable: torch.Tensor | None = None,
+    hooks: Sequence[loop.Hook] = (),
+    desc: str = "train",
+    hint: str = "Lower train.lr.",
+) -> tuple[torch.Tensor, pd.DataFrame]:
     """Train S runs from θ0 (S, P); returns the final θ and the metrics table (columns run, step — and stage when
     there are several — and whatever ``evaluate`` returns, one value per run).
 
@@ -170,9 +219,11 @@ def train(cfg: TrainConfig | Sequence[StageSpec], theta0: torch.Tensor, loss: Lo
     lr_t = None if lr is None else torch.as_tensor(lr, dtype=theta0.dtype)
     require(lr_t is None or (lr_t.shape == (S,) and bool((lr_t > 0).all())), "lr", f"need {S} positive learning rates")
     for spec in specs:
-        require(spec.trainable is None or spec.trainable.shape == theta0.shape[1:], "trainable",
-                f"needs one 0/1 entry per column ({theta0.shape[1]})")
+        require(
+            spec.trainable is None or spec.trainable.shape == theta0.shape[1:],
+            "trainable",
+            f"needs one 0/1 entry per column ({theta0.shape[1]})",
+        )
     stepper = AutogradStepper(specs, theta0, loss, sample, evaluate, lr_t, hint)
     metrics = loop.run(stepper, ctx, hooks, desc=desc)
     return stepper.theta, metrics
-

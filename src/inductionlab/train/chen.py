@@ -12,11 +12,13 @@ taken on a log-spaced epoch grid per stage (not every epoch; spec §6): train an
 every subset, the RPE weights of every head, and the mean total-variation distance of the model's prediction
 to the Bayes, in-context bigram and unigram estimators on the validation set.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -24,8 +26,8 @@ import torch
 
 from inductionlab.config import require
 from inductionlab.models import chen
-from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, ngram_estimator
 from inductionlab.runs import RunContext
+from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, ngram_estimator
 from inductionlab.train import loop
 from inductionlab.train.autograd import StageSpec, TrainConfig, pack, train
 
@@ -44,10 +46,20 @@ class StagedConfig:
     def __post_init__(self) -> None:
         n = len(self.stages)
         require(n >= 1, "train.stages", "give at least one stage, e.g. c,w,a")
-        require(len(self.lrs) == n and len(self.epochs) == n, "train.lrs/epochs", f"need one per stage ({n}), got {len(self.lrs)} and {len(self.epochs)}")
+        require(
+            len(self.lrs) == n and len(self.epochs) == n,
+            "train.lrs/epochs",
+            f"need one per stage ({n}), got {len(self.lrs)} and {len(self.epochs)}",
+        )
         for s in self.stages:
-            require(bool(s) and set(s) <= set(chen.GROUPS), "train.stages", f"each stage is letters of c, w, a (e.g. cwa), got {s!r}")
-        require(all(lr > 0 and math.isfinite(lr) for lr in self.lrs), "train.lrs", f"must be finite and > 0, got {self.lrs}")
+            require(
+                bool(s) and set(s) <= set(chen.GROUPS),
+                "train.stages",
+                f"each stage is letters of c, w, a (e.g. cwa), got {s!r}",
+            )
+        require(
+            all(lr > 0 and math.isfinite(lr) for lr in self.lrs), "train.lrs", f"must be finite and > 0, got {self.lrs}"
+        )
         require(all(e >= 0 for e in self.epochs), "train.epochs", f"must be ≥ 0, got {self.epochs}")
         require(self.checkpoint_every >= 1, "train.checkpoint_every", "must be ≥ 1")
 
@@ -61,9 +73,11 @@ def reference_predictors(task: MarkovConfig, tokens: torch.Tensor) -> dict[str, 
     """Bayes, in-context bigram and unigram predictions (S, B, d) for tokens (S, B, L + 1)."""
     inputs = tokens[..., :-1].flatten(0, 1)
     d, shape = task.vocab_size, (*tokens.shape[:2], task.vocab_size)
-    return {"bayes": bayes_predictor(task, inputs).view(shape),
-            "bigram": ngram_estimator(inputs, (1,), d, task.alpha).view(shape),
-            "unigram": ngram_estimator(inputs, (), d, task.alpha).view(shape)}
+    return {
+        "bayes": bayes_predictor(task, inputs).view(shape),
+        "bigram": ngram_estimator(inputs, (1,), d, task.alpha).view(shape),
+        "unigram": ngram_estimator(inputs, (), d, task.alpha).view(shape),
+    }
 
 
 def param_columns(cfg: chen.ChenConfig, params: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -77,9 +91,16 @@ def param_columns(cfg: chen.ChenConfig, params: dict[str, torch.Tensor]) -> dict
     return row
 
 
-def train_staged(model: chen.ChenConfig, cfg: StagedConfig, task: MarkovConfig, train_tokens: torch.Tensor,
-                 val_tokens: torch.Tensor, ctx: RunContext = RunContext(threads=1), hooks: Sequence[loop.Hook] = (),
-                 desc: str = "markov") -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
+def train_staged(
+    model: chen.ChenConfig,
+    cfg: StagedConfig,
+    task: MarkovConfig,
+    train_tokens: torch.Tensor,
+    val_tokens: torch.Tensor,
+    ctx: RunContext = RunContext(threads=1),
+    hooks: Sequence[loop.Hook] = (),
+    desc: str = "markov",
+) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Train S runs (one dataset each: tokens (S, B, L + 1)) through the stages; returns the final parameters
     and the metrics table (run, stage, stage_name, step, epoch, train_loss, val_loss, a, p_*, w_*, tv_*)."""
     S, dtype = train_tokens.shape[0], getattr(torch, cfg.dtype)
@@ -100,8 +121,15 @@ def train_staged(model: chen.ChenConfig, cfg: StagedConfig, task: MarkovConfig, 
     for groups, lr, epochs in zip(cfg.stages, cfg.lrs, cfg.epochs):
         names = {n for g in groups for n in chen.GROUPS[g]}
         mask = torch.cat([torch.full((v[0].numel(),), float(k in names)) for k, v in views(theta).items()])
-        tc = TrainConfig(optimizer="sgd", lr=lr, steps=epochs, batch_size=1, eval_every=max(epochs, 1),
-                         eval_log_points=cfg.eval_log_points, checkpoint_every=cfg.checkpoint_every)
+        tc = TrainConfig(
+            optimizer="sgd",
+            lr=lr,
+            steps=epochs,
+            batch_size=1,
+            eval_every=max(epochs, 1),
+            eval_log_points=cfg.eval_log_points,
+            checkpoint_every=cfg.checkpoint_every,
+        )
         specs.append(StageSpec(groups, tc, mask))
     theta, m = train(specs, theta, loss, lambda g: train_batch, evaluate, ctx, hooks=hooks, desc=desc)
     if "stage" not in m:

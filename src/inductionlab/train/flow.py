@@ -6,27 +6,29 @@ Two right-hand sides on the model's own parameters (p, g = w_V1, h = w_V2, w_Q, 
 * ``exact``: the true-softmax loss of the toy model with y_s = x_{s-1}, its gradient averaged over a
   fixed Monte-Carlo sample (float64), so closed form and exact loss can be compared on one axis.
 
-Phase boundaries (:mod:`inductionlab.analysis.phases`) are located as solver events: T_I, T_o and the
+Phase boundaries (:class:`inductionlab.theory.mixed.PhaseTimes`) are located as solver events: T_I, T_o and the
 w_KQ thresholds directly; T_II, T_50, T_III after T_o, whose reference loss L_IH2(T_o) is known only
 once T_o is reached (the solve restarts there).  Conventions: w_Q and w_K are separate parameters, so
 w = w_Q = w_K moves at half the rate of the printed ŵ ODE (spec A6).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
 from scipy.integrate import solve_ivp
 
-from inductionlab.analysis.phases import PhaseTimes
 from inductionlab.config import require
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, Tokens, make_generators, new_tokens
 from inductionlab.theory import mixed as th
+from inductionlab.train.toy import make_batch
 
 METHOD = "LSODA"  # stiff late (g relaxes at rate ~1 over t ~ 1e4): an implicit switch pays
 STATE = ("p", "w_V1", "w_V2", "w_Q", "w_K")  # GF state order
@@ -52,14 +54,16 @@ class FlowProblem:
         require(self.alpha_star > 0, "alpha_star", f"must be > 0, got {self.alpha_star}")
         require(self.t_end > 0, "t_end", f"must be > 0, got {self.t_end}")
         if self.loss == "closed":
-            require(self.tokens == "gaussian", "tokens", "the closed forms hold for Gaussian tokens only; use loss='exact'")
+            require(
+                self.tokens == "gaussian", "tokens", "the closed forms hold for Gaussian tokens only; use loss='exact'"
+            )
             th.check_ih_domain(self.w_star)
 
 
 @dataclass
 class FlowResult:
     curve: pd.DataFrame  # t, loss, loss_G4, loss_IH2, p, w_V1, w_V2, w_Q, w_K, w_KQ
-    phases: PhaseTimes
+    phases: th.PhaseTimes
     n_rhs: int
 
 
@@ -82,7 +86,7 @@ def exact_loss(prob: FlowProblem) -> LossFn:
     """Monte-Carlo population loss of the true-softmax toy model on a fixed float64 sample."""
     target = MixedTarget.per_run([prob.alpha_star], [prob.w_star], prob.L, prob.tokens, dtype=torch.float64)
     x = new_tokens(1, prob.L, prob.mc_samples, make_generators([prob.mc_seed]), prob.tokens, torch.float64)
-    batch = toy.make_batch(x, target, "ideal")
+    batch = make_batch(x, target, "ideal")
     cols = [toy.PARAMS.index(n) for n in STATE]
 
     def fn(y: np.ndarray) -> tuple[float, float, np.ndarray]:
@@ -124,15 +128,28 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol:
         calls[0] += 1
         return -loss_fn(y)[2]
 
-    y0 = np.full(5, prob.sigma_init)
+    y0 = toy.init_params(prob.sigma_init, 1, torch.float64)[0, 1:].numpy()  # θ(0) of the layer-2 parameters
     g4_0, hs, ws = loss_fn(y0)[0], th.h_star(prob.alpha_star), prob.w_star
     w_kq = lambda y: math.copysign(math.sqrt(abs(y[3] * y[4])), y[3] * y[4])  # noqa: E731
-    events = [_event(lambda t, y: loss_fn(y)[0] - 0.01 * g4_0, -1), _event(lambda t, y: y[2] - hs, 1),
-              _event(lambda t, y: w_kq(y) - 0.01 * ws, 1), _event(lambda t, y: w_kq(y) - 0.5 * ws, 1)]
-    t_grid = np.unique(np.concatenate([np.linspace(0, prob.t_end, n_points // 2),
-                                       np.geomspace(1e-3, prob.t_end, n_points // 2)]))
-    first = solve_ivp(rhs, (0, prob.t_end), y0, method=METHOD, rtol=rtol, atol=atol, events=events + [_terminal(events[1])],
-                      dense_output=True)
+    events = [
+        _event(lambda t, y: loss_fn(y)[0] - 0.01 * g4_0, -1),
+        _event(lambda t, y: y[2] - hs, 1),
+        _event(lambda t, y: w_kq(y) - 0.01 * ws, 1),
+        _event(lambda t, y: w_kq(y) - 0.5 * ws, 1),
+    ]
+    t_grid = np.unique(
+        np.concatenate([np.linspace(0, prob.t_end, n_points // 2), np.geomspace(1e-3, prob.t_end, n_points // 2)])
+    )
+    first = solve_ivp(
+        rhs,
+        (0, prob.t_end),
+        y0,
+        method=METHOD,
+        rtol=rtol,
+        atol=atol,
+        events=events + [_terminal(events[1])],
+        dense_output=True,
+    )
     found = [float(ev[0]) if len(ev) else math.nan for ev in first.t_events[:4]]
     for i, ev in enumerate(events[:4]):  # a level already passed at t = 0 is reached at t = 0
         if ev.direction * ev(0.0, y0) > 0:
@@ -144,15 +161,23 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol:
         ref = loss_fn(first.y[:, -1])[1]
         pending = [i for i in (0, 2, 3) if math.isnan(found[i])]  # never T_o again: it sits on the start point
         ih_events = [_event(lambda t, y, f=f: loss_fn(y)[1] - f * ref, -1) for f in (0.99, 0.5, 0.01)]
-        second = solve_ivp(rhs, (t_o, prob.t_end), first.y[:, -1], method=METHOD, rtol=rtol, atol=atol,
-                           events=[events[i] for i in pending] + ih_events, dense_output=True)
+        second = solve_ivp(
+            rhs,
+            (t_o, prob.t_end),
+            first.y[:, -1],
+            method=METHOD,
+            rtol=rtol,
+            atol=atol,
+            events=[events[i] for i in pending] + ih_events,
+            dense_output=True,
+        )
         for j, i in enumerate(pending):
             if len(second.t_events[j]):
                 found[i] = float(second.t_events[j][0])
-        ih_times = [float(ev[0]) if len(ev) else math.nan for ev in second.t_events[len(pending):]]
+        ih_times = [float(ev[0]) if len(ev) else math.nan for ev in second.t_events[len(pending) :]]
         segments.append((second, t_o, prob.t_end))
     curve = _curve(segments, t_grid, loss_fn)
-    phases = PhaseTimes(found[0], t_o, ih_times[0], ih_times[2], ih_times[1], found[2], found[3])
+    phases = th.PhaseTimes(found[0], t_o, ih_times[0], ih_times[2], ih_times[1], found[2], found[3])
     return FlowResult(curve, phases, calls[0])
 
 

@@ -17,13 +17,15 @@ Order within one step k of a stage: finite check (when due) → checkpoint (when
 boundary) → evaluation (when k is on the schedule) → hooks' ``before_step`` → ``stepper.step(k)`` → hooks'
 ``after_step``.  A checkpoint taken at step k is resumed at step k, before its evaluation.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -159,12 +161,12 @@ class _Run:
     stage: int = 0
     step: int = 0
     blocks: list = field(default_factory=list)
-    pending: list = field(default_factory=list)  # (stage index, evaluation or Future), in step order
+    pending: list = field(default_factory=list)  # evaluations (blocks or Futures of blocks), in step order
     done: bool = False
 
     def gather(self) -> None:
         """Append the finished evaluations in step order (waits for those under way) and tell the hooks."""
-        for si, item in self.pending:
+        for item in self.pending:
             block = item.result() if isinstance(item, Future) else item
             self.blocks.append(block)
             view = self._view()
@@ -173,16 +175,30 @@ class _Run:
         self.pending.clear()
 
     def _view(self, tensors: dict | None = None) -> LoopState:
-        return LoopState(self.stage, self.stepper.stages[min(self.stage, len(self.stepper.stages) - 1)], self.step,
-                         self.stepper.params, tensors or {})
+        return LoopState(
+            self.stage,
+            self.stepper.stages[min(self.stage, len(self.stepper.stages) - 1)],
+            self.step,
+            self.stepper.params,
+            tensors or {},
+        )
 
     def save(self) -> None:
         path = self.ctx.checkpoint
         if path is None or not bool(torch.isfinite(self.stepper.params).all()):
             return
         self.gather()
-        save_checkpoint(path, {"stage": self.stage, "step": self.step, "done": self.done, "blocks": self.blocks,
-                               "stepper": self.stepper.state_dict(), "hooks": [h.state_dict() for h in self.hooks]})
+        save_checkpoint(
+            path,
+            {
+                "stage": self.stage,
+                "step": self.step,
+                "done": self.done,
+                "blocks": self.blocks,
+                "stepper": self.stepper.state_dict(),
+                "hooks": [h.state_dict() for h in self.hooks],
+            },
+        )
         for h in self.hooks:
             h.on_checkpoint(self._view(), path)
 
@@ -204,8 +220,10 @@ def run(stepper: Stepper, ctx: RunContext, hooks: Sequence[Hook] = (), desc: str
     events within a step."""
     hooks = tuple(hooks) + tuple(ctx.hooks)
     total = sum(s.steps for s in stepper.stages)
-    with StopFlag() as stop, tqdm(total=total, disable=not ctx.progress, desc=desc, unit="step",
-                                  mininterval=1.0) as bar:
+    with (
+        StopFlag() as stop,
+        tqdm(total=total, disable=not ctx.progress, desc=desc, unit="step", mininterval=1.0) as bar,
+    ):
         r = _Run(stepper, ctx, hooks, stop, bar)
         resumed = r.load()
         while not r.done and r.stage < len(stepper.stages):
@@ -240,11 +258,14 @@ def _run_stage(r: _Run, resumed: bool) -> None:
             if not (resumed and step == first):
                 r.save()
             if r.stop.raised:
-                raise Interrupted(f"interrupted in stage {stage.name} at step {step}; checkpoint at {where}. "
-                                  "Run again with --resume to continue exactly." if where else
-                                  f"interrupted in stage {stage.name} at step {step} (no checkpoint configured)")
+                raise Interrupted(
+                    f"interrupted in stage {stage.name} at step {step}; checkpoint at {where}. "
+                    "Run again with --resume to continue exactly."
+                    if where
+                    else f"interrupted in stage {stage.name} at step {step} (no checkpoint configured)"
+                )
         if step in evals:
-            r.pending.append((r.stage, stepper.evaluate(step)))
+            r.pending.append(stepper.evaluate(step))
         if step == stage.steps:
             break
         view = r._view(tensors) if r.hooks else None

@@ -1,5 +1,6 @@
 """Functional optimisers on a (S, P) parameter matrix: per-run learning rates (S,) and a column mask
 of trainable parameters (layerwise training trains a subset).  In-place, allocation-light."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ class OptimState:
     momentum: float = 0.0
 
 
-def new_state(kind: str, theta: torch.Tensor, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-              momentum: float = 0.0) -> OptimState:
+def new_state(
+    kind: str, theta: torch.Tensor, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, momentum: float = 0.0
+) -> OptimState:
     if kind == "adam":
         return OptimState(kind, torch.zeros_like(theta), torch.zeros_like(theta), 0, betas, eps)
     if momentum > 0:

@@ -10,10 +10,12 @@ Algorithm 1: Stage 1 (λ = 0, η₁) until a fixed step or max(α, β) ≥ ρ �
 η₂) → normalisation at θ₂ → Stage 3: V*(Ā) in closed form (as the experiments do).  Thresholds [P]:
 θ = (1 − α̂)/T + α̂/(2CQ) with α̂ = α(A) from the ground truth (synthetic runs only).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -27,8 +29,9 @@ from inductionlab.theory.scb import population_loss, signal, v_star
 from inductionlab.train import loop
 
 
-def step_sizes(inst: SCBInstance, eta: float | torch.Tensor, lr_mode: Literal["normalized", "raw"]
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+def step_sizes(
+    inst: SCBInstance, eta: float | torch.Tensor, lr_mode: Literal["normalized", "raw"]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(η_V, η_A) per run (S, 1, 1), for one η or one per run (S,)."""
     eta = torch.as_tensor(eta, dtype=inst.P.dtype).expand(inst.P.shape[0])
     if lr_mode == "normalized":
@@ -41,8 +44,9 @@ def project_columns(A: torch.Tensor) -> torch.Tensor:
     return A + (1 - A.sum(-2, keepdim=True)) / A.shape[-2]
 
 
-def prox_step(A: torch.Tensor, grad: torch.Tensor, eta_A: torch.Tensor, lam: float | torch.Tensor
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def prox_step(
+    A: torch.Tensor, grad: torch.Tensor, eta_A: torch.Tensor, lam: float | torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Eq. 6: gradient step, soft-threshold at η_Aλ, affine re-projection.  Returns the new A and, per run,
     how many entries the prox set to 0 and how many hit the negative branch ã < −η_Aλ."""
     a = A - eta_A * grad
@@ -70,8 +74,9 @@ def normalize_columns(A: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     return torch.where(norm > 0, kept / norm.clamp_min(1e-300), torch.full_like(A, 1.0 / A.shape[-2]))
 
 
-def preconditioned_gradients(V: torch.Tensor, A: torch.Tensor, batch: tuple, mu: torch.Tensor
-                             ) -> tuple[torch.Tensor, torch.Tensor]:
+def preconditioned_gradients(
+    V: torch.Tensor, A: torch.Tensor, batch: tuple, mu: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(∇̃_V, ∇̃_A) of eq. 4 from a mini-batch."""
     g_v, g_a = linear.gradients(V, A, *batch)
     return linear.precondition(g_v, mu), linear.precondition(g_a, mu)
@@ -103,9 +108,16 @@ class SCBTrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        require(self.method in ("proximal", "sgd", "raw_sgd"), "train.method",
-                f"must be 'proximal', 'sgd' or 'raw_sgd', got {self.method!r}")
-        require(self.lr_mode in ("normalized", "raw"), "train.lr_mode", f"must be 'normalized' or 'raw', got {self.lr_mode!r}")
+        require(
+            self.method in ("proximal", "sgd", "raw_sgd"),
+            "train.method",
+            f"must be 'proximal', 'sgd' or 'raw_sgd', got {self.method!r}",
+        )
+        require(
+            self.lr_mode in ("normalized", "raw"),
+            "train.lr_mode",
+            f"must be 'normalized' or 'raw', got {self.lr_mode!r}",
+        )
         require(self.stage1_end in ("steps", "signal"), "train.stage1_end", "must be 'steps' or 'signal'")
         for name in ("steps", "batch_size", "eval_every", "checkpoint_every"):
             require(getattr(self, name) >= 1, f"train.{name}", f"must be ≥ 1, got {getattr(self, name)}")
@@ -124,8 +136,15 @@ def reversal(P: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
     return P.transpose(1, 2) * mu.unsqueeze(-1) / mu.unsqueeze(-2)
 
 
-def transfer_start(inst: SCBInstance, V_bar: torch.Tensor, gamma: float, alpha_target: float, n_samples: int,
-                   generator: torch.Generator, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def transfer_start(
+    inst: SCBInstance,
+    V_bar: torch.Tensor,
+    gamma: float,
+    alpha_target: float,
+    n_samples: int,
+    generator: torch.Generator,
+    chunk: int = 4096,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Transfer initialisation (spec §8, Lemmas H.1–H.2): V₀ = μ1ᵀ + γ(V̄ − μ1ᵀ), A₀ = 11ᵀ/T, then one gradient
     step on A from ``n_samples`` samples (drawn in chunks) with λ = 0 and η_A = α*/(K_P β₀), so that the
     population step lands at α₁ = α* on the line (β₀ = β(V₀) from the ground truth [P: the spec's
@@ -156,10 +175,17 @@ def evaluate(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, Q_sparsity: in
 
     def cos(M, M2):
         return mu_inner(M, M2, mu) / (mu_norm2(M, mu) * mu_norm2(M2, mu)).sqrt().clamp_min(1e-300)
-    return {"dist_V": mu_norm2(V - inst.P, mu).sqrt(), "dist_A": mu_norm2(A - inst.Q, mu).sqrt(),
-            "dist_A_norm": mu_norm2(A_bar - inst.Q, mu).sqrt(),
-            "dist_V_star": mu_norm2(v_star(A_bar, inst) - inst.P, mu).sqrt(),
-            "cos_V": cos(V0, P0), "cos_A": cos(A0, Q0), "loss": population_loss(V, A, inst), **sig}
+
+    return {
+        "dist_V": mu_norm2(V - inst.P, mu).sqrt(),
+        "dist_A": mu_norm2(A - inst.Q, mu).sqrt(),
+        "dist_A_norm": mu_norm2(A_bar - inst.Q, mu).sqrt(),
+        "dist_V_star": mu_norm2(v_star(A_bar, inst) - inst.P, mu).sqrt(),
+        "cos_V": cos(V0, P0),
+        "cos_A": cos(A0, Q0),
+        "loss": population_loss(V, A, inst),
+        **sig,
+    }
 
 
 Oracle = Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
@@ -172,22 +198,42 @@ class SCBStepper:
 
     hint = "Lower train.eta1 / train.eta2 (the largest η that does not diverge is the one to use)."
 
-    def __init__(self, cfgs: list[SCBTrainConfig], inst: SCBInstance, data_inst: SCBInstance, Q_sparsity: int,
-                 init: tuple[torch.Tensor, torch.Tensor] | None, oracle: Oracle | None):
+    def __init__(
+        self,
+        cfgs: list[SCBTrainConfig],
+        inst: SCBInstance,
+        data_inst: SCBInstance,
+        Q_sparsity: int,
+        init: tuple[torch.Tensor, torch.Tensor] | None,
+        oracle: Oracle | None,
+    ):
         base, S = cfgs[0], inst.P.shape[0]
         self.base, self.inst, self.data_inst, self.Q, self.oracle = base, inst, data_inst, Q_sparsity, oracle
         self.stages = [loop.Stage(base.method, base.steps, base.eval_every, 0, base.checkpoint_every, base.eval_every)]
 
         def per_run(values) -> torch.Tensor:
             return torch.as_tensor([float(v) for v in values], dtype=inst.P.dtype).expand(S).clone()
+
         self.eta1, self.eta2, self.lam = (per_run(getattr(c, n) for c in cfgs) for n in ("eta1", "eta2", "lam"))
         self.prox = torch.tensor([c.method == "proximal" for c in cfgs]).expand(S)
         self.raw = torch.tensor([c.method == "raw_sgd" for c in cfgs]).expand(S).view(-1, 1, 1)
-        require(oracle is None or not bool(self.raw.any()), "train.method", "raw_sgd needs mini-batches, not a gradient oracle")
+        require(
+            oracle is None or not bool(self.raw.any()),
+            "train.method",
+            "raw_sgd needs mini-batches, not a gradient oracle",
+        )
         self.gen = torch.Generator().manual_seed(base.seed)
-        self.V, self.A = initial_state(inst) if init is None else (init[0].expand(S, -1, -1).clone(),
-                                                                   init[1].expand(S, -1, -1).clone())
-        self.stage, self.zeroed, self.negative, self.since = torch.ones(S, dtype=torch.long), torch.zeros(S), torch.zeros(S), 0
+        self.V, self.A = (
+            initial_state(inst)
+            if init is None
+            else (init[0].expand(S, -1, -1).clone(), init[1].expand(S, -1, -1).clone())
+        )
+        self.stage, self.zeroed, self.negative, self.since = (
+            torch.ones(S, dtype=torch.long),
+            torch.zeros(S),
+            torch.zeros(S),
+            0,
+        )
 
     @property
     def params(self) -> torch.Tensor:
@@ -202,9 +248,18 @@ class SCBStepper:
 
     def evaluate(self, step: int) -> dict[str, np.ndarray]:
         base, since = self.base, max(self.since, 1)
-        row = _log_row(self.V, self.A, self.inst, step, base.batch_size, self.Q, base.threshold_C,
-                       stage=self.stage.numpy().copy(), zeroed=(self.zeroed / since).numpy(),
-                       negative=(self.negative / since).numpy())
+        row = _log_row(
+            self.V,
+            self.A,
+            self.inst,
+            step,
+            base.batch_size,
+            self.Q,
+            base.threshold_C,
+            stage=self.stage.numpy().copy(),
+            zeroed=(self.zeroed / since).numpy(),
+            negative=(self.negative / since).numpy(),
+        )
         self.zeroed, self.negative, self.since = torch.zeros_like(self.zeroed), torch.zeros_like(self.negative), 0
         start = self.prox & (self.stage == 1) & torch.as_tensor(_stage1_over(base, step, row))
         self.A, self.stage = _enter_stage2(self.A, self.stage, start, row["alpha"], self.inst, base.threshold_C, self.Q)
@@ -229,7 +284,9 @@ class SCBStepper:
         self.since += 1
 
     def state_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("V", "A", "stage", "zeroed", "negative", "since")} | {"gen": self.gen.get_state()}
+        return {k: getattr(self, k) for k in ("V", "A", "stage", "zeroed", "negative", "since")} | {
+            "gen": self.gen.get_state()
+        }
 
     def load_state_dict(self, state: dict) -> None:
         for k in ("V", "A", "stage", "zeroed", "negative", "since"):
@@ -237,10 +294,15 @@ class SCBStepper:
         self.gen.set_state(state["gen"])
 
 
-def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance, Q_sparsity: int,
-              ctx: RunContext = RunContext(threads=1), init: tuple[torch.Tensor, torch.Tensor] | None = None,
-              oracle: Oracle | None = None, hooks: Sequence[loop.Hook] = ()
-              ) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
+def train_scb(
+    cfg: SCBTrainConfig | Sequence[SCBTrainConfig],
+    inst: SCBInstance,
+    Q_sparsity: int,
+    ctx: RunContext = RunContext(threads=1),
+    init: tuple[torch.Tensor, torch.Tensor] | None = None,
+    oracle: Oracle | None = None,
+    hooks: Sequence[loop.Hook] = (),
+) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
     """Train on the run axis: one config for the S instances of ``inst``, or one config per run — then all
     runs train one instance (S = 1) on the *same* batches (methods compared on identical data) and may differ
     in method, η₁, η₂ and λ only.  Returns V, A and the metrics table (run, step, samples, stage, the
@@ -256,8 +318,11 @@ def train_scb(cfg: SCBTrainConfig | Sequence[SCBTrainConfig], inst: SCBInstance,
     base, data_inst = cfgs[0], inst
     if len(cfgs) > 1:
         require(inst.P.shape[0] == 1, "inst", "one config per run needs a single instance (S = 1)")
-        require(all(replace(c, method=base.method, eta1=base.eta1, eta2=base.eta2, lam=base.lam) == base for c in cfgs),
-                "train", "runs on one axis may differ only in method, eta1, eta2 and lam")
+        require(
+            all(replace(c, method=base.method, eta1=base.eta1, eta2=base.eta2, lam=base.lam) == base for c in cfgs),
+            "train",
+            "runs on one axis may differ only in method, eta1, eta2 and lam",
+        )
         inst = SCBInstance(*(t.expand(len(cfgs), *t.shape[1:]) for t in (inst.P, inst.mu, inst.Q)))
     stepper = SCBStepper(cfgs, inst, data_inst, Q_sparsity, init, oracle)
     metrics = loop.run(stepper, ctx, hooks, desc=base.method)
@@ -269,9 +334,26 @@ class SoftmaxStepper:
 
     hint = "Lower lr_V / lr_W."
 
-    def __init__(self, inst: SCBInstance, lr_V: float, lr_W: float, stage: loop.Stage, batch_size: int, seed: int,
-                 Q_sparsity: int, C: float):
-        self.inst, self.lr_V, self.lr_W, self.stages, self.B, self.Q, self.C = inst, lr_V, lr_W, [stage], batch_size, Q_sparsity, C
+    def __init__(
+        self,
+        inst: SCBInstance,
+        lr_V: float,
+        lr_W: float,
+        stage: loop.Stage,
+        batch_size: int,
+        seed: int,
+        Q_sparsity: int,
+        C: float,
+    ):
+        self.inst, self.lr_V, self.lr_W, self.stages, self.B, self.Q, self.C = (
+            inst,
+            lr_V,
+            lr_W,
+            [stage],
+            batch_size,
+            Q_sparsity,
+            C,
+        )
         self.gen = torch.Generator().manual_seed(seed)
         self.V, _ = initial_state(inst)
         self.W = torch.zeros_like(inst.Q)
@@ -304,9 +386,19 @@ class SoftmaxStepper:
         self.gen.set_state(state["gen"])
 
 
-def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, batch_size: int, eval_every: int,
-                      seed: int, Q_sparsity: int, C: float = 2.0, ctx: RunContext = RunContext(threads=1),
-                      hooks: Sequence[loop.Hook] = ()) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
+def train_softmax_scb(
+    inst: SCBInstance,
+    lr_V: float,
+    lr_W: float,
+    steps: int,
+    batch_size: int,
+    eval_every: int,
+    seed: int,
+    Q_sparsity: int,
+    C: float = 2.0,
+    ctx: RunContext = RunContext(threads=1),
+    hooks: Sequence[loop.Hook] = (),
+) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
     """The softmax model of ``docs/conventions.md#scb-softmax`` (A = column-wise softmax of logits W) trained by
     plain SGD on ℓ from W₀ = 0, V₀ = μ1ᵀ, with separate learning rates for V and W (near uniform attention the
     softmax Jacobian is ≈ Π/T, so W needs a far larger rate).  Draws the same batches as :func:`train_scb` with
@@ -318,16 +410,25 @@ def train_softmax_scb(inst: SCBInstance, lr_V: float, lr_W: float, steps: int, b
     return stepper.V, stepper.W, metrics
 
 
-def _log_row(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, step: int, batch_size: int, Q_sparsity: int,
-             C: float, **extra: np.ndarray) -> dict[str, np.ndarray]:
+def _log_row(
+    V: torch.Tensor,
+    A: torch.Tensor,
+    inst: SCBInstance,
+    step: int,
+    batch_size: int,
+    Q_sparsity: int,
+    C: float,
+    **extra: np.ndarray,
+) -> dict[str, np.ndarray]:
     """One block of the metrics table: run, step, samples seen, the :func:`evaluate` metrics and ``extra``."""
     S = V.shape[0]
     metrics = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, C).items()}
     return {"run": np.arange(S), "step": np.full(S, step), "samples": np.full(S, step * batch_size), **extra, **metrics}
 
 
-def _batch_gradients(V: torch.Tensor, A: torch.Tensor, data_inst: SCBInstance, batch_size: int,
-                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _batch_gradients(
+    V: torch.Tensor, A: torch.Tensor, data_inst: SCBInstance, batch_size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Raw mini-batch gradients: one batch per instance, or — when ``data_inst`` holds one instance and V, A
     hold S runs — one batch shared by all runs."""
     batch = sample(data_inst, batch_size, generator)
@@ -336,8 +437,15 @@ def _batch_gradients(V: torch.Tensor, A: torch.Tensor, data_inst: SCBInstance, b
     return linear.gradients(V, A, *batch)
 
 
-def _enter_stage2(A: torch.Tensor, stage: torch.Tensor, start: torch.Tensor, alpha: np.ndarray, inst: SCBInstance,
-                  C: float, Q_sparsity: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _enter_stage2(
+    A: torch.Tensor,
+    stage: torch.Tensor,
+    start: torch.Tensor,
+    alpha: np.ndarray,
+    inst: SCBInstance,
+    C: float,
+    Q_sparsity: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Algorithm 1's Stage 1 → 2 switch for the runs in ``start`` (S,): rounding at θ(α̂), stage set to 2."""
     if not bool(start.any()):
         return A, stage

@@ -9,10 +9,11 @@ tokens.  With
 ``repeated=True`` the data are :func:`~inductionlab.tasks.text.repeated_chunks` and the loss is also split into
 the predictable repeated positions and the rest.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,23 +56,42 @@ def token_losses(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Ten
 def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.ndarray]:
     """‖p‖ and ‖(W_K, W_Q)‖ per run (S,), and ‖(W_K, W_Q)‖ of each layer (``wkq_norm_l1``, ``wkq_norm_l2``, …)."""
     p = torch.stack([params[f"blocks.{l}.attn.p"].flatten(1) for l in range(cfg.n_layers)], 1).flatten(1)
-    per_layer = torch.stack([torch.cat([params[f"blocks.{l}.attn.{w}"].flatten(1) for w in ("W_K", "W_Q")], 1).norm(dim=1)
-                             for l in range(cfg.n_layers)], 1)  # (S, n_layers)
+    per_layer = torch.stack(
+        [
+            torch.cat([params[f"blocks.{l}.attn.{w}"].flatten(1) for w in ("W_K", "W_Q")], 1).norm(dim=1)
+            for l in range(cfg.n_layers)
+        ],
+        1,
+    )  # (S, n_layers)
     out = {"p_norm": p.norm(dim=1), "wkq_norm": per_layer.norm(dim=1)}
     out |= {f"wkq_norm_l{l + 1}": per_layer[:, l] for l in range(cfg.n_layers)}
     return {k: v.double().cpu().numpy() for k, v in out.items()}
 
 
-def fit_lm(model: tf.TransformerConfig, cfg: TrainConfig, evals: EvalConfig, train_ids: torch.Tensor,
-           val_ids: torch.Tensor, L: int, seeds: Sequence[int], ctx: RunContext = RunContext(threads=1),
-           repeated: bool = False, device: str = "cpu", bf16: bool = False, diagnostics: Diagnostics | None = None,
-           hooks: Sequence[loop.Hook] = (), desc: str = "lm") -> tuple[tf.Params, pd.DataFrame]:
+def fit_lm(
+    model: tf.TransformerConfig,
+    cfg: TrainConfig,
+    evals: EvalConfig,
+    train_ids: torch.Tensor,
+    val_ids: torch.Tensor,
+    L: int,
+    seeds: Sequence[int],
+    ctx: RunContext = RunContext(threads=1),
+    repeated: bool = False,
+    device: str = "cpu",
+    bf16: bool = False,
+    diagnostics: Diagnostics | None = None,
+    hooks: Sequence[loop.Hook] = (),
+    desc: str = "lm",
+) -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed on the token stream ``train_ids`` (windows of L tokens; L + 1 with targets).
     Returns the final parameters (on the CPU) and the metrics table (run, step, seed, train-time columns).
     ``diagnostics(model, params, tokens)``: extra metric columns on ``evals.score_batch`` repeated random
     sequences (drawn whether or not it is given, so the evaluation data do not depend on it)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
-    require(int(train_ids.max()) < model.vocab, "model.vocab", f"must exceed the largest token id {int(train_ids.max())}")
+    require(
+        int(train_ids.max()) < model.vocab, "model.vocab", f"must exceed the largest token id {int(train_ids.max())}"
+    )
     dev = torch.device(device)
     gen = torch.Generator()
     parts = [tf.init_params(model, 1, gen.manual_seed(int(s))) for s in seeds]  # each run's init from its seed
@@ -105,9 +125,15 @@ def fit_lm(model: tf.TransformerConfig, cfg: TrainConfig, evals: EvalConfig, tra
         return row | weight_norms(model, params)
 
     def sample(g: torch.Generator) -> torch.Tensor:
-        x = repeated_chunks(train_ids, L + 1, cfg.batch_size, g)[0] if repeated else random_chunks(train_ids, L, cfg.batch_size, g)
+        x = (
+            repeated_chunks(train_ids, L + 1, cfg.batch_size, g)[0]
+            if repeated
+            else random_chunks(train_ids, L, cfg.batch_size, g)
+        )
         return x.to(dev)
 
     theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc)
-    return ({k: v.detach().cpu().clone() for k, v in views(theta).items()},
-            metrics.assign(seed=lambda d: np.asarray(seeds)[d.run]))
+    return (
+        {k: v.detach().cpu().clone() for k, v in views(theta).items()},
+        metrics.assign(seed=lambda d: np.asarray(seeds)[d.run]),
+    )

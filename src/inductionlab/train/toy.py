@@ -9,14 +9,16 @@ The toy's step and state run on :mod:`inductionlab.train.loop` (checkpoints, exa
 stop, hooks); what stays here is what makes it fast: the hand-written (optionally compiled) step, batches drawn
 a block at a time by a prefetch thread, and evaluations in a background thread.
 """
+
 from __future__ import annotations
 
 import math
 import queue
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -25,8 +27,9 @@ import torch
 from inductionlab._runtime import compiled, tune_process
 from inductionlab.config import require
 from inductionlab.models import toy
+from inductionlab.ops import abs_bound
 from inductionlab.runs import RunContext
-from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens, sample_tokens
+from inductionlab.tasks.mixed import MixedTarget, make_generators, mixed_target, new_tokens, sample_tokens
 from inductionlab.train import loop, optim
 
 
@@ -73,9 +76,27 @@ class ToyTrainConfig:
             require(getattr(self, name) >= 1, f"train.{name}", f"must be an integer ≥ 1, got {getattr(self, name)}")
         for name in ("stage1_steps", "stage2_steps", "eval_log_points"):
             require(getattr(self, name) >= 0, f"train.{name}", f"must be an integer ≥ 0, got {getattr(self, name)}")
-        require(0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1, "train.adam_beta1/adam_beta2", "must lie in [0, 1)")
-        require(not (self.schedule == "joint" and self.stage2_layer1 == "ideal"), "train.stage2_layer1",
-                "joint training trains layer 1 too, so it needs stage2_layer1='trained'")
+        require(
+            0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1, "train.adam_beta1/adam_beta2", "must lie in [0, 1)"
+        )
+        require(
+            not (self.schedule == "joint" and self.stage2_layer1 == "ideal"),
+            "train.stage2_layer1",
+            "joint training trains layer 1 too, so it needs stage2_layer1='trained'",
+        )
+
+
+def make_batch(x: torch.Tensor, target: MixedTarget, layer1: toy.Layer1, a: torch.Tensor | None = None) -> toy.Batch:
+    """Tokens x (S or 1, L, B) — or with a block axis, (S, K, L, B), and ``target`` repeated to match (S·K runs) —
+    with their mixed targets and, when layer 1 does not train, the model's fixed keys (``a``: frozen layer-1 rows
+    (S, L−2, L)).  The ideal keys' scores x_L·x_{s−1} are the target's too, so they are computed once."""
+    L = x.shape[-2]
+    flat = x.reshape(-1, L, x.shape[-1])
+    bound = abs_bound(flat)
+    keys, scores = toy.fixed_keys(x, layer1, a)
+    ideal_scores = None if scores is None or layer1 != "ideal" else scores.reshape(flat.shape[0], L - 2, -1)
+    targets = mixed_target(flat, target, bound, ideal_scores).view((-1,) + x.shape[1:-2] + (2, x.shape[-1]))
+    return toy.Batch(x, targets, bound, keys, scores)
 
 
 @dataclass(frozen=True)
@@ -92,8 +113,10 @@ def stages_of(cfg: ToyTrainConfig) -> list[Stage]:
     if cfg.schedule == "joint":
         return [Stage("joint", cfg.stage1_steps + cfg.stage2_steps, tuple(range(6)), "learned", "all")]
     layer1 = "ideal" if cfg.stage2_layer1 == "ideal" else "learned"
-    return [Stage("I", cfg.stage1_steps, (toy.P_TILDE,), "learned", "layer1"),
-            Stage("II", cfg.stage2_steps, toy.LAYER2, layer1, "layer2")]
+    return [
+        Stage("I", cfg.stage1_steps, (toy.P_TILDE,), "learned", "layer1"),
+        Stage("II", cfg.stage2_steps, toy.LAYER2, layer1, "layer2"),
+    ]
 
 
 class EvalSet:
@@ -101,8 +124,10 @@ class EvalSet:
 
     def __init__(self, target: MixedTarget, size: int, seed: int, chunk: int = 8192):
         gen = make_generators([seed])
-        self.batches = [toy.make_batch(new_tokens(1, target.L, min(chunk, size - start), gen, target.tokens),
-                                       target, "learned") for start in range(0, size, chunk)]
+        self.batches = [
+            make_batch(new_tokens(1, target.L, min(chunk, size - start), gen, target.tokens), target, "learned")
+            for start in range(0, size, chunk)
+        ]
         self.size = size
 
     def losses(self, theta: torch.Tensor, layer1: toy.Layer1) -> tuple[torch.Tensor, ...]:
@@ -129,8 +154,17 @@ class BatchStream:
     checkpoint taken at a block boundary resumes exactly.
     """
 
-    def __init__(self, target: MixedTarget, batch: int, gens: list[torch.Generator], layer1: toy.Layer1,
-                 a: torch.Tensor | None, align: int, prefetch: bool = False, block_bytes: int = 4 << 20):
+    def __init__(
+        self,
+        target: MixedTarget,
+        batch: int,
+        gens: list[torch.Generator],
+        layer1: toy.Layer1,
+        a: torch.Tensor | None,
+        align: int,
+        prefetch: bool = False,
+        block_bytes: int = 4 << 20,
+    ):
         S, L = target.n_runs, target.L
         fits = max(1, min(64, block_bytes // (4 * S * L * batch)))
         self.block = math.gcd(1 << (fits.bit_length() - 1), align)  # a power of two dividing the checkpoint interval
@@ -149,7 +183,7 @@ class BatchStream:
     def _make(self) -> tuple[list[torch.Tensor], list[torch.Tensor], toy.Batch]:
         start = [g.get_state() for g in self.gens]
         x = sample_tokens(torch.empty(self.shape), self.gens, self.target.tokens)
-        return start, [g.get_state() for g in self.gens], toy.make_batch(x, self.target, self.layer1, self.a)
+        return start, [g.get_state() for g in self.gens], make_batch(x, self.target, self.layer1, self.a)
 
     def _produce(self) -> None:
         while not self._stop.is_set():
@@ -182,8 +216,13 @@ class BatchStream:
         self.at_block_start()
         b, k = self.prepared, self.k
         self.k += 1
-        return toy.Batch(b.x[:, k], b.targets[:, k], b.bound, None if b.keys is None else b.keys[:, k],
-                         None if b.scores is None else b.scores[:, k])
+        return toy.Batch(
+            b.x[:, k],
+            b.targets[:, k],
+            b.bound,
+            None if b.keys is None else b.keys[:, k],
+            None if b.scores is None else b.scores[:, k],
+        )
 
     def close(self) -> None:
         """Stop the producer and leave the generators just after the current block (as without prefetch)."""
@@ -194,14 +233,23 @@ class BatchStream:
             g.set_state(st)
 
 
-def _eval_row(stage: Stage, step: int, lr: torch.Tensor, seeds: Sequence[int], theta: torch.Tensor,
-              evalset: EvalSet) -> dict[str, np.ndarray]:
+def _eval_row(
+    stage: Stage, step: int, lr: torch.Tensor, seeds: Sequence[int], theta: torch.Tensor, evalset: EvalSet
+) -> dict[str, np.ndarray]:
     """One block of metric rows: the losses on the evaluation sample and the parameters, per run."""
     losses = evalset.losses(theta, stage.layer1)
     S = theta.shape[0]
-    block = {"run": np.arange(S), "seed": np.asarray(seeds), "stage": np.full(S, stage.name), "step": np.full(S, step),
-             "t": (lr.double() * step).numpy(), "loss": losses[0].numpy(), "loss_G4": losses[1].numpy(),
-             "loss_IH2": losses[2].numpy(), "rse_IH2": losses[3].numpy()}
+    block = {
+        "run": np.arange(S),
+        "seed": np.asarray(seeds),
+        "stage": np.full(S, stage.name),
+        "step": np.full(S, step),
+        "t": (lr.double() * step).numpy(),
+        "loss": losses[0].numpy(),
+        "loss_G4": losses[1].numpy(),
+        "loss_IH2": losses[2].numpy(),
+        "rse_IH2": losses[3].numpy(),
+    }
     th = theta.double().numpy()
     for i, name in enumerate(toy.PARAMS):
         block[name] = th[:, i]
@@ -222,12 +270,23 @@ class ToyStepper:
 
     hint = "Lower train.lr or use a smaller model.sigma_init."
 
-    def __init__(self, cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
-                 lr: torch.Tensor, evaluator: ThreadPoolExecutor | None):
+    def __init__(
+        self,
+        cfg: ToyTrainConfig,
+        target: MixedTarget,
+        theta0: torch.Tensor,
+        seeds: Sequence[int],
+        lr: torch.Tensor,
+        evaluator: ThreadPoolExecutor | None,
+    ):
         self.cfg, self.target, self.seeds, self.lr, self.evaluator = cfg, target, list(seeds), lr, evaluator
         self.toy_stages = stages_of(cfg)
-        self.stages = [loop.Stage(s.name, s.steps, cfg.eval_every, cfg.eval_log_points, cfg.checkpoint_every,
-                                  cfg.finite_check_every) for s in self.toy_stages]
+        self.stages = [
+            loop.Stage(
+                s.name, s.steps, cfg.eval_every, cfg.eval_log_points, cfg.checkpoint_every, cfg.finite_check_every
+            )
+            for s in self.toy_stages
+        ]
         self.evalset = EvalSet(target, cfg.eval_size, cfg.eval_seed)
         self.theta, self.opt, self.p_tilde_after_stage1 = theta0.clone(), None, None
         self.gens = make_generators(seeds)
@@ -249,15 +308,27 @@ class ToyStepper:
         self.lr_mask = torch.zeros(S, 6, dtype=theta.dtype)
         self.lr_mask[:, list(stage.trains)] = self.lr.view(-1, 1).to(theta.dtype)
         if self.opt is None:
-            self.opt = optim.new_state("adam" if cfg.optimizer == "adam" else "sgd", theta, (cfg.adam_beta1, cfg.adam_beta2))
-        frozen_a = None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
+            self.opt = optim.new_state(
+                "adam" if cfg.optimizer == "adam" else "sgd", theta, (cfg.adam_beta1, cfg.adam_beta2)
+            )
+        frozen_a = (
+            None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
+        )
         if cfg.optimizer == "gd":
             gens = make_generators([s + 7919 * (index + 1) for s in self.seeds])
-            self.fixed = toy.make_batch(new_tokens(S, L, cfg.n_samples, gens, self.target.tokens), self.target,
-                                        stage.layer1, frozen_a)
+            self.fixed = make_batch(
+                new_tokens(S, L, cfg.n_samples, gens, self.target.tokens), self.target, stage.layer1, frozen_a
+            )
         else:
-            self.stream = BatchStream(self.target, cfg.batch_size, self.gens, stage.layer1, frozen_a, cfg.checkpoint_every,
-                                      prefetch=self.evaluator is not None and stage.steps > 0)
+            self.stream = BatchStream(
+                self.target,
+                cfg.batch_size,
+                self.gens,
+                stage.layer1,
+                frozen_a,
+                cfg.checkpoint_every,
+                prefetch=self.evaluator is not None and stage.steps > 0,
+            )
         self.grad_of = _grad_fn(cfg, stage, stage.steps, S)
 
     def end_stage(self, index: int) -> None:
@@ -287,9 +358,15 @@ class ToyStepper:
             g.set_state(st)
 
 
-def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, seeds: Sequence[int],
-              ctx: RunContext = RunContext(),
-              lr: Sequence[float] | None = None, hooks: Sequence[loop.Hook] = ()) -> TrainResult:
+def train_toy(
+    cfg: ToyTrainConfig,
+    target: MixedTarget,
+    theta0: torch.Tensor,
+    seeds: Sequence[int],
+    ctx: RunContext = RunContext(),
+    lr: Sequence[float] | None = None,
+    hooks: Sequence[loop.Hook] = (),
+) -> TrainResult:
     """Train S toy models at once (one per row of ``theta0``, data of run r from ``seeds[r]``).
 
     Args:
@@ -316,7 +393,9 @@ def train_toy(cfg: ToyTrainConfig, target: MixedTarget, theta0: torch.Tensor, se
         if evaluator is not None:
             evaluator.shutdown()
     p1 = stepper.p_tilde_after_stage1
-    return TrainResult(stepper.theta, metrics, (p1 if p1 is not None else stepper.theta[:, toy.P_TILDE]).double().numpy())
+    return TrainResult(
+        stepper.theta, metrics, (p1 if p1 is not None else stepper.theta[:, toy.P_TILDE]).double().numpy()
+    )
 
 
 def _grad_fn(cfg: ToyTrainConfig, stage: Stage, stage_steps: int, stage_runs: int):

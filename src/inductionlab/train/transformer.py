@@ -3,9 +3,10 @@ square loss ½‖TF_{−1}(X) − H(X)‖², online batches, S seeds on the run 
 :mod:`inductionlab.train.autograd`.  Metrics per run: the loss on a fixed evaluation sample and, when
 asked, the layer-1 linear-probe distance to the patches X_{s−n+1:s} (spec §6 item 4, A11).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,10 +21,19 @@ from inductionlab.train.autograd import TrainConfig, pack, train
 Probe = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # features (S, N, D), targets (S, N, k) → (S,)
 
 
-def fit_induction(model: tf.TransformerConfig, task: InductionTaskConfig, cfg: TrainConfig, seeds: Sequence[int],
-                  ctx: RunContext = RunContext(threads=1), eval_size: int = 2048, eval_seed: int = 2024,
-                  probe_size: int = 0, probe: Probe | None = None, hooks: Sequence[loop.Hook] = (),
-                  desc: str = "train") -> tuple[tf.Params, pd.DataFrame]:
+def fit_induction(
+    model: tf.TransformerConfig,
+    task: InductionTaskConfig,
+    cfg: TrainConfig,
+    seeds: Sequence[int],
+    ctx: RunContext = RunContext(threads=1),
+    eval_size: int = 2048,
+    eval_seed: int = 2024,
+    probe_size: int = 0,
+    probe: Probe | None = None,
+    hooks: Sequence[loop.Hook] = (),
+    desc: str = "train",
+) -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed (initialisation from the seed; one shared data stream from ``cfg.seed``).
 
     Metrics: ``loss`` on ``eval_size`` fixed sequences; with ``probe_size`` > 0 and a ``probe`` (e.g.
@@ -36,9 +46,9 @@ def fit_induction(model: tf.TransformerConfig, task: InductionTaskConfig, cfg: T
         one = tf.init_params(model, 1, gen.manual_seed(int(s)))
         params = {k: torch.cat([params[k], v]) if k in params else v for k, v in one.items()}
     theta0, views = pack(params)
-    x_eval = sample_tokens((eval_size, task.L, task.d), task.tokens, torch.Generator().manual_seed(eval_seed),
-                           torch.float32)
-    y_eval = task.target(x_eval)
+    x_eval = sample_tokens(
+        (eval_size, task.L, task.d), task.tokens, torch.Generator().manual_seed(eval_seed), torch.float32
+    )
     probe_x = x_eval[:probe_size]
     probe_y = patch_targets(probe_x, task.n).flatten(0, 1)  # (P·(L−n+1), n·d)
 

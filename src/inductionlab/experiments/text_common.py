@@ -1,0 +1,114 @@
+"""What the two text experiments (``wikitext``, ``repeated-text``) share: the model and config, the times at which
+‖p‖ and ‖(W_K, W_Q)‖ move, the smoke preset and the panels of their figures."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from inductionlab import plots
+from inductionlab.analysis.phases import first_crossing
+from inductionlab.config import check_seeds, require
+from inductionlab.models.transformer import TransformerConfig
+from inductionlab.tasks.text import TextConfig
+from inductionlab.train.autograd import TrainConfig
+from inductionlab.train.text import EvalConfig
+
+LM_MODEL = TransformerConfig(
+    d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, readout="all", init_std=0.01, slope_init=0.01
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    data: TextConfig = field(default_factory=TextConfig)
+    model: TransformerConfig = LM_MODEL  # vocab is set from the data
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            optimizer="sgd", lr=0.1, steps=3000, batch_size=32, eval_every=100, eval_log_points=25, checkpoint_every=100
+        )
+    )
+    evals: EvalConfig = field(default_factory=EvalConfig)
+    seeds: tuple[int, ...] = (0,)
+    device: str = "cpu"
+    bf16: bool = True
+
+    def __post_init__(self) -> None:
+        check_seeds(self.seeds)
+        require(len(self.seeds) >= 1, "seeds", "give at least one seed")
+        require(self.data.L >= 8, "data.L", f"must be ≥ 8 (room for a repeat in repeated-text), got {self.data.L}")
+        require(
+            self.device == "cpu" or self.device.startswith("cuda"),
+            "device",
+            f"'cpu' or 'cuda[:i]', got {self.device!r}",
+        )
+
+
+SMOKE = {
+    "data.L": 16,
+    "data.vocab_size": 50,
+    "train.steps": 6,
+    "train.eval_every": 3,
+    "train.batch_size": 4,
+    "evals.val_batches": 1,
+    "evals.score_batch": 2,
+    "evals.score_period": 5,
+    "bf16": False,
+}
+
+
+def norm_times(steps: np.ndarray, p_norm: np.ndarray, wkq_norm: np.ndarray) -> dict[str, float]:
+    """t_half_p_norm: first step with ‖p‖ ≥ ½ final ‖p‖; t_double_wkq_norm: first with ‖(W_K, W_Q)‖ ≥ 2× initial;
+    t_half_wkq_growth: first with ‖(W_K, W_Q)‖ − initial ≥ ½ (final − initial)."""
+    return {
+        "t_half_p_norm": first_crossing(steps, p_norm, 0.5 * p_norm[-1], "up"),
+        "t_double_wkq_norm": first_crossing(steps, wkq_norm, 2 * wkq_norm[0], "up"),
+        "t_half_wkq_growth": first_crossing(steps, wkq_norm, 0.5 * (wkq_norm[0] + wkq_norm[-1]), "up"),
+    }
+
+
+def plot_norms(ax, mean: pd.DataFrame, s: dict) -> None:
+    """‖p‖ (left axis) and the relative growth ‖(W_K, W_Q)‖ / ‖(W_K, W_Q)‖₀ − 1 (right axis, log scale, so that
+    a slow exponential growth from the small start shows as a line; 1 marks the doubling), with the marked
+    times."""
+    p_color, w_color = plots.CURVE_COLORS["p"], plots.CURVE_COLORS["w_KQ"]
+    ax.plot(mean.index, mean.p_norm, color=p_color, label="‖p‖ (left)")
+    tw = ax.twinx()
+    for col, style, label in (("wkq_norm", "-", "all layers"), ("wkq_norm_l2", "--", "layer 2 only")):
+        if col in mean:
+            growth = (mean[col] / mean[col].iloc[0] - 1).abs()
+            tw.semilogy(
+                mean.index[1:],
+                growth.iloc[1:].clip(lower=1e-9),
+                style,
+                color=w_color,
+                label=f"‖(W_K, W_Q)‖ growth, {label} (right)",
+            )
+    tw.axhline(1.0, color=w_color, lw=0.6, alpha=0.5)
+    tw.set_ylabel("‖(W_K, W_Q)‖ / initial − 1   (1 = doubled)", color=w_color)
+    for key, color in (("t_half_p_norm", p_color), ("t_double_wkq_norm", w_color)):
+        if not math.isnan(plots.num(s.get(key))):
+            ax.axvline(s[key], color=color, ls=":", label=f"{key} = {s[key]:.0f}")
+    ax.set(xlabel="step", title="time-scale separation")
+    ax.set_ylabel("‖p‖ (all slopes)", color=p_color)
+    lines = ax.get_legend_handles_labels()
+    more = tw.get_legend_handles_labels()
+    ax.legend(
+        lines[0] + more[0],
+        lines[1] + more[1],
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncols=2,
+        frameon=False,
+    )
+
+
+def plot_scores(ax, mean: pd.DataFrame) -> None:
+    for col, style in (("previous_token_score", "-"), ("prefix_matching_score", "-"), ("induction_score", "--")):
+        ax.plot(mean.index, mean[col], style, label=col.replace("_score", "").replace("_", " "))
+    ax.set(xlabel="step", ylabel="score (repeated random tokens)", ylim=(0, 1.02), title="head diagnostics")
+    ax.legend(fontsize=7)

@@ -1,0 +1,239 @@
+"""What the toy-model experiments share: seeds → target → initialisation → training → phase times
+(:func:`train_and_time`), and the lazy-to-rich experiment of Fig. 2 (Wang et al.; dynamics paper Fig. 1, appendix
+B.1), which ``lazy-to-rich`` runs with Gaussian and ``lazy-to-rich-boolean`` with ±1 tokens.
+
+A two-layer toy transformer (six parameters, :mod:`inductionlab.models.toy`) on the mixed target
+(:mod:`inductionlab.tasks.mixed`), trained layerwise by online SGD: Stage I trains p̃, Stage II the five
+layer-2 parameters.  Stage II shows the four phases of Theorem 5.5: L_G4 falls first (lazy, 4-gram),
+L_IH2 sits on a plateau, then drops abruptly as w_KQ grows exponentially (rich, induction head).
+
+Gradient-flow curves are overlaid on the same t = lr × step axis: the closed forms (7)/(10) and the
+exact-softmax loss with a Monte-Carlo gradient (:mod:`inductionlab.train.flow`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from inductionlab import plots
+from inductionlab.analysis.phases import PHASE_NAMES, phase_times
+from inductionlab.config import check_seeds, require
+from inductionlab.models.toy import PARAMS, ToyConfig, init_params
+from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+from inductionlab.train.flow import FlowProblem, solve_flow
+from inductionlab.train.toy import ToyTrainConfig, TrainResult, train_toy
+
+
+@dataclass(frozen=True)
+class Config:
+    """Defaults are the paper's setup: α*=1, w*=0.49, σ_init=0.01, L=40, Gaussian tokens, online SGD
+    lr 0.1, B=1000, 100k Stage-I + 100k Stage-II steps.  ``seeds`` train on the run axis, one model each.
+    ``gf``: which gradient-flow curves to overlay."""
+
+    task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
+    model: ToyConfig = field(default_factory=ToyConfig)
+    train: ToyTrainConfig = field(default_factory=ToyTrainConfig)
+    seeds: tuple[int, ...] = (0,)
+    gf: Literal["both", "closed", "exact", "none"] = "both"
+    gf_mc_samples: int = 4096
+
+    def __post_init__(self) -> None:
+        check_seeds(self.seeds)
+        require(self.gf_mc_samples >= 16, "gf_mc_samples", f"must be ≥ 16, got {self.gf_mc_samples}")
+        if self.gf in ("both", "closed"):
+            require(
+                self.task.tokens == "gaussian",
+                "gf",
+                "the closed forms (7)/(10) hold for Gaussian tokens only; use gf=exact or none for boolean tokens",
+            )
+            require(
+                2 * self.task.w_star**2 < 1,
+                "task.w_star",
+                f"the closed form (eq. 10) needs w* < 1/√2 ≈ 0.7071, got {self.task.w_star}; or set gf=exact",
+            )
+
+
+PRESETS = {
+    "paper": {},
+    "quick": {
+        "train.stage1_steps": 2000,
+        "train.stage2_steps": 40_000,
+        "train.eval_size": 20_000,
+        "train.eval_every": 1000,
+        "train.checkpoint_every": 10_000,
+        "gf_mc_samples": 2048,
+    },
+    "literal": {"train.stage2_layer1": "trained"},
+    "smoke": {
+        "train.stage1_steps": 20,
+        "train.stage2_steps": 60,
+        "train.eval_size": 512,
+        "train.eval_every": 20,
+        "train.eval_log_points": 5,
+        "train.batch_size": 64,
+        "train.checkpoint_every": 40,
+        "gf_mc_samples": 64,
+        "task.L": 8,
+    },
+}
+
+
+def layer2_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the stage that trains layer 2: Stage II, or the joint stage."""
+    last = "joint" if "joint" in set(metrics.stage) else "II"
+    return metrics[metrics.stage == last]
+
+
+def train_and_time(
+    train_cfg: ToyTrainConfig,
+    target: MixedTarget,
+    sigma_init: float | torch.Tensor,
+    seeds: Sequence[int],
+    ctx: RunContext,
+    alpha_star: float,
+    w_star: float,
+) -> tuple[TrainResult, pd.DataFrame, list[dict]]:
+    """Train one toy model per seed from θ(0) = σ_init·1 and locate the phases of Theorem 5.5 on the layer-2
+    stage: returns the training result, the layer-2 metrics and, per run, {"run", "seed", T_I, …}."""
+    out = train_toy(train_cfg, target, init_params(sigma_init, len(seeds)), seeds, ctx)
+    layer2 = layer2_metrics(out.metrics)
+    times = [
+        {
+            "run": int(run_id),
+            "seed": int(df.seed.iloc[-1]),
+            **phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, alpha_star, w_star).as_dict(),
+        }
+        for run_id, df in layer2.groupby("run")
+    ]
+    return out, layer2, times
+
+
+def run(cfg: Config, ctx: RunContext) -> Results:
+    seeds = list(cfg.seeds)
+    target = MixedTarget.from_config(cfg.task, len(seeds))
+    pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
+    gf_future = pool.submit(_gradient_flows, cfg) if pool else None
+    try:
+        out, layer2, times = train_and_time(
+            cfg.train, target, cfg.model.sigma_init, seeds, ctx, cfg.task.alpha_star, cfg.task.w_star
+        )
+        gf = gf_future.result() if gf_future else _gradient_flows(cfg)
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+    tables = {"metrics": out.metrics}
+    summary = _summarise(layer2, times, cfg, out.p_tilde_after_stage1)
+    if gf:
+        tables["gf"] = pd.concat([r.curve.assign(method=m) for m, r in gf.items()], ignore_index=True)
+        summary["gf_phases"] = {m: r.phases.as_dict() for m, r in gf.items()}
+    return Results(tables, summary)
+
+
+def _summarise(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tilde_1: np.ndarray) -> dict:
+    per_run = []
+    for run_times in times:
+        df = layer2[layer2.run == run_times["run"]]
+        end = df.iloc[-1]
+        final = {k: float(end[k]) for k in ("loss", "loss_G4", "loss_IH2", *PARAMS, "w_KQ")}
+        per_run.append(
+            {
+                **run_times,
+                "final": final,
+                "rse_loss_IH2_max": float(df.rse_IH2.max()),
+                "p_tilde_after_stage1": float(p_tilde_1[run_times["run"]]),
+            }
+        )
+    mean = {k: _nanmean([r[k] for r in per_run]) for k in PHASE_NAMES}
+    final = {k: float(np.mean([r["final"][k] for r in per_run])) for k in per_run[0]["final"]}
+    return {
+        **mean,
+        "final": final,
+        "p_tilde_after_stage1": float(np.mean(p_tilde_1)),
+        "stage2_layer1": cfg.train.stage2_layer1,
+        "n_runs": len(cfg.seeds),
+        "per_run": per_run,
+    }
+
+
+def _nanmean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
+def _gradient_flows(cfg: Config) -> dict:
+    """GF curves on the Stage-II time axis [0, lr × steps] (not for Adam, whose time axis differs)."""
+    if cfg.gf == "none" or cfg.train.optimizer == "adam":
+        return {}
+    steps = cfg.train.stage2_steps + (cfg.train.stage1_steps if cfg.train.schedule == "joint" else 0)
+    t_end = cfg.train.lr * steps
+    base = dict(
+        L=cfg.task.L,
+        alpha_star=cfg.task.alpha_star,
+        w_star=cfg.task.w_star,
+        sigma_init=cfg.model.sigma_init,
+        t_end=max(t_end, 1e-6),
+        tokens=cfg.task.tokens,
+        mc_samples=cfg.gf_mc_samples,
+        mc_seed=cfg.seeds[0],
+    )
+    methods = {"both": ("closed", "exact"), "closed": ("closed",), "exact": ("exact",)}[cfg.gf]
+    return {m: solve_flow(FlowProblem(**base, loss=m)) for m in methods}
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    """Three panels on the Stage-II t axis — total loss; L_G4 and L_IH2; p, w_V1, w_V2, w_KQ — with GF
+    overlaid (dashed: closed form, dotted: exact softmax) and the four phases shaded; plus Stage I."""
+    metrics, s = results.tables["metrics"], results.summary
+    st2 = layer2_metrics(metrics)
+    gf = results.tables.get("gf")
+    fig, axes = plots.subplots(3)
+    spans = plots.phase_spans(s, float(st2.t.max()))
+    panels = [("loss",), ("loss_G4", "loss_IH2"), ("p", "w_V1", "w_V2", "w_KQ")]
+    titles = ["total loss", "partial losses", "parameters"]
+    for ax, cols, title in zip(axes, panels, titles):
+        plots.shade_phases(ax, spans, labels=ax is axes[0])
+        for col in cols:
+            for run_id, df in st2.groupby("run"):
+                ax.plot(df.t, df[col], color=plots.CURVE_COLORS[col], lw=1.4, label=col if run_id == 0 else None)
+            if gf is not None:
+                for method, style in (("closed", "--"), ("exact", ":")):
+                    g = gf[gf.method == method]
+                    if len(g):
+                        ax.plot(
+                            g.t,
+                            g[col],
+                            style,
+                            color=plots.CURVE_COLORS[col],
+                            lw=1.0,
+                            label=f"GF ({method})" if col == cols[0] else None,
+                        )
+        ax.set(title=title, xlabel="t = lr × step (Stage II)")
+        if title != "parameters":  # log scale, floored below the SGD curves (GF's closed form reaches 1e-18)
+            floor = float(st2[list(cols)].where(st2[list(cols)] > 0).min().min())
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=floor / 10)
+        ax.legend(
+            fontsize=7, loc="upper right" if title == "parameters" else "best", ncol=2 if title == "parameters" else 1
+        )
+    fig.suptitle(
+        "Lazy to rich (SGD): " + ", ".join(f"{k}={plots.num(s.get(k)):.0f}" for k in ("T_I", "T_II", "T_50", "T_III"))
+    )
+    paths = [plots.save(fig, Path(out_dir) / "lazy_to_rich.png")]
+    st1 = metrics[metrics.stage == "I"]
+    if len(st1):
+        fig, (ax,) = plots.subplots(1)
+        for run_id, df in st1.groupby("run"):
+            ax.plot(df.t, df.p_tilde, color=plots.CURVE_COLORS["p_tilde"], label="p̃ = p^(1,1)" if run_id == 0 else None)
+        ax.set(title="Stage I: layer-1 slope (y_s → x_{s-1} needs p̃ ≫ 1)", xlabel="t = lr × step (Stage I)")
+        ax.legend(fontsize=7)
+        paths.append(plots.save(fig, Path(out_dir) / "stage1.png"))
+    return paths
