@@ -18,6 +18,8 @@ demo: setup
 	$(BIN)/inductionlab run lazy-to-rich --out runs/lazy-to-rich --force
 
 test: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/python -m pytest
 
 bench: setup

@@ -1,9 +1,83 @@
-"""inductionlab: how transformers learn induction heads — tasks, models, trainers, theory and analyses."""
+"""inductionlab: how transformers learn induction heads — tasks, models, trainers, theory and analyses.
+
+The public API, on one screen (each name is imported when first used, so ``import inductionlab`` stays fast)::
+
+    tasks      MixedTaskConfig, MixedTarget, InductionTaskConfig, induction_head, generalized_induction_head,
+               repeated_random_tokens, MarkovConfig, SCBConfig, random_instance, TextConfig, load_corpus
+    models     toy (the six-parameter model), ToyConfig, TransformerConfig, init_transformer, forward,
+               ChenConfig, HighDimConfig
+    training   RunContext, Hook, JsonlLogger, FreezeColumns, ToyTrainConfig, train_toy, TrainConfig, train_autograd,
+               fit_induction, fit_lm, StagedConfig, train_staged, SCBTrainConfig, train_scb
+    theory     FlowProblem, solve_flow, PhaseTimes
+    analysis   phase_times, head_scores, probe_distance
+    runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run
+"""
 
 from __future__ import annotations
 
-from inductionlab._version import __version__
-from inductionlab.runner import run_experiment
-from inductionlab.runs import load_run
+import importlib
 
-__all__ = ["__version__", "load_run", "run_experiment"]
+from inductionlab._version import __version__
+
+_EXPORTS = {
+    "MixedTaskConfig": "tasks.mixed",
+    "MixedTarget": "tasks.mixed",
+    "InductionTaskConfig": "tasks.induction",
+    "induction_head": "tasks.induction",
+    "generalized_induction_head": "tasks.induction",
+    "repeated_random_tokens": "tasks.induction",
+    "MarkovConfig": "tasks.markov",
+    "SCBConfig": "tasks.scb",
+    "random_instance": "tasks.scb",
+    "TextConfig": "tasks.text",
+    "load_corpus": "tasks.text",
+    "ToyConfig": "models.toy",
+    "TransformerConfig": "models.transformer",
+    "ChenConfig": "models.chen",
+    "HighDimConfig": "models.highdim",
+    "RunContext": "runs",
+    "load_run": "runs",
+    "Hook": "train.loop",
+    "JsonlLogger": "train.hooks",
+    "FreezeColumns": "train.hooks",
+    "ToyTrainConfig": "train.toy",
+    "train_toy": "train.toy",
+    "TrainConfig": "train.autograd",
+    "fit_induction": "train.transformer",
+    "fit_lm": "train.text",
+    "StagedConfig": "train.chen",
+    "train_staged": "train.chen",
+    "SCBTrainConfig": "train.proximal",
+    "train_scb": "train.proximal",
+    "FlowProblem": "train.flow",
+    "solve_flow": "train.flow",
+    "PhaseTimes": "theory.mixed",
+    "phase_times": "analysis.phases",
+    "head_scores": "analysis.heads",
+    "probe_distance": "analysis.heads",
+    "run_experiment": "runner",
+    "run_sweep": "sweep",
+}
+_ALIASES = {
+    "init_transformer": ("models.transformer", "init_params"),
+    "forward": ("models.transformer", "forward"),
+    "train_autograd": ("train.autograd", "train"),
+}
+_MODULES = {"toy": "models.toy", "experiments": "experiments"}
+
+__all__ = ["__version__", *_EXPORTS, *_ALIASES, *_MODULES]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"inductionlab.{_EXPORTS[name]}"), name)
+    if name in _ALIASES:
+        module, attr = _ALIASES[name]
+        return getattr(importlib.import_module(f"inductionlab.{module}"), attr)
+    if name in _MODULES:
+        return importlib.import_module(f"inductionlab.{_MODULES[name]}")
+    raise AttributeError(f"module 'inductionlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

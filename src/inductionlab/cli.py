@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from inductionlab import experiments
-from inductionlab.config import ConfigError, flatten, override, with_seeds
+from inductionlab.config import ConfigError, flatten, with_seeds
 from inductionlab.runner import RunDirError, run_experiment
 from inductionlab.runs import load_results
 from inductionlab.train.loop import NonFiniteError
@@ -39,13 +39,7 @@ def _dotted(pairs: list[str]) -> dict[str, str]:
 
 def resolve(name: str, preset: str | None, values: dict[str, Any]) -> Any:
     """CONFIG → preset → command-line values (each validated)."""
-    exp = experiments.get(name)
-    cfg = exp.CONFIG
-    if preset:
-        if preset not in exp.PRESETS:
-            raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.PRESETS)}")
-        cfg = override(cfg, exp.PRESETS[preset])
-    return override(cfg, values)
+    return experiments.configure(name, preset, values)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

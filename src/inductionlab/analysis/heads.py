@@ -1,6 +1,6 @@
 """Induction-head diagnostics on attention patterns, compatible with TransformerLens's ``head_detector``
 (Olsson et al. 2022; Elhage et al. 2021), plus the prefix-matching score and a linear probe (Wang et al.
-Fig. 3, spec §6 item 4).
+Fig. 3, docs/conventions.md#wang-6-4.
 
 Detection patterns (L, L), query rows i, key columns j (0-indexed), as in TransformerLens:
 
@@ -15,7 +15,7 @@ Scores of a pattern A against a detection pattern P, per sequence, then averaged
 
 ``exclude_bos`` zeroes key column 0 and ``exclude_current_token`` the diagonal, as there.  ``rows="matched"``
 (not in TransformerLens) scores only query rows whose detection row has a target: with strictly causal
-heads (spec §1) a row without any target cannot be matched, so the TransformerLens form caps an ideal
+heads (docs/conventions.md#wang-1) a row without any target cannot be matched, so the TransformerLens form caps an ideal
 duplicate or induction head below 1 on sequences where some tokens have no earlier copy.
 
 Patterns follow :func:`inductionlab.models.transformer.forward`: (S, B, H, L, L) per layer.
@@ -116,7 +116,7 @@ def head_scores(
 
 def probe_distance(features: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Normalised linear-probe residual min_P ‖Y − F P‖²_F / ‖Y‖²_F for features F (..., N, D) and targets
-    Y (..., N, k), P (D, k) shared over the N rows, fitted by least squares (spec §6 item 4, A11): (...)."""
+    Y (..., N, k), P (D, k) shared over the N rows, fitted by least squares docs/conventions.md#wang-6-4, A11): (...)."""
     require(
         features.shape[:-1] == targets.shape[:-1],
         "features",

@@ -7,8 +7,9 @@ several experiments share; no experiment imports another (``docs/architecture.md
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
-from inductionlab.config import ConfigError
+from inductionlab.config import ConfigError, override
 from inductionlab.experiments import (
     adam_vs_gd_highdim,
     approx_gihn,
@@ -66,3 +67,14 @@ def get(name: str) -> ModuleType:
     if name not in REGISTRY:
         raise ConfigError(f"experiment: unknown experiment {name!r}; known: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name]
+
+
+def configure(name: str, preset: str | None = None, overrides: dict[str, Any] | None = None) -> Any:
+    """Experiment ``name``'s CONFIG, then its ``preset``, then dotted-key ``overrides`` (each step validated)."""
+    exp = get(name)
+    cfg = exp.CONFIG
+    if preset:
+        if preset not in exp.PRESETS:
+            raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.PRESETS)}")
+        cfg = override(cfg, exp.PRESETS[preset])
+    return override(cfg, overrides or {})

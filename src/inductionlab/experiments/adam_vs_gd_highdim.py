@@ -1,4 +1,4 @@
-"""GD vs Adam in high dimension (Wang et al., workshop Fig. 4; spec §6 item 3): with D = 100, the toy's
+"""GD vs Adam in high dimension (Wang et al., workshop Fig. 4; docs/conventions.md#wang-6-3: with D = 100, the toy's
 layer 2 trained by online GD (the Fig. 2 optimiser, lr 0.1) stays on the induction-head plateau within the
 budget, while Adam (lr 5e-4) leaves it — its per-coordinate normalisation moves all D² entries of W_Q, W_K
 at once, where GD's growth is set by the tiny initial ‖W_Q‖‖W_K‖.

@@ -1,4 +1,4 @@
-"""Fig. 4 of Wang et al. (spec §6 item 5): the necessity of enough heads H and width D.  The Fig. 3 setup
+"""Fig. 4 of Wang et al. (docs/conventions.md#wang-6-5): the necessity of enough heads H and width D.  The Fig. 3 setup
 (IH_n, n = 4, d = 1) is trained with (H, D) ∈ {2, 8}²: Theorem 4.3 needs H ≳ n − 1 layer-1 heads (one group
 per lag) and D ≥ n·d (one block per copied token), so (8, 8) can fit and (2, 2) cannot.
 

@@ -1,4 +1,4 @@
-"""Workshop Fig. 3 (spec §6.2): the lazy-to-rich experiment with Boolean tokens x_i ~ Unif{±1}.
+"""Workshop Fig. 3 (docs/conventions.md#wang-6-2): the lazy-to-rich experiment with Boolean tokens x_i ~ Unif{±1}.
 
 Same model, target and protocol as ``lazy-to-rich`` (:mod:`inductionlab.experiments.toy_common`); the closed forms of
 §5.4 assume Gaussian tokens, so only the exact-softmax gradient flow (Monte Carlo over ±1 tokens) is

@@ -1,4 +1,4 @@
-"""Length and prior generalisation of the Chen et al. model (spec §5.4; the paper's Fig. 21 / rebuttal).
+"""Length and prior generalisation of the Chen et al. model docs/conventions.md#chen-5-4; the paper's Fig. 21 / rebuttal).
 
 Train at L = 100, α = 0.1 (three-stage flow, D = 2, true cross-entropy), then evaluate the same parameters —
 the RPE window and the FFN / classifier do not depend on L — on fresh sequences with L ∈ {10, …, 1000} and
@@ -7,12 +7,12 @@ Dirichlet posterior mean with the true parents and α) and their gap, both as th
 the next token under each sequence's own kernel (the label averaged out exactly).  Every length is evaluated on prefixes of
 the same n_eval sequences (common random numbers: one kernel per sequence for all L), so that the curves
 compare lengths rather than samples, and each sequence gives ``label_offsets`` labels (the windows starting at
-its first k positions; past the first tokens the chain is near its stationary law).  With the spec's 1000
+its first k positions; past the first tokens the chain is near its stationary law).  With the proposed 1000
 fresh sequences per L the loss at L = 50 and 100 differed by more than the trend between them; at L ≥ 200 the
 true differences (≈ 0.001–0.005) are still close to the sampling error.  Expected: the loss falls with L for
 every α (more in-context matches), and the gap to Bayes shrinks.
 
-Choice [A7]: pretraining at α = 0.1 (the checkpoint's name), not the 0.01 of one caption.  The spec evaluates
+Choice [A7]: pretraining at α = 0.1 (the checkpoint's name), not the 0.01 of one caption.  The proposal evaluates
 the CW_a checkpoint (500 000 joint epochs); here the three-stage flow reaches the same limit (p_{1,2} = 1,
 copier heads) in a minute.
 """

@@ -1,4 +1,4 @@
-"""Modified vs standard χ² mutual information of every lag set (Chen et al. 2024, spec §4.2, §8.1).
+"""Modified vs standard χ² mutual information of every lag set (Chen et al. 2024, docs/conventions.md#chen-4-2, §8.1).
 
 For d = 3, α = 0.1, pa = {1, 2} and window {1, 2, 3}: the exact Ĩ_χ²(S) and I_χ²(S) per kernel draw (stationary
 law of the 3-tuple chain), averaged over draws.  The standard MI cannot tell {1,2} from {1,2,3} (lag 3 is
@@ -6,7 +6,7 @@ conditionally independent given the parents, so they tie exactly); the modified 
 the larger set, and its argmax is {1,2} — the set Stage I selects.
 
 The gradient check of §8.1: the model with exact copier heads (head h on lag h), uniform p and a = 0.01 on a
-finite dataset; −∂L/∂p_S / a should track Ĩ_χ²(S) across subsets (the small-a expansion of spec §4.2), reported
+finite dataset; −∂L/∂p_S / a should track Ĩ_χ²(S) across subsets (the small-a expansion of docs/conventions.md#chen-4-2, reported
 as the Pearson correlation ``grad_mi_correlation``.
 """
 
@@ -37,7 +37,7 @@ class Config:
     max_size: int = 3
     n_draws: int = 2000
     seeds: tuple[int, ...] = (0,)
-    grad_samples: int = 9000  # sequences of the gradient check (spec §8.1)
+    grad_samples: int = 9000  # sequences of the gradient check (docs/conventions.md#chen-8-1)
     copier_logit: float = 30.0  # w_+ of the exact copier heads (w_− = 0)
     a: float = 0.01
 

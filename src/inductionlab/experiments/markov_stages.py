@@ -1,11 +1,11 @@
-"""Three-stage training of the Chen et al. model (spec §5.1, §3.2): FFN c, then RPE w, then classifier a, with
+"""Three-stage training of the Chen et al. model docs/conventions.md#chen-5-1, §3.2): FFN c, then RPE w, then classifier a, with
 D = 2 and D = 3, on in-context bigram-of-pairs chains (d = 3, pa = {−1, −2}, α = 0.1, L = 100, 9000 / 1000
 sequences, full-batch SGD).  Expected: p_{1,2} → 1 even when {1,2,3} is allowed (the modified χ² MI prefers
 the smaller set), heads 1 and 2 sharpen onto lags 1 and 2, and a grows like ln t.
 
 Each D runs with two losses.  The first, the headline, is the authors' softmax-of-probabilities surrogate
-(spec A2), which produced the paper's figures: being bounded it rewards ever sharper attention, so a(t)
-grows like ln t (measured: ≈ 8.6 after 4000 epochs, as the spec's ≈ 8).  The second is the true
+(docs/conventions.md#chen-a2), which produced the paper's figures: being bounded it rewards ever sharper attention, so a(t)
+grows like ln t (measured: ≈ 8.6 after 4000 epochs, as the proposed ≈ 8).  The second is the true
 cross-entropy (the model's default): on finite L it has a finite best a (measured ≈ 5.6, reached by ≈ 1000
 epochs), so a(t) follows ln t at first and then levels off.  Both select {1,2}.
 """

@@ -1,4 +1,4 @@
-"""Scaling of the plateau with L, α*, σ_init and w* (Wang et al., Theorem 5.5; spec §5.5 "Checks").
+"""Scaling of the plateau with L, α*, σ_init and w* (Wang et al., Theorem 5.5; docs/conventions.md#wang-5-5 "Checks").
 
 Gradient flow (closed forms, :mod:`inductionlab.train.flow`) one factor at a time around the paper
 point — or on the full grid — plus online SGD (idealised Stage II, several configurations trained at

@@ -1,15 +1,15 @@
-"""Fig. 3 of Wang et al. (spec §6 item 4): a two-layer transformer with H = 8 heads and D = 8 trained on IH_n
+"""Fig. 3 of Wang et al. (docs/conventions.md#wang-6-4): a two-layer transformer with H = 8 heads and D = 8 trained on IH_n
 with n = 4, d = 1; a linear probe of the layer-1 output TF^(1)_s(X) ∈ ℝ^D onto the patch X_{s−n+1:s}
 (positions s = n..L, one P ∈ ℝ^{D×n} shared over s and the batch, fitted by least squares, residual
-normalised by Σ‖X_{s−n+1:s}‖², spec A11).  If training builds the Theorem 4.3 mechanism — layer-1 heads
+normalised by Σ‖X_{s−n+1:s}‖², docs/conventions.md#wang-a11.  If training builds the Theorem 4.3 mechanism — layer-1 heads
 copying x_{s−1}, …, x_{s−n+1} into the residual stream — the probe distance falls towards 0.
 
-Defaults the paper leaves open (spec §6 item 4): residual and DP + RPE in both layers, a learnable slope per
-head, no FFN, square loss, L = 40, x ~ N(0, 1) — as the spec proposes — but **W* = I_3 and Adam lr 1e-2**
-instead of the spec's W* = 0.49² I_3 and lr 1e-3.  With the spec's values the IH_4 signal is weak (softmax
+Defaults the paper leaves open (docs/conventions.md#wang-6-4): residual and DP + RPE in both layers, a learnable slope per
+head, no FFN, square loss, L = 40, x ~ N(0, 1) — as the proposal is — but **W* = I_3 and Adam lr 1e-2**
+instead of the proposed W* = 0.49² I_3 and lr 1e-3.  With the proposed values the IH_4 signal is weak (softmax
 logits of standard deviation ≈ 0.4) and a CPU budget stays on the plateau: measured, lr 1e-3 for 2000 steps
 left the probe distance at 0.61 (from 0.69) and the loss at its plateau; lr 1e-2 for 4000 steps reached
-0.42.  ``--preset spec`` restores the spec's values (with 50 000 steps, for a long run).  The probe is measured at the
+0.42.  ``--preset spec`` restores the proposed values (with 50 000 steps, for a long run).  The probe is measured at the
 evaluation steps (every ``train.eval_every`` steps plus log-spaced points), which is what Fig. 3's saved
 checkpoints are used for; the run's own checkpoint allows resuming.
 """

@@ -1,4 +1,4 @@
-"""The induction-head phase change on real words, within a CPU budget (issue 6 §3): the WikiText model of
+"""The induction-head phase change on real words, within a CPU budget : the WikiText model of
 ``wikitext`` trained on text sequences whose second half repeats their first half (the repeated-token task of
 Olsson et al. 2022, here over real words; :func:`inductionlab.tasks.text.repeated_chunks`).  Plain text needs
 far more tokens than a CPU run sees before induction heads form; with a repeat in every sequence the copy

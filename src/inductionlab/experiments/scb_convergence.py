@@ -1,16 +1,16 @@
-"""Fig. 1 of Ren, Wang, Lee 2024 (spec §10): preconditioned projected proximal gradient descent (Algorithm 1)
+"""Fig. 1 of Ren, Wang, Lee 2024 (docs/conventions.md#ren-10): preconditioned projected proximal gradient descent (Algorithm 1)
 against vanilla SGD (the same preconditioned, projected updates with λ = 0 and no rounding) at the same
 large learning rate η₁ and at η₁/10, all with the same batch size, on one random SCB instance.
 
-Metrics of spec §10 (a)–(e) on a log: μ-distances to (P, Q) raw and after normalisation (Ā, V*(Ā)),
+Metrics of docs/conventions.md#ren-10 (a)–(e) on a log: μ-distances to (P, Q) raw and after normalisation (Ā, V*(Ā)),
 centred μ-cosines, the population loss, α(A), β(V), ‖Δ_A‖_μ, ‖Δ_V‖_μ, and the prox's zeroed entries.  The
 summary's ``prox`` / ``sgd_large_lr`` / ``sgd_small_lr`` hold the final ``dist_A_normalized`` (‖Ā − Q‖_μ),
 ``dist_V_normalized`` (‖V*(Ā) − P‖_μ) and ``zeroed_fraction`` (entries of A zeroed by the prox per Stage-2
 step, as a fraction of T·N; 0 for SGD).  If the
-prox zeroes nothing at the given λ, λ ∈ ``lambda_sweep`` is run too (spec §11.1).
+prox zeroes nothing at the given λ, λ ∈ ``lambda_sweep`` is run too (docs/conventions.md#ren-11-1).
 
 Defaults [P]: N = 5, Q = 3, T = 500, B = 64, 20 000 steps, τ₁ = 2000, λ = 1e-5, η₂ = η₁/10, and η₁ = 0.03 —
-the largest value of the spec's grid {1, 0.3, 0.1, 0.03} (normalised mode) at which Algorithm 1 did not
+the largest value of the proposed grid {1, 0.3, 0.1, 0.03} (normalised mode) at which Algorithm 1 did not
 diverge on the default instance (measured: 0.1 diverges).  Note: V*(A) = P for uniform A, so the
 normalised V-distance is ≈ 0 at initialisation — uniform attention averages bigrams without bias.
 """

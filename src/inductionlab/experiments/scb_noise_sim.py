@@ -1,4 +1,4 @@
-"""The Gaussian-noise SGD simulation of Ren, Wang, Lee 2024 (spec §10) for vocabularies too large for real
+"""The Gaussian-noise SGD simulation of Ren, Wang, Lee 2024 (docs/conventions.md#ren-10) for vocabularies too large for real
 mini-batches: exact population gradients plus calibrated Gaussian noise (:func:`gaussian_noise_oracle`),
 the same three stages, prox and normalisation, with and without ℓ1.
 
@@ -8,7 +8,7 @@ the same noise draws: Algorithm 1 (proximal), vanilla SGD at η₁ (λ = 0, no r
 training (see :func:`inductionlab.theory.scb.gaussian_noise_oracle`: at V = μ1ᵀ the A-gradient noise is
 exactly 0).
 
-Choices [P]: T_per_NQ = 10 by default (the spec proposes T = 50NQ, ``--preset spec``: T = 7500 at N = 50
+Choices [P]: T_per_NQ = 10 by default (the proposal is T = 50NQ, ``--preset spec``: T = 7500 at N = 50
 costs ~50 ms a step here); Stage 1 ends when max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50).
 """
 

@@ -1,11 +1,11 @@
-"""Fig. 2 of Ren, Wang, Lee 2024 (spec §9): linear vs softmax attention on the same SCB data.
+"""Fig. 2 of Ren, Wang, Lee 2024 (docs/conventions.md#ren-9): linear vs softmax attention on the same SCB data.
 
 The linear model trains by Algorithm 1 (as in ``scb-convergence``); the softmax model A = softmax(W)
 (column-wise over positions) by plain SGD on ℓ from W₀ = 0, V₀ = μ1ᵀ, with its own learning rates for V and W.
 Both draw the same batches (same seed and batch size).  The figure shows the learned attention (softmax(W)
 vs A) and value matrices beside the truth (Q, P), and both population-loss curves.
 
-Choice [P]: the spec's rule for the softmax rate ("the largest that does not diverge") does not pin it here —
+Choice [P]: the proposed rule for the softmax rate ("the largest that does not diverge") does not pin it here —
 no lr_W in {1, 3, 10, 30, …, 10⁴} diverged at lr_V = 0.3 — and large lr_W leaves the attention far from Q
 (final ‖Ā − Q‖_μ 0.64 at lr_W = 300 vs 0.07 at 10); the default lr_W = 10 is the value of that grid with
 the lowest final population loss (measured on the default instance; see the README).

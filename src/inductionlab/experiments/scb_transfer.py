@@ -1,4 +1,4 @@
-"""Section 4 of Ren, Wang, Lee 2024 (spec §8): transfer learning removes the poly(T) first stage.
+"""Section 4 of Ren, Wang, Lee 2024 (docs/conventions.md#ren-8): transfer learning removes the poly(T) first stage.
 
 For each context length T, ``n_instances`` random SCB instances train on the run axis twice:
 
@@ -8,10 +8,10 @@ For each context length T, ``n_instances`` random SCB instances train on the run
   ``transfer_samples`` samples that lands at α₁ = α* (Lemma H.2), the rounding threshold, then Stage 2.
 
 Samples to target: the first logged sample count at which the normalised attention is within ``target`` of
-Q (‖Ā − Q‖_μ, spec §10 (b)); the transfer count includes its one-step batch.  ``None`` in the summary: not
+Q (‖Ā − Q‖_μ, docs/conventions.md#ren-10 (b)); the transfer count includes its one-step batch.  ``None`` in the summary: not
 reached within the budget (or diverged — listed under ``diverged``).
 
-Choices [P] (the spec leaves them open): P̄ = ρ_mix P + (1 − ρ_mix) D_μPᵀD_μ⁻¹ (P mixed with its time
+Choices [P] (the paper leaves them open): P̄ = ρ_mix P + (1 − ρ_mix) D_μPᵀD_μ⁻¹ (P mixed with its time
 reversal, which shares μ; κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ is reported), V̄ = P̄ (pretraining assumed solved), γ = 0.5,
 α* = 1, a fixed transfer batch (the theory's poly(N, Q)·log T, with log T taken as constant over the T grid).
 η₁ = 0.01: at 0.03 Stage 1 diverged at T = 4000 — the largest stable η₁ shrinks with T, which is the

@@ -1,16 +1,16 @@
 """The six-parameter reparameterised two-layer transformer (Wang et al., dynamics paper §3.1.2,
-appendix C.1, eqs. 5–6; spec §5.2).
+appendix C.1, eqs. 5–6; docs/conventions.md#wang-5-2.
 
 Parameters, one row per run, columns in :data:`PARAMS` order:
 ``θ = (p̃ = p^(1,1), p = p^(2,1), w_V1 = w_V^(2,1), w_V2 = w_V^(2,2), w_Q = w_Q^(2,2), w_K = w_K^(2,2))``.
 
-* Layer 1 (RPE only, residual): y_s = Σ_{τ<s} x_τ softmax_τ(−p̃ (s−1−τ))   (eq. 5); y_1 = 0 (spec A1).
+* Layer 1 (RPE only, residual): y_s = Σ_{τ<s} x_τ softmax_τ(−p̃ (s−1−τ))   (eq. 5); y_1 = 0 (docs/conventions.md#wang-a1).
   ``layer1="ideal"`` replaces it by its p̃ → ∞ limit y_s = x_{s−1} (the theory's Stage II).
 * Head (2,1), 4-gram: w_V1 Σ_{s=2}^{L-1} π_s y_s with π = softmax(−p (L−1−s)), written to coordinate 1.
 * Head (2,2), induction head: w_V2 Σ_{s=2}^{L-1} ρ_s x_s with ρ = softmax(w_Q w_K x_L y_s), written to
-  coordinate 2 (spec A4: the paper prints row 1).  Keys s = 2..L−1 for both heads (spec A1/A2).
+  coordinate 2 docs/conventions.md#wang-a4: the paper prints row 1).  Keys s = 2..L−1 for both heads docs/conventions.md#wang-a1/A2).
 * Loss (eq. 3): ½ E‖TF_{-1} − f*‖² = L_G4 + L_IH2 (one partial loss per coordinate), true softmaxes.
-* Initialisation: every parameter σ_init (spec A5; zero is a fixed point).
+* Initialisation: every parameter σ_init docs/conventions.md#wang-a5; zero is a fixed point).
 
 Gradients are written out by hand (checked against autograd in the tests): the model is tiny, so the
 time goes into Python overhead and element passes, and a hand-written backward needs far fewer of both.
@@ -39,7 +39,7 @@ Layer1 = Literal["learned", "ideal"]
 
 @dataclass(frozen=True)
 class ToyConfig:
-    """Toy-model settings: the initial value σ_init of every parameter (spec A5)."""
+    """Toy-model settings: the initial value σ_init of every parameter (docs/conventions.md#wang-a5)."""
 
     sigma_init: float = 0.01
 
@@ -60,7 +60,7 @@ def init_params(sigma_init: torch.Tensor | float, n_runs: int, dtype: torch.dtyp
 def rpe_weights(
     slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Softmax of −slope·distance over the last axis (the ALiBi-type RPE φ(z; p) = −p(z−1), spec §1.1),
+    """Softmax of −slope·distance over the last axis (the ALiBi-type RPE φ(z; p) = −p(z−1), docs/conventions.md#wang-1-1,
     and its derivative with respect to the slope.
 
     slope (S,); distances (..., K) broadcast to (S, ..., K); ``bias`` (..., K) is 0 for allowed keys and

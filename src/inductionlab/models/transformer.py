@@ -1,4 +1,4 @@
-"""The general multi-layer, multi-head attention transformer of Wang et al. (spec §1; paper §2, eqs. 1–3):
+"""The general multi-layer, multi-head attention transformer of Wang et al. docs/conventions.md#wang-1; paper §2, eqs. 1–3):
 dot-product ("DP") and ALiBi-type relative-position ("RPE") attention, switchable per head, with a
 learnable slope per head and the strictly causal φ(z; p) = −p(z − 1) for z ≥ 1, −∞ otherwise.
 
@@ -15,7 +15,7 @@ follow TransformerLens, with the run axis in front:
 
 Block l: Z ← Z + SA(Z) (or SA(Z) without residual), then Z ← Z + FFN(Z) if it has one.  No 1/√K scaling
 by default (the paper has none; ``scale=True`` adds it).  Query position i attends to keys j with
-``key_start ≤ j < i`` (1-indexed; spec A1: the toy and the constructions start layer-2 keys at 2 or n);
+``key_start ≤ j < i`` (1-indexed; docs/conventions.md#wang-a1: the toy and the constructions start layer-2 keys at 2 or n);
 a query with no keys (position 1 always) outputs 0, never NaN.
 """
 
@@ -124,7 +124,7 @@ def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
 def init_params(
     cfg: TransformerConfig, n_runs: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
 ) -> Params:
-    """Weights ~ N(0, init_std²), biases 0, slopes ``slope_init`` (spec §6: initialisation scale 0.01)."""
+    """Weights ~ N(0, init_std²), biases 0, slopes ``slope_init`` docs/conventions.md#wang-6: initialisation scale 0.01)."""
     params = {}
     for name, shape in param_shapes(cfg).items():
         if name.endswith(".p"):

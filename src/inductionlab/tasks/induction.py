@@ -1,11 +1,11 @@
-"""Induction-head targets of Wang et al. (spec §2): IH_2 (eq. 4), IH_n over (n−1)-token patches (eq. 6)
+"""Induction-head targets of Wang et al. (docs/conventions.md#wang-2): IH_2 (eq. 4), IH_n over (n−1)-token patches (eq. 6)
 and the generalised GIH_n (eq. 7) with a similarity g from :data:`SIMILARITIES` or any callable.
 
 Layout: tokens x (..., B, L, d) — any leading axes (e.g. runs), positions, token dimension — and the
 target (..., B, d).  Positions are 1-indexed in the docstrings, as in the paper.
 
 IH_n(X) = Σ_{s=n}^{L−1} x_s softmax_s( vec(X_{L−n+2:L})ᵀ W* vec(X_{s−n+1:s−1}) ), where vec stacks a
-patch newest first (spec §1 [R]), W* is (n−1)d × (n−1)d, and L ≥ n + 1 (spec A1: keys s = n..L−1).
+patch newest first docs/conventions.md#wang-1 [R]), W* is (n−1)d × (n−1)d, and L ≥ n + 1 docs/conventions.md#wang-a1: keys s = n..L−1).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def skewed_matrix(m: int, scale: float, skew: float) -> torch.Tensor:
 def sample_tokens(
     shape: Sequence[int], tokens: Tokens, generator: torch.Generator, dtype: torch.dtype = torch.float64
 ) -> torch.Tensor:
-    """I.i.d. tokens: N(0, 1) or uniform on [−1, 1] per coordinate (the bounded domain of spec A8)."""
+    """I.i.d. tokens: N(0, 1) or uniform on [−1, 1] per coordinate (the bounded domain of docs/conventions.md#wang-a8."""
     require(tokens in ("gaussian", "uniform"), "task.tokens", f"must be 'gaussian' or 'uniform', got {tokens!r}")
     if tokens == "gaussian":
         return torch.randn(*shape, generator=generator, dtype=dtype)
@@ -89,7 +89,7 @@ def induction_head(x: torch.Tensor, w_star: torch.Tensor, n: int = 2) -> torch.T
 
 @dataclass(frozen=True)
 class InductionTaskConfig:
-    """IH_n / GIH_n task: W* = w_scale · I_{(n−1)d} for the bilinear score (spec §6.4: 0.49² I_3 at n = 4)."""
+    """IH_n / GIH_n task: W* = w_scale · I_{(n−1)d} for the bilinear score docs/conventions.md#wang-6-4: 0.49² I_3 at n = 4)."""
 
     n: int = 2
     d: int = 1

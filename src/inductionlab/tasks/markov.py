@@ -1,15 +1,15 @@
-"""In-context n-gram Markov chains (Chen, Sheen, Wang, Yang 2024; spec §1).
+"""In-context n-gram Markov chains (Chen, Sheen, Wang, Yang 2024; docs/conventions.md#chen-1.
 
-Each sequence has its own kernel π: [d]^n → Δ([d]), every row drawn from Dirichlet(α·1) (spec §1.2), over a
+Each sequence has its own kernel π: [d]^n → Δ([d]), every row drawn from Dirichlet(α·1) (docs/conventions.md#chen-1-2), over a
 parent set pa = {−r_1, …, −r_n} given here as the lags ``parents = (r_1, …, r_n)`` (any set, not only
-contiguous ones).  The first r_n tokens are uniform (spec A8: uniform start); then x_l ~ π(· | x_{l−r_1}, …,
+contiguous ones).  The first r_n tokens are uniform docs/conventions.md#chen-a8: uniform start); then x_l ~ π(· | x_{l−r_1}, …,
 x_{l−r_n}).  The input is x_{1:L}, the label x_{L+1}.
 
 Parent states are encoded as z = Σ_i x_{l−r_i} d^{i} (i = 0 for the nearest parent r_1).  Generation is
 vectorised over sequences: all kernels are one (B, d^n, d) array and time advances in one inverse-CDF step
 per position, never a per-token Python loop over sequences.
 
-Baselines: the Bayes-optimal predictor (Dirichlet–categorical posterior mean, spec §1.4) and, as special
+Baselines: the Bayes-optimal predictor (Dirichlet–categorical posterior mean, docs/conventions.md#chen-1-4 and, as special
 cases of :func:`ngram_estimator`, the in-context bigram (parents (1,)) and unigram (no parents) estimators.
 """
 
@@ -26,7 +26,7 @@ from inductionlab.config import require
 @dataclass(frozen=True)
 class MarkovConfig:
     """Vocabulary size d (``vocab_size``), parent lags, context length L and Dirichlet concentration α
-    (defaults d = 3, pa = {−1, −2}, L = 100, α = 0.1: spec §1 [R])."""
+    (defaults d = 3, pa = {−1, −2}, L = 100, α = 0.1: docs/conventions.md#chen-1 [R])."""
 
     vocab_size: int = 3
     parents: tuple[int, ...] = (1, 2)
@@ -96,7 +96,7 @@ def sample(
 
 def ngram_estimator(inputs: torch.Tensor, parents: tuple[int, ...], d: int, alpha: float) -> torch.Tensor:
     """(N_{z,k} + α)/(N_z + dα) (B, d): counts in x_{1:L} of token k after the parent state z of position
-    L + 1.  With the true parents and α this is the Bayes-optimal predictor (spec §1.4); parents (1,) give the
+    L + 1.  With the true parents and α this is the Bayes-optimal predictor (docs/conventions.md#chen-1-4); parents (1,) give the
     in-context bigram estimator, () the unigram one."""
     B, L = inputs.shape
     padded = torch.cat([inputs, torch.zeros(B, 1, dtype=inputs.dtype)], 1)  # position L + 1 has no token yet
@@ -112,7 +112,7 @@ def bayes_predictor(cfg: MarkovConfig, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def train_val_split(tokens: torch.Tensor, n_val: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """A random split of a finite dataset (spec §1.5: 9000 / 1000): (train, val) rows of ``tokens``."""
+    """A random split of a finite dataset docs/conventions.md#chen-1-5: 9000 / 1000): (train, val) rows of ``tokens``."""
     require(0 < n_val < tokens.shape[0], "n_val", f"must lie in 1..{tokens.shape[0] - 1}, got {n_val}")
     perm = torch.randperm(tokens.shape[0], generator=generator)
     return tokens[perm[n_val:]], tokens[perm[:n_val]]
@@ -121,7 +121,7 @@ def train_val_split(tokens: torch.Tensor, n_val: int, generator: torch.Generator
 def datasets(
     cfg: MarkovConfig, seeds: tuple[int, ...], n_samples: int, n_val: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One finite dataset per seed, split by the same seed (spec §1.5: 10 000 sequences, 9000 / 1000, seed
+    """One finite dataset per seed, split by the same seed docs/conventions.md#chen-1-5: 10 000 sequences, 9000 / 1000, seed
     2024): train (S, n_samples − n_val, L + 1) and val (S, n_val, L + 1)."""
     parts = [
         train_val_split(sample(cfg, n_samples, np.random.default_rng(s))[0], n_val, torch.Generator().manual_seed(s))

@@ -1,9 +1,9 @@
-"""The mixed 4-gram + in-context 2-gram target (Wang, Yu, E, Wu; dynamics paper eq. 2, spec §5.1).
+"""The mixed 4-gram + in-context 2-gram target (Wang, Yu, E, Wu; dynamics paper eq. 2, docs/conventions.md#wang-5-1.
 
     f*(X) = ( α*/(1+α*) · x_{L-2},  1/(1+α*) · Σ_{s=2}^{L-1} x_s softmax_s(w*² x_L x_{s-1}) )
 
 Scalar tokens, i.i.d. N(0, 1) ("gaussian") or Unif{±1} ("boolean", workshop Fig. 3).  The key range
-s = 2..L-1 follows spec A1/A2.  Tensors use the token-major layout (S, L, B) of :mod:`inductionlab.ops`;
+s = 2..L-1 follows docs/conventions.md#wang-a1/A2.  Tensors use the token-major layout (S, L, B) of :mod:`inductionlab.ops`;
 positions are 1-indexed in the docs and 0-indexed in code (x_s is ``x[:, s-1]``).
 """
 
@@ -162,5 +162,5 @@ def target_columns(x: torch.Tensor, ih: torch.Tensor, target: MixedTarget) -> to
 
 def lifted_target(x: torch.Tensor, alpha_star: float, w_star: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The mixed target lifted to d-dimensional tokens x (B, L, d): the blocks (B, d) α*/(1+α*) x_{L−2} and
-    1/(1+α*) IH_2(X; W*) with the d × d matrix W* (``docs/conventions.md#highdim``)."""
+    1/(1+α*) IH_2(X; W*) with the d × d matrix W* (``docs/conventions.md#wang-6-3``)."""
     return alpha_star / (1 + alpha_star) * x[:, -3], induction_head(x, w_star.to(x.dtype)) / (1 + alpha_star)

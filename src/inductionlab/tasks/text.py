@@ -1,5 +1,5 @@
 """Natural-language data: WikiText-2 (or any UTF-8 text) as token streams for language modelling (Wang et al.,
-spec §6 item 6, A14), and the repeated-text variant that shows the induction-head phase change on CPU.
+docs/conventions.md#wang-6-6, A14), and the repeated-text variant that shows the induction-head phase change on CPU.
 
 **Files.**  ``path`` is a directory or a text file; empty means the ``INDUCTIONLAB_DATA`` environment variable.
 A directory is searched for each split in the usual layouts — ``wiki.{split}.tokens`` (the original

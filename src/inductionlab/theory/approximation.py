@@ -1,13 +1,13 @@
-"""Approximation building blocks of Theorems 4.3 and 4.4 (Wang et al., spec §4.1), computed in float64.
+"""Approximation building blocks of Theorems 4.3 and 4.4 (Wang et al., docs/conventions.md#wang-4-1, computed in float64.
 
 * :func:`exp_sum_kernel` — Lemma D.2: φ(t) = Σ_{k=1}^m α_k e^{−β_k (t−1)} ≈ 1{t = T} on t ≥ 1, with the
-  spec's recipe β_k = c·k, α by least squares on t = 1..t_max, and c chosen from a grid in [0.01, 1] by the
-  smallest ℓ1(ℕ⁺) error (spec §4.1, "Recipe (ours)").
+  recipe β_k = c·k, α by least squares on t = 1..t_max, and c chosen from a grid in [0.01, 1] by the
+  smallest ℓ1(ℕ⁺) error (docs/conventions.md#wang-4-1).
 * :func:`pod` — the proper orthogonal decomposition g(u, v) = Σ_k σ_k φ_k(u) ψ_k(v) (eq. 15) by an SVD of g
   on a tensor Gauss–Legendre grid, with Nyström extensions so φ_k, ψ_k can be evaluated anywhere.
 * :func:`fit_relu_features` — one FFN sub-network of width w fitted to a function: random ReLU features
   relu(aᵀu + b) with output weights by least squares (our concrete stand-in for the Barron / Schmidt-Hieber
-  sub-networks of the proof of Theorem 4.4, spec §4.4 step II).
+  sub-networks of the proof of Theorem 4.4, docs/conventions.md#wang-4-4 step II).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ExpKernel:
 
 
 def exp_sum_kernel(delay: int, m: int, c_grid: Sequence[float] = C_GRID, tail: float = 40.0) -> ExpKernel:
-    """Lemma D.2 by the recipe of spec §4.1: for each c in ``c_grid`` fit α by float64 least squares to
+    """Lemma D.2 by the recipe of docs/conventions.md#wang-4-1: for each c in ``c_grid`` fit α by float64 least squares to
     1{t = delay} on t = 1..delay + ⌈tail/c⌉ (beyond, every term is below e^{−tail}); keep the c with the
     smallest ℓ1 error."""
     require(delay >= 1 and m >= 1, "kernel", f"needs delay ≥ 1 and m ≥ 1 terms, got delay={delay}, m={m}")
@@ -82,7 +82,7 @@ class POD:
 
 def pod(g: Callable[[np.ndarray, np.ndarray], np.ndarray], dim: int, radius: float, n_nodes: int) -> POD:
     """The POD of g on [−radius, radius]^dim: SVD of W^{1/2} G W^{1/2} on a tensor Gauss–Legendre grid with
-    ``n_nodes`` points per axis (spec §4.1, eq. 15)."""
+    ``n_nodes`` points per axis docs/conventions.md#wang-4-1, eq. 15)."""
     require(dim >= 1 and n_nodes >= 2, "pod", f"needs dim ≥ 1 and ≥ 2 nodes per axis, got {dim}, {n_nodes}")
     require(n_nodes**dim <= 4096, "pod", f"{n_nodes}^{dim} grid points exceed 4096; use fewer nodes per axis")
     x1, w1 = np.polynomial.legendre.leggauss(n_nodes)

@@ -1,13 +1,13 @@
-"""Explicit transformer constructions of the approximation theorems (Wang et al., spec §4) as weights of
+"""Explicit transformer constructions of the approximation theorems (Wang et al., docs/conventions.md#wang-4 as weights of
 :mod:`inductionlab.models.transformer`, their theoretical bounds, and the approximation-error metric of
-spec §3 (max and mean over random inputs, reported per L).
+docs/conventions.md#wang-3 (max and mean over random inputs, reported per L).
 
-* Theorem 4.1 (IH_2): :func:`ih2_construction`, bound :func:`ih2_bound` = 4B³‖W*‖₂e^{−p} (spec §4.2 [D]).
+* Theorem 4.1 (IH_2): :func:`ih2_construction`, bound :func:`ih2_bound` = 4B³‖W*‖₂e^{−p} docs/conventions.md#wang-4-2 [D]).
 * Theorem 4.3 (IH_n): :func:`ihn_construction`, bound :func:`ihn_bound` from the kernels' ℓ1 errors.
 * Theorem 4.4 (GIH_n): :func:`gihn_construction` — the layer-1 attention of 4.3, an FFN writing the K leading
   POD bases of g, and a DP layer 2 reassembling the truncated POD.
 
-Finite prefixes (spec A9): the layer-1 heads of 4.3/4.4 undo the *infinite*-sequence softmax normaliser, so
+Finite prefixes (docs/conventions.md#wang-a9): the layer-1 heads of 4.3/4.4 undo the *infinite*-sequence softmax normaliser, so
 keys near the start of a sequence keep an error that more heads do not remove.  The constructions take
 ``pad``: the caller left-pads each sequence with that many zero tokens (:func:`left_pad`); they count in the
 layer-1 softmax but layer-2 keys start after them (key_start = pad + n) and the target ignores them.
@@ -28,11 +28,11 @@ from inductionlab.theory.approximation import POD, ExpKernel, as_tensor, exp_sum
 
 def ih2_construction(w_star: torch.Tensor, p: Sequence[float]) -> tuple[tf.TransformerConfig, tf.Params]:
     """Theorem 4.1: a two-layer, single-head transformer with D = 2d approximating IH_2 with matrix W*,
-    one run per layer-1 slope in ``p`` (spec §4.2).
+    one run per layer-1 slope in ``p`` (docs/conventions.md#wang-4-2).
 
     Layer 1: RPE only, slope p, W_V copies block 1 (x) into block 2, with residual: z_s = (x_s; y_s),
     y_s ≈ x_{s−1}.  Layer 2: DP only (p = 0), no residual, W_Q = [I 0] → x_L, W_K = [0 W*ᵀ] → W* y_s,
-    W_V = [I 0] → x_s, keys s = 2..L−1 (spec A1).  Readout: block 1 of the last position.
+    W_V = [I 0] → x_s, keys s = 2..L−1 (docs/conventions.md#wang-a1).  Readout: block 1 of the last position.
     """
     d = w_star.shape[0]
     require(tuple(w_star.shape) == (d, d), "w_star", f"must be square, got {tuple(w_star.shape)}")
@@ -63,7 +63,7 @@ def ih2_construction(w_star: torch.Tensor, p: Sequence[float]) -> tuple[tf.Trans
 
 
 def ih2_bound(w_star: torch.Tensor, token_bound: float, p: float) -> float:
-    """4 B³ ‖W*‖₂ e^{−p}, valid for every L ≥ 3 (spec §4.2 [D]): ‖y_s − x_{s−1}‖ ≤ 2Be^{−p}, then the
+    """4 B³ ‖W*‖₂ e^{−p}, valid for every L ≥ 3 docs/conventions.md#wang-4-2 [D]): ‖y_s − x_{s−1}‖ ≤ 2Be^{−p}, then the
     softmax Lipschitz bound (Lemma D.1)."""
     return 4 * token_bound**3 * float(torch.linalg.matrix_norm(w_star.double(), ord=2)) * math.exp(-p)
 
@@ -75,7 +75,7 @@ def approximation_errors(
     x: torch.Tensor,
     chunk: int = 16,
 ) -> torch.Tensor:
-    """‖H(X) − TF_{−1}(X)‖₂ for each run and sequence: (S, B), for tokens x (B, L, d) (spec §3, eq. 5).
+    """‖H(X) − TF_{−1}(X)‖₂ for each run and sequence: (S, B), for tokens x (B, L, d) docs/conventions.md#wang-3, eq. 5).
 
     Runs and sequences go through the model in chunks, so L = 1000 fits in memory (layer 1 is O(L²))."""
     want = target(x)  # (B, d)
@@ -91,7 +91,7 @@ def approximation_errors(
 
 
 def left_pad(x: torch.Tensor, pad: int) -> torch.Tensor:
-    """Prepend ``pad`` zero tokens to x (..., L, d) (spec A9)."""
+    """Prepend ``pad`` zero tokens to x (..., L, d) (docs/conventions.md#wang-a9)."""
     return torch.cat([x.new_zeros(*x.shape[:-2], pad, x.shape[-1]), x], -2)
 
 
@@ -144,7 +144,7 @@ def _readout(P: tf.Params, d: int) -> None:
 def ihn_construction(
     w_star: torch.Tensor, n: int, d: int, heads_per_group: int, pad: int = 0
 ) -> tuple[tf.TransformerConfig, tf.Params, list[ExpKernel]]:
-    """Theorem 4.3 (spec §4.3): H = (n−1)·heads_per_group heads, D = n·d, no FFN.  Layer 2 (head 1, p = 0,
+    """Theorem 4.3 (docs/conventions.md#wang-4-3): H = (n−1)·heads_per_group heads, D = n·d, no FFN.  Layer 2 (head 1, p = 0,
     no residual): W_Q reads blocks 1..n−1 = vec(X_{L−n+2:L}), W_K = blocks 2..n times W*ᵀ, so the score is
     vec(X_{L−n+2:L})ᵀ W* vec(X_{s−n+1:s−1}); W_V reads x_s; keys s ≥ n (after ``pad`` zero tokens)."""
     m = (n - 1) * d
@@ -163,7 +163,7 @@ def ihn_construction(
 
 
 def ihn_bound(w_star: torch.Tensor, token_bound: float, kernels: list[ExpKernel]) -> float:
-    """Our explicit form of the C/H^q bound of Theorem 4.3 (spec §4.3 [D]): each shifted block is off by
+    """Our explicit form of the C/H^q bound of Theorem 4.3 docs/conventions.md#wang-4-3 [D]): each shifted block is off by
     ε ≤ B·max_i ‖φ_i − 1{· = i}‖_ℓ1, so query and key patches are off by ≤ √(n−1)·ε, the score by
     δ ≤ ‖W*‖₂(n−1)ε(2B + ε), and the output by ≤ 2Bδ (Lemma D.1; the values x_s are exact)."""
     n = len(kernels) + 1
@@ -183,7 +183,7 @@ def gihn_construction(
     pad: int,
     generator: np.random.Generator,
 ) -> tuple[tf.TransformerConfig, tf.Params]:
-    """Theorem 4.4 (spec §4.4): the layer-1 attention of Theorem 4.3; a layer-1 FFN of total width
+    """Theorem 4.4 (docs/conventions.md#wang-4-4): the layer-1 attention of Theorem 4.3; a layer-1 FFN of total width
     m = 2K·width_per_basis whose sub-networks write φ̂_k(query patch = blocks 1..n−1) and ψ̂_k(key patch =
     blocks 2..n) into 2K new coordinates (D = nd + 2K), each fitted on [−radius, radius]^{(n−1)d} (an
     enlarged token box, since layer 1 perturbs the patches); layer 2 DP with W_Q → σ_k φ̂_k and W_K → ψ̂_k,

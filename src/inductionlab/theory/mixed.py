@@ -1,5 +1,5 @@
 """Closed forms of the Stage-II population losses of the toy model (Wang et al., dynamics paper,
-appendix C.3, eqs. 7 and 10; spec §5.4), with y_s = x_{s-1} and Gaussian tokens.
+appendix C.3, eqs. 7 and 10; docs/conventions.md#wang-5-4, with y_s = x_{s-1} and Gaussian tokens.
 
 State (model parameters, not the reduced ŵ): p = p^(2,1), g = w_V1, h = w_V2, w_Q, w_K.
 
@@ -9,7 +9,7 @@ State (model parameters, not the reduced ŵ): p = p^(2,1), g = w_V1, h = w_V2, w
   c(a,b) = (1 − (a+b)²)^{-1/2}   (Lemma 7: E[e^{aXY}Z²] = (1−a²)^{-1/2}), valid for 2|v|, 2w*² < 1.
 
 Gradients are with respect to the model's own parameters: ∂/∂w_Q = w_K ∂/∂v.  On the balanced manifold
-w_Q = w_K = w this runs w at half the rate of the printed ŵ ODE (spec A6) — the printed ODE treats w²
+w_Q = w_K = w this runs w at half the rate of the printed ŵ ODE (docs/conventions.md#wang-a6) — the printed ODE treats w²
 as if w were one parameter.  Scalar functions use ``math`` (they sit inside ODE right-hand sides).
 """
 
@@ -86,7 +86,7 @@ def predicted_plateau(L: int, alpha_star: float, w_star: float, sigma_init: floa
 
 
 def h_turning_threshold(w_star: float) -> float:
-    """w° of the proof: h starts to fall once w exceeds it (≈ 0.299 at w* = 0.49; spec §5.5)."""
+    """w° of the proof: h starts to fall once w exceeds it (≈ 0.299 at w* = 0.49; docs/conventions.md#wang-5-5."""
     a = 4 * w_star**4
     return math.sqrt((3 - a - math.sqrt((a - 3) ** 2 - 4 * a)) / (8 * w_star**2))
 

@@ -1,15 +1,15 @@
-"""The modified and the standard χ² mutual information of a lag set S (Chen et al. 2024, spec §4.2).
+"""The modified and the standard χ² mutual information of a lag set S (Chen et al. 2024, docs/conventions.md#chen-4-2.
 
 For a kernel π with stationary law μ^π and (e, z) ~ μ^π the joint law of (x_l, X_{l−S}):
 
-    Ĩ_χ²(S) = Σ_{e,z} μ(e, z)² / μ(e) − Σ_z μ(z)²          (modified: weight μ(z)², spec eq. of §4.2)
+    Ĩ_χ²(S) = Σ_{e,z} μ(e, z)² / μ(e) − Σ_z μ(z)²          (modified: weight μ(z)², docs/conventions.md#chen-4-2)
     I_χ²(S) = Σ_{e,z} μ(e, z)² / (μ(e) μ(z)) − 1             (standard: weight μ(z))
 
 averaged over kernel draws π ~ Dir(α)^{d^n}.  The selection criterion of Stage I is S* = argmax Ĩ_χ²(S)
 over |S| ≤ D (ties toward the smaller set).  The standard MI never decreases when S grows (a lag that is
 conditionally independent given the parents adds nothing, so it ties); the modified one penalises size.
 
-Exact per kernel (spec §4.2 "computing it exactly"): the chain of m-tuples (x_{l−1}, …, x_{l−m}), m ≥ every
+Exact per kernel docs/conventions.md#chen-4-2 "computing it exactly"): the chain of m-tuples (x_{l−1}, …, x_{l−m}), m ≥ every
 lag involved, has transition matrix P (d^m × d^m); its stationary law is u·P̃^{2^k} for the lazy chain
 P̃ = (I + P)/2 (same stationary law, aperiodic) by k repeated squarings from the uniform u — the repo's
 power iteration, converged far further.  Vectorised over kernel draws.

@@ -1,14 +1,14 @@
-"""Population theory of the sparse-contextual-bigram model (Ren, Wang, Lee 2024; spec §6), float64, with a
+"""Population theory of the sparse-contextual-bigram model (Ren, Wang, Lee 2024; docs/conventions.md#ren-6, float64, with a
 leading run axis S: V (S, N, N), A (S, T, N), instance tensors of :mod:`inductionlab.tasks.scb`.
 
 * :func:`population_gradients` — E∇̃_V = Π_N[V(sI + (1−s)μ1ᵀ) − cP − (1−c)μ1ᵀ] and
   E∇̃_A = Π_T[(‖V‖²_μ − ‖Vμ‖²)A − (⟨V,P⟩_μ − μᵀVμ)Q], s = ‖A‖²_μ, c = ⟨A,Q⟩_μ (exact for unit column sums);
-* :func:`population_loss` — E ℓ(V, A) (spec §6, "Population loss");
+* :func:`population_loss` — E ℓ(V, A) docs/conventions.md#ren-6, "Population loss");
 * :func:`signal` — the projections α(A), β(V) onto the population lines and the off-line errors ‖Δ‖_μ
   (Lemma C.1);
 * :func:`v_star` — the population least-squares V given A (Stage 3 of the experiments);
 * :func:`line_map` — one step of the 2-D map of eq. 8;
-* :func:`noise_scales`, :func:`gaussian_noise_oracle` — the Gaussian-noise SGD simulation of spec §10.
+* :func:`noise_scales`, :func:`gaussian_noise_oracle` — the Gaussian-noise SGD simulation of docs/conventions.md#ren-10.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _v_moments(V: torch.Tensor, inst: SCBInstance) -> tuple[torch.Tensor, torch.
 
 
 def population_gradients(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance) -> tuple[torch.Tensor, torch.Tensor]:
-    """(E∇̃_V (S, N, N), E∇̃_A (S, T, N)) — the preconditioned, centred population gradients (spec §6)."""
+    """(E∇̃_V (S, N, N), E∇̃_A (S, T, N)) — the preconditioned, centred population gradients (docs/conventions.md#ren-6)."""
     s, c = _s_c(A, inst)
     mu_1 = inst.mu.unsqueeze(-1).expand_as(V)  # μ1ᵀ
     v_mu1 = torch.einsum("snk,sk->sn", V, inst.mu).unsqueeze(-1).expand_as(V)  # V μ1ᵀ
@@ -55,7 +55,7 @@ def population_gradients(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance) ->
 
 
 def population_loss(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance) -> torch.Tensor:
-    """E ℓ(V, A) = ½ E‖e_{x_o} − V X a_{x_{T+1}}‖² (S,) (spec §6)."""
+    """E ℓ(V, A) = ½ E‖e_{x_o} − V X a_{x_{T+1}}‖² (S,) (docs/conventions.md#ren-6)."""
     mu = inst.mu
     a_coef, q_coef = _v_moments(V, inst)
     v_mu = torch.einsum("snk,sk->sn", V, mu)
@@ -99,7 +99,7 @@ def line_map(
 def noise_scales(
     V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, n_samples: int, generator: torch.Generator, chunk: int = 2048
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(σ_V, σ_A) (S,) of the noise model of spec §10, calibrated by Monte Carlo at (V, A) [P]: the mean
+    """(σ_V, σ_A) (S,) of the noise model of docs/conventions.md#ren-10, calibrated by Monte Carlo at (V, A) [P]: the mean
     per-entry variance of single-sample preconditioned gradients, σ_V² = tr Cov(∇̃_V)/((N−1)N) and
     σ_A² = tr Cov(∇̃_A D_μ^{1/2})/((T−1)N) (the centring Π leaves N−1, T−1 free rows).  Per sample,
     ∇̃_V = (Π_N r)(D_μ⁻¹h)ᵀ and ∇̃_A = Π_T(Vᵀr)[x_{1:T}] e_kᵀ/μ_k, so only norms are accumulated."""
@@ -129,7 +129,7 @@ def gaussian_noise_oracle(
     """Spec §10: ∇̃_V = E∇̃_V + Π_N σ_V B^{-1/2} Ξ_V and ∇̃_A = E∇̃_A + Π_T σ_A B^{-1/2} Ξ_A D_μ^{-1/2}, Ξ i.i.d.
     N(0, 1) — one draw shared by all runs (methods compared on the same noise); σ (S,) or scalars.
 
-    ``scale_A_with_V`` (default; our resolution of spec §10's calibration [P]): σ_A, calibrated at the truth
+    ``scale_A_with_V`` (default; our resolution of docs/conventions.md#ren-10's calibration [P]): σ_A, calibrated at the truth
     (V, A) = (P, Q), is multiplied by ‖V − μ1ᵀ‖_μ / ‖P − μ1ᵀ‖_μ.  A single-sample A-gradient is Π_T of
     (Vᵀr)[x_t], which vanishes exactly at V = μ1ᵀ, so a constant σ_A calibrated at initialisation is 0 and one
     calibrated at the truth swamps Stage 1; the factor keeps the leading-order dependence on V."""

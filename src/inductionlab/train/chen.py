@@ -1,14 +1,14 @@
-"""Staged and joint full-batch training of the Chen et al. model (spec §3).
+"""Staged and joint full-batch training of the Chen et al. model (docs/conventions.md#chen-3).
 
 A schedule is a list of stages; each names the parameter groups it trains — ``c`` (the FFN selector, with the
 LayerNorm affine parameters), ``w`` (layer 1: the RPE and, in the full model, W_Q, W_K, W_OV), ``a`` (the
 classifier) — with its own learning rate and number of epochs.  The three-stage flow of §3.2 is
-("c", "w", "a") with (lr, epochs) (1, 2000), (10⁵, 5000), (1, 5000) (spec A6); joint training CWa is ("cwa",)
+("c", "w", "a") with (lr, epochs) (1, 2000), (10⁵, 5000), (1, 5000) (docs/conventions.md#chen-a6); joint training CWa is ("cwa",)
 and CW_a ("cw", "a").  One epoch is one full-batch gradient step on the fixed training set (SGD, momentum 0).
 
 The stages are the stages of one :func:`inductionlab.train.autograd.train` run, each with the other groups
 frozen, so they share the loop's checkpoints, exact resume, NaN/inf stop and hooks.  Metrics are
-taken on a log-spaced epoch grid per stage (not every epoch; spec §6): train and validation loss, a, p_S for
+taken on a log-spaced epoch grid per stage (not every epoch; docs/conventions.md#chen-6: train and validation loss, a, p_S for
 every subset, the RPE weights of every head, and the mean total-variation distance of the model's prediction
 to the Bayes, in-context bigram and unigram estimators on the validation set.
 """
@@ -34,7 +34,7 @@ from inductionlab.train.autograd import StageSpec, TrainConfig, pack, train
 
 @dataclass(frozen=True)
 class StagedConfig:
-    """Stages (letters of the groups trained), their learning rates and lengths in epochs (spec §3.2, A6)."""
+    """Stages (letters of the groups trained), their learning rates and lengths in epochs docs/conventions.md#chen-3-2, A6)."""
 
     stages: tuple[str, ...] = ("c", "w", "a")
     lrs: tuple[float, ...] = (1.0, 1e5, 1.0)
@@ -142,7 +142,7 @@ def train_staged(
 
 def a_log_fit(metrics: pd.DataFrame) -> tuple[float, float]:
     """(slope, R²) of a against ln(epoch within the stage) over the second half (log-scale) of the last stage
-    that trains a: a(t) ≈ slope·ln t + c (spec §3.2, acceptance 8.2); means over runs.  NaN if no stage
+    that trains a: a(t) ≈ slope·ln t + c docs/conventions.md#chen-3-2, acceptance 8.2); means over runs.  NaN if no stage
     trains a or it has fewer than three evaluations there."""
     stages = metrics[metrics.stage_name.str.contains("a")]
     if stages.empty:

@@ -9,7 +9,7 @@ Two right-hand sides on the model's own parameters (p, g = w_V1, h = w_V2, w_Q, 
 Phase boundaries (:class:`inductionlab.theory.mixed.PhaseTimes`) are located as solver events: T_I, T_o and the
 w_KQ thresholds directly; T_II, T_50, T_III after T_o, whose reference loss L_IH2(T_o) is known only
 once T_o is reached (the solve restarts there).  Conventions: w_Q and w_K are separate parameters, so
-w = w_Q = w_K moves at half the rate of the printed ŵ ODE (spec A6).
+w = w_Q = w_K moves at half the rate of the printed ŵ ODE (docs/conventions.md#wang-a6).
 """
 
 from __future__ import annotations

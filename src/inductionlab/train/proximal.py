@@ -1,9 +1,9 @@
 """Preconditioned projected proximal gradient descent for the SCB model (Ren, Wang, Lee 2024, Algorithm 1;
-spec §4–§5), on the run axis (S instances at once), with the baselines of spec §10.
+docs/conventions.md#ren-4–§5), on the run axis (S instances at once), with the baselines of docs/conventions.md#ren-10.
 
 Updates (eqs. 5–6): V ← V − η_V Π_N G_V D_μ⁻¹; A: gradient step ã = A − η_A Π_T G_A D_μ⁻¹, soft-threshold at
 η_Aλ (full two-sided form; the negative branch, which the paper proves never fires, is counted), then each
-column re-projected onto 1ᵀa = 1.  ``lr_mode="normalized"``: η_V = η/K_Q, η_A = η/K_P (theory, spec §4);
+column re-projected onto 1ᵀa = 1.  ``lr_mode="normalized"``: η_V = η/K_Q, η_A = η/K_P (theory, docs/conventions.md#ren-4;
 ``"raw"``: η_V = η_A = η.
 
 Algorithm 1: Stage 1 (λ = 0, η₁) until a fixed step or max(α, β) ≥ ρ → rounding at θ₁ → Stage 2 (λ > 0,
@@ -58,7 +58,7 @@ def prox_step(
 
 def threshold(alpha_hat: torch.Tensor, T: int, C: float, Q: int) -> torch.Tensor:
     """θ = (1 − α̂)/T + α̂/(2CQ) (S, 1, 1): half-way between off-support and the smallest support entry on
-    the line a = (1 − α)/T + α q (spec §5 [P])."""
+    the line a = (1 − α)/T + α q docs/conventions.md#ren-5 [P])."""
     return ((1 - alpha_hat) / T + alpha_hat / (2 * C * Q)).view(-1, 1, 1)
 
 
@@ -84,11 +84,11 @@ def preconditioned_gradients(
 
 @dataclass(frozen=True)
 class SCBTrainConfig:
-    """One training method on SCB data (spec §5, §10; values marked [P] in the spec are proposals).
+    """One training method on SCB data docs/conventions.md#ren-5, §10; values marked [P] are our proposals).
 
     ``method``: "proximal" (Algorithm 1: Stage 1 with λ = 0 and η₁ → rounding → Stage 2 proximal with λ and
     η₂), "sgd" (the same preconditioned projected updates with λ = 0 throughout, no rounding, lr η₁ — the
-    spec's "vanilla SGD"), or "raw_sgd" (plain SGD on ℓ, no preconditioning or projection, lr η₁).
+    "vanilla SGD" of docs/conventions.md#ren-10), or "raw_sgd" (plain SGD on ℓ, no preconditioning or projection, lr η₁).
     Stage 1 ends after ``stage1_steps`` or, with ``stage1_end="signal"``, when max(α, β) ≥ ρ.
     ``threshold_C``: the C of θ = (1 − α̂)/T + α̂/(2CQ); the data recipe's weights U[1, 2] give q ≥ 1/(2Q)."""
 
@@ -126,7 +126,7 @@ class SCBTrainConfig:
 
 
 def initial_state(inst: SCBInstance) -> tuple[torch.Tensor, torch.Tensor]:
-    """Training from scratch (spec §4): V₀ = μ1ᵀ, A₀ = 11ᵀ/T."""
+    """Training from scratch (docs/conventions.md#ren-4): V₀ = μ1ᵀ, A₀ = 11ᵀ/T."""
     S, N, T = inst.P.shape[0], inst.N, inst.T
     return inst.mu.unsqueeze(-1).expand(S, N, N).clone(), torch.full((S, T, N), 1.0 / T, dtype=inst.P.dtype)
 
@@ -145,9 +145,9 @@ def transfer_start(
     generator: torch.Generator,
     chunk: int = 4096,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Transfer initialisation (spec §8, Lemmas H.1–H.2): V₀ = μ1ᵀ + γ(V̄ − μ1ᵀ), A₀ = 11ᵀ/T, then one gradient
+    """Transfer initialisation docs/conventions.md#ren-8, Lemmas H.1–H.2): V₀ = μ1ᵀ + γ(V̄ − μ1ᵀ), A₀ = 11ᵀ/T, then one gradient
     step on A from ``n_samples`` samples (drawn in chunks) with λ = 0 and η_A = α*/(K_P β₀), so that the
-    population step lands at α₁ = α* on the line (β₀ = β(V₀) from the ground truth [P: the spec's
+    population step lands at α₁ = α* on the line (β₀ = β(V₀) from the ground truth [P: the proposed
     η_A ≈ Θ(1)/(K_Pβ₀)]).  The thresholding that follows is the rounding at the start of Stage 2
     (:func:`train_scb` with ``stage1_steps=0``).  Returns V₀ (S, N, N), A₁ (S, T, N) and β₀ (S,)."""
     require(0 < gamma <= 1 and alpha_target > 0 and n_samples >= 1, "transfer", "needs 0 < γ ≤ 1, α* > 0, n ≥ 1")
@@ -311,9 +311,9 @@ def train_scb(
     whenever α > 1 puts the off-support entries (1 − α)/T below −η_Aλ)).
 
     ``init``: (V₀, A₀) (S, N, N), (S, T, N) instead of :func:`initial_state` (e.g. the transfer start of
-    ``docs/conventions.md#scb-transfer``; ``stage1_steps=0`` then starts with the rounding and Stage 2).
+    ``docs/conventions.md#ren-8``; ``stage1_steps=0`` then starts with the rounding and Stage 2).
     ``oracle(V, A, inst, generator)``: preconditioned gradients (∇̃_V, ∇̃_A) replacing the mini-batch ones (e.g.
-    the Gaussian-noise simulation of ``docs/conventions.md#scb-noise``); not with ``raw_sgd``."""
+    the Gaussian-noise simulation of ``docs/conventions.md#ren-10``); not with ``raw_sgd``."""
     cfgs = [cfg] if isinstance(cfg, SCBTrainConfig) else list(cfg)
     base, data_inst = cfgs[0], inst
     if len(cfgs) > 1:
@@ -399,7 +399,7 @@ def train_softmax_scb(
     ctx: RunContext = RunContext(threads=1),
     hooks: Sequence[loop.Hook] = (),
 ) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
-    """The softmax model of ``docs/conventions.md#scb-softmax`` (A = column-wise softmax of logits W) trained by
+    """The softmax model of ``docs/conventions.md#ren-9`` (A = column-wise softmax of logits W) trained by
     plain SGD on ℓ from W₀ = 0, V₀ = μ1ᵀ, with separate learning rates for V and W (near uniform attention the
     softmax Jacobian is ≈ Π/T, so W needs a far larger rate).  Draws the same batches as :func:`train_scb` with
     the same seed and batch size.  Returns V (S, N, N), W (S, T, N) and the :func:`evaluate` metrics of

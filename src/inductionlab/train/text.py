@@ -1,4 +1,4 @@
-"""Language-model training of the general transformer on text (Wang et al. spec §6 item 6, A14): cross-entropy
+"""Language-model training of the general transformer on text (Wang et al. docs/conventions.md#wang-6-6, A14): cross-entropy
 at every position, the loop of :mod:`inductionlab.train.autograd` (checkpoints, exact resume, NaN/inf stop),
 seeds on the run axis, optional device and bf16 autocast.
 

@@ -1,7 +1,7 @@
-"""Training the general transformer on an IH_n / GIH_n target (Wang et al. Figs. 3–4, spec §6 items 4–5):
+"""Training the general transformer on an IH_n / GIH_n target (Wang et al. Figs. 3–4, docs/conventions.md#wang-6 items 4–5):
 square loss ½‖TF_{−1}(X) − H(X)‖², online batches, S seeds on the run axis, the loop of
 :mod:`inductionlab.train.autograd`.  Metrics per run: the loss on a fixed evaluation sample and, when
-asked, the layer-1 linear-probe distance to the patches X_{s−n+1:s} (spec §6 item 4, A11).
+asked, the layer-1 linear-probe distance to the patches X_{s−n+1:s} docs/conventions.md#wang-6-4, A11).
 """
 
 from __future__ import annotations
