@@ -5,7 +5,7 @@ import torch
 from inductionlab import _runtime
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
-from inductionlab.train.toy import make_batch
+from inductionlab.train.toy_batches import make_batch
 
 
 def test_compiled_straight_step_equals_eager():

@@ -3,7 +3,7 @@ import torch
 
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
-from inductionlab.train.toy import make_batch
+from inductionlab.train.toy_batches import make_batch
 
 THETA = torch.tensor(
     [[0.5, 0.3, 0.2, 0.4, 0.7, 0.6], [1.0, -0.1, 0.5, 0.2, -0.3, 0.8], [0.01] * 6], dtype=torch.float64

@@ -7,7 +7,7 @@ from inductionlab.config import ConfigError
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
 from inductionlab.theory import mixed as th
-from inductionlab.train.toy import make_batch
+from inductionlab.train.toy_batches import make_batch
 
 
 @pytest.mark.parametrize("p", [0.0, 5e-5, 1e-3, 0.3, 2.0, 40.0])

@@ -24,7 +24,8 @@ from inductionlab.config import check_seeds, require
 from inductionlab.models.linear import softmax_attention
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
-from inductionlab.train.proximal import SCBTrainConfig, train_scb, train_softmax_scb
+from inductionlab.train.proximal import SCBTrainConfig, train_scb
+from inductionlab.train.scb_softmax import train_softmax_scb
 
 NAME = "scb-softmax"
 DESCRIPTION = "Ren et al. Fig. 2: linear (Algorithm 1) vs softmax attention (SGD) on the same SCB data"

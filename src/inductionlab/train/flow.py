@@ -14,6 +14,7 @@ w = w_Q = w_K moves at half the rate of the printed ŵ ODE (docs/conventions.md#
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from inductionlab.config import require
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, Tokens, make_generators, new_tokens
 from inductionlab.theory import mixed as th
-from inductionlab.train.toy import make_batch
+from inductionlab.train.toy_batches import make_batch
 
 METHOD = "LSODA"  # stiff late (g relaxes at rate ~1 over t ~ 1e4): an implicit switch pays
 STATE = ("p", "w_V1", "w_V2", "w_Q", "w_K")  # GF state order
@@ -140,16 +141,8 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol:
     t_grid = np.unique(
         np.concatenate([np.linspace(0, prob.t_end, n_points // 2), np.geomspace(1e-3, prob.t_end, n_points // 2)])
     )
-    first = solve_ivp(
-        rhs,
-        (0, prob.t_end),
-        y0,
-        method=METHOD,
-        rtol=rtol,
-        atol=atol,
-        events=events + [_terminal(events[1])],
-        dense_output=True,
-    )
+    solve = functools.partial(solve_ivp, rhs, method=METHOD, rtol=rtol, atol=atol, dense_output=True)
+    first = solve((0, prob.t_end), y0, events=events + [_terminal(events[1])])
     found = [float(ev[0]) if len(ev) else math.nan for ev in first.t_events[:4]]
     for i, ev in enumerate(events[:4]):  # a level already passed at t = 0 is reached at t = 0
         if ev.direction * ev(0.0, y0) > 0:
@@ -161,16 +154,7 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol:
         ref = loss_fn(first.y[:, -1])[1]
         pending = [i for i in (0, 2, 3) if math.isnan(found[i])]  # never T_o again: it sits on the start point
         ih_events = [_event(lambda t, y, f=f: loss_fn(y)[1] - f * ref, -1) for f in (0.99, 0.5, 0.01)]
-        second = solve_ivp(
-            rhs,
-            (t_o, prob.t_end),
-            first.y[:, -1],
-            method=METHOD,
-            rtol=rtol,
-            atol=atol,
-            events=[events[i] for i in pending] + ih_events,
-            dense_output=True,
-        )
+        second = solve((t_o, prob.t_end), first.y[:, -1], events=[events[i] for i in pending] + ih_events)
         for j, i in enumerate(pending):
             if len(second.t_events[j]):
                 found[i] = float(second.t_events[j][0])

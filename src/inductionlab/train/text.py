@@ -12,6 +12,7 @@ the predictable repeated positions and the rest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -68,6 +69,21 @@ def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.n
     return {k: v.double().cpu().numpy() for k, v in out.items()}
 
 
+def _evaluation_data(
+    val_ids: torch.Tensor, L: int, batch_size: int, evals: EvalConfig, repeated: bool, vocab: int, dev: torch.device
+) -> tuple[list, torch.Tensor]:
+    """Fixed validation batches [(tokens (B, L + 1), repeated-position mask (B, L) or None)] and the repeated
+    random tokens of the head diagnostics, all drawn from ``evals.seed``."""
+    eval_gen = torch.Generator().manual_seed(evals.seed)
+    if repeated:
+        batches = [repeated_chunks(val_ids, L + 1, batch_size, eval_gen) for _ in range(evals.val_batches)]
+    else:
+        batches = [(random_chunks(val_ids, L, batch_size, eval_gen), None) for _ in range(evals.val_batches)]
+    batches = [(x.to(dev), None if m is None else m[:, :-1].to(dev)) for x, m in batches]
+    score_tokens = repeated_random_tokens(evals.score_batch, evals.score_period, 2, eval_gen, vocab).to(dev)
+    return batches, score_tokens
+
+
 def fit_lm(
     model: tf.TransformerConfig,
     cfg: TrainConfig,
@@ -89,23 +105,15 @@ def fit_lm(
     ``diagnostics(model, params, tokens)``: extra metric columns on ``evals.score_batch`` repeated random
     sequences (drawn whether or not it is given, so the evaluation data do not depend on it)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
-    require(
-        int(train_ids.max()) < model.vocab, "model.vocab", f"must exceed the largest token id {int(train_ids.max())}"
-    )
+    top = int(train_ids.max())
+    require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
     dev = torch.device(device)
     gen = torch.Generator()
     parts = [tf.init_params(model, 1, gen.manual_seed(int(s))) for s in seeds]  # each run's init from its seed
     theta0, views = pack({k: torch.cat([p[k] for p in parts]).to(dev) for k in parts[0]})
-    eval_gen = torch.Generator().manual_seed(evals.seed)
-    if repeated:
-        batches = [repeated_chunks(val_ids, L + 1, cfg.batch_size, eval_gen) for _ in range(evals.val_batches)]
-    else:
-        batches = [(random_chunks(val_ids, L, cfg.batch_size, eval_gen), None) for _ in range(evals.val_batches)]
-    batches = [(x.to(dev), None if m is None else m[:, :-1].to(dev)) for x, m in batches]
-    score_tokens = repeated_random_tokens(evals.score_batch, evals.score_period, 2, eval_gen, model.vocab).to(dev)
+    batches, score_tokens = _evaluation_data(val_ids, L, cfg.batch_size, evals, repeated, model.vocab, dev)
 
-    def autocast():
-        return torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16)
+    autocast = functools.partial(torch.autocast, dev.type, dtype=torch.bfloat16, enabled=bf16)
 
     def loss(theta: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         with autocast():
