@@ -100,10 +100,9 @@ def fit_lm(
     hooks: Sequence[loop.Hook] = (),
     desc: str = "lm",
 ) -> tuple[tf.Params, pd.DataFrame]:
-    """Train one model per seed on the token stream ``train_ids`` (windows of L tokens; L + 1 with targets).
-    Returns the final parameters (on the CPU) and the metrics table (run, step, seed, train-time columns).
-    ``diagnostics(model, params, tokens)``: extra metric columns on ``evals.score_batch`` repeated random
-    sequences (drawn whether or not it is given, so the evaluation data do not depend on it)."""
+    """Train one model per seed on ``train_ids`` (windows of L tokens); returns the final parameters (CPU) and the
+    metrics (run, step, seed, …). ``diagnostics(model, params, tokens)``: extra columns on repeated random tokens
+    (``evals.score_batch`` of them, drawn whether or not it is given, so the evaluation data do not depend on it)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
