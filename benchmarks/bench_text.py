@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from inductionlab.models import transformer as tf
+from inductionlab.runs import RunContext
 from inductionlab.tasks.text import TextConfig, load_corpus, random_chunks
 from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.text import token_losses
@@ -120,11 +121,11 @@ def ours_rate(ids, V, L, B, steps, device, bf16, threads) -> float:
         loss,
         sample,
         lambda th, s: {},
-        threads=threads,
+        RunContext(threads=threads),
     )  # warm-up
     sync(device)
     t = time.perf_counter()
-    train(tc, theta0, loss, sample, lambda th, s: {}, threads=threads)
+    train(tc, theta0, loss, sample, lambda th, s: {}, RunContext(threads=threads))
     sync(device)
     return steps * B * L / (time.perf_counter() - t)
 

@@ -21,6 +21,7 @@ import torch
 
 from inductionlab._runtime import tune_process
 from inductionlab.models import toy
+from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.train.toy import ToyTrainConfig, train_toy
 
@@ -75,7 +76,7 @@ def ours(steps: int, runs: int, stage: str, prefetch: bool, compile: str | None 
     )
     target = MixedTarget.per_run([1.0] * runs, [0.49] * runs, L)
     t = time.perf_counter()
-    train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), threads=2 if prefetch else 1)
+    train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), RunContext(threads=2 if prefetch else 1))
     return (time.perf_counter() - t) / steps / runs
 
 

@@ -1,5 +1,9 @@
 import json
 
+import pandas as pd
+import pytest
+
+from inductionlab import experiments
 from inductionlab.cli import main, resolve
 from inductionlab.sweep import parse_grid, plan, run_sweep
 
@@ -38,8 +42,6 @@ def test_local_sweep_resumes_and_skips_finished_jobs(tmp_path, capsys):
     assert sum(json.loads(x)["status"] == "done" for x in table_lines) == 2
     assert main(argv) == 0  # nothing left to do
     assert (out / "manifest.jsonl").read_text().splitlines() == table_lines
-    import pandas as pd
-
     table = pd.read_parquet(out / "sweep.parquet")
     assert sorted(table["task.alpha_star"]) == ["1", "2"] and "final.w_KQ" in table.columns
 
@@ -51,3 +53,34 @@ def test_process_pool_and_submitit_local_executors(tmp_path):
     sub = run_sweep("lazy-to-rich", cfg, grid, tmp_path / "sub", executor="submitit-local", progress=False)
     assert len(pool) == len(sub) == 2
     assert sorted(pool["final.w_KQ"]) == sorted(sub["final.w_KQ"])
+
+
+@pytest.mark.parametrize("name", sorted(experiments.REGISTRY))
+def test_n_seeds_gives_every_experiment_consecutive_seeds(name, tmp_path):
+    cfg = resolve(name, "smoke", {})
+    jobs = plan(name, cfg, {}, 3, tmp_path)
+    first = cfg.seeds[0]
+    assert sorted(s for j in jobs for s in j.config["seeds"]) == [first, first + 1, first + 2], name
+    assert len(jobs) in (1, 3), name  # one job on the run axis, or one per seed
+
+
+def test_cli_sweep_with_seed_and_n_seeds(tmp_path, capsys):
+    out = tmp_path / "sw"
+    argv = [
+        "sweep",
+        "approx-ih2",
+        "--preset",
+        "smoke",
+        "--seed",
+        "4",
+        "--n-seeds",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    table = pd.read_parquet(out / "sweep.parquet")
+    assert sorted(table["seed"]) == ["4", "5"]
+    assert main(["sweep", "approx-ih2", "--n-seeds", "0", "--out", str(out)]) == 2
+    assert "--n-seeds" in capsys.readouterr().err

@@ -100,7 +100,9 @@ def test_transfer_step_lands_on_the_line_at_the_target_alpha():
 
 def test_softmax_training_step_is_sgd_on_the_logits():
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=10), 1, np.random.default_rng(5))
-    V1, W1, _ = train_softmax_scb(inst, 0.3, 7.0, 1, 16, 1, seed=3, Q_sparsity=2)
+    V1, W1, _ = train_softmax_scb(
+        P.SCBTrainConfig(steps=1, stage1_steps=0, batch_size=16, eval_every=1, seed=3), inst, 2, 0.3, 7.0
+    )
     batch = scb.sample(inst, 16, torch.Generator().manual_seed(3))
     V0, _ = P.initial_state(inst)
     V0, W0 = V0.requires_grad_(), torch.zeros_like(inst.Q).requires_grad_()

@@ -28,17 +28,14 @@ W_K, W_Q grow too fast and the induction head formed only partly (score ≤ 0.29
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 from inductionlab import plots
-from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing, plateau
-from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores
+from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores, train_on_text
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.text import TextConfig, load_corpus
+from inductionlab.tasks.text import TextConfig
 from inductionlab.train.autograd import TrainConfig
-from inductionlab.train.text import fit_lm
 
 NAME = "repeated-text"
 DESCRIPTION = "Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU"
@@ -63,23 +60,7 @@ PRESETS = {"smoke": SMOKE}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus = load_corpus(cfg.data)
-    model = replace(cfg.model, vocab=len(corpus.vocab))
-    _, metrics = fit_lm(
-        model,
-        cfg.train,
-        cfg.evals,
-        corpus.train,
-        corpus.val,
-        cfg.data.L,
-        cfg.seeds,
-        ctx,
-        repeated=True,
-        device=cfg.device,
-        bf16=cfg.bf16,
-        diagnostics=score_columns,
-        desc=NAME,
-    )
+    corpus, metrics = train_on_text(cfg, ctx, repeated=True, desc=NAME)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     benefit = (mean.loss_other - mean.loss_repeated).to_numpy()  # what copying from the context gains

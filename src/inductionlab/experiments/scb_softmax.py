@@ -52,18 +52,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.seeds[0]))
     t = cfg.train
     V_lin, A_lin, m_lin = train_scb(t, inst, cfg.task.Q, ctx.child("linear"))
-    V_sm, W_sm, m_sm = train_softmax_scb(
-        inst,
-        cfg.softmax_lr_V,
-        cfg.softmax_lr_W,
-        t.steps,
-        t.batch_size,
-        t.eval_every,
-        t.seed,
-        cfg.task.Q,
-        t.threshold_C,
-        ctx.child("softmax"),
-    )
+    V_sm, W_sm, m_sm = train_softmax_scb(t, inst, cfg.task.Q, cfg.softmax_lr_V, cfg.softmax_lr_W, ctx.child("softmax"))
     metrics = pd.concat([m_lin.assign(model="linear"), m_sm.assign(model="softmax")], ignore_index=True)
     A_sm = softmax_attention(W_sm)
     mats = {

@@ -4,18 +4,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from inductionlab import plots
+from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
-from inductionlab.tasks.text import TextConfig
+from inductionlab.runs import RunContext
+from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
 from inductionlab.train.autograd import TrainConfig
-from inductionlab.train.text import EvalConfig
+from inductionlab.train.text import EvalConfig, fit_lm
 
 LM_MODEL = TransformerConfig(
     d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, readout="all", init_std=0.01, slope_init=0.01
@@ -58,6 +60,29 @@ SMOKE = {
     "evals.score_period": 5,
     "bf16": False,
 }
+
+
+def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tuple[Corpus, pd.DataFrame]:
+    """Load the corpus, size the model's vocabulary to it and train (:func:`inductionlab.train.text.fit_lm`) with the
+    head diagnostics of :func:`inductionlab.analysis.heads.score_columns`; returns the corpus and the metrics."""
+    corpus = load_corpus(cfg.data)
+    model = replace(cfg.model, vocab=len(corpus.vocab))
+    _, metrics = fit_lm(
+        model,
+        cfg.train,
+        cfg.evals,
+        corpus.train,
+        corpus.val,
+        cfg.data.L,
+        cfg.seeds,
+        ctx,
+        repeated=repeated,
+        device=cfg.device,
+        bf16=cfg.bf16,
+        diagnostics=score_columns,
+        desc=desc,
+    )
+    return corpus, metrics
 
 
 def norm_times(steps: np.ndarray, p_norm: np.ndarray, wkq_norm: np.ndarray) -> dict[str, float]:

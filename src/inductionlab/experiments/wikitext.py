@@ -18,16 +18,12 @@ with the full release's 2.1 M-token train split, 1500 epochs are ``--train.steps
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 from inductionlab import plots
-from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import plateau
-from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores
+from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores, train_on_text
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.text import load_corpus
-from inductionlab.train.text import fit_lm
 
 NAME = "wikitext"
 DESCRIPTION = "WikiText-2: two-layer ALiBi transformer, SGD; ||p|| learned before ||(W_K, W_Q)|| grows (paper Fig. 5)"
@@ -49,22 +45,7 @@ PRESETS = {
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus = load_corpus(cfg.data)
-    model = replace(cfg.model, vocab=len(corpus.vocab))
-    _, metrics = fit_lm(
-        model,
-        cfg.train,
-        cfg.evals,
-        corpus.train,
-        corpus.val,
-        cfg.data.L,
-        cfg.seeds,
-        ctx,
-        device=cfg.device,
-        bf16=cfg.bf16,
-        diagnostics=score_columns,
-        desc=NAME,
-    )
+    corpus, metrics = train_on_text(cfg, ctx, repeated=False, desc=NAME)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     start, end = plateau(steps, mean.val_loss.to_numpy())

@@ -13,7 +13,7 @@ from inductionlab.models import linear
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import SCBInstance, sample
 from inductionlab.train import loop
-from inductionlab.train.proximal import initial_state, log_row
+from inductionlab.train.proximal import SCBTrainConfig, initial_state, log_row
 
 
 class SoftmaxStepper:
@@ -74,24 +74,21 @@ class SoftmaxStepper:
 
 
 def train_softmax_scb(
+    cfg: SCBTrainConfig,
     inst: SCBInstance,
+    Q_sparsity: int,
     lr_V: float,
     lr_W: float,
-    steps: int,
-    batch_size: int,
-    eval_every: int,
-    seed: int,
-    Q_sparsity: int,
-    C: float = 2.0,
     ctx: RunContext = RunContext(threads=1),
     hooks: Sequence[loop.Hook] = (),
 ) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame]:
     """The softmax model of ``docs/conventions.md#ren-9`` (A = column-wise softmax of logits W) trained by
     plain SGD on ℓ from W₀ = 0, V₀ = μ1ᵀ, with separate learning rates for V and W (near uniform attention the
-    softmax Jacobian is ≈ Π/T, so W needs a far larger rate).  Draws the same batches as :func:`train_scb` with
-    the same seed and batch size.  Returns V (S, N, N), W (S, T, N) and the :func:`evaluate` metrics of
+    softmax Jacobian is ≈ Π/T, so W needs a far larger rate).  From ``cfg`` it takes the steps, batch size,
+    evaluation and checkpoint intervals, the data seed and ``threshold_C``, so it draws the same batches as
+    :func:`train_scb` with the same config.  Returns V (S, N, N), W (S, T, N) and the :func:`evaluate` metrics of
     (V, softmax(W))."""
-    stage = loop.Stage("softmax", steps, eval_every, 0, finite_check_every=eval_every)
-    stepper = SoftmaxStepper(inst, lr_V, lr_W, stage, batch_size, seed, Q_sparsity, C)
+    stage = loop.Stage("softmax", cfg.steps, cfg.eval_every, 0, cfg.checkpoint_every, cfg.eval_every)
+    stepper = SoftmaxStepper(inst, lr_V, lr_W, stage, cfg.batch_size, cfg.seed, Q_sparsity, cfg.threshold_C)
     metrics = loop.run(stepper, ctx, hooks, desc="softmax")
     return stepper.V, stepper.W, metrics

@@ -210,6 +210,7 @@ class ToyStepper:
     def step(self, step: int, tensors: dict[str, Any]) -> None:
         grad = self.grad_of(self.theta, self.fixed or self.stream.next())
         optim.step(self.theta, grad, self.lr_mask, self.opt)
+        tensors["grad"] = grad
 
     def evaluate(self, step: int) -> dict[str, np.ndarray] | Future:
         stage = self.toy_stages[self.current]
