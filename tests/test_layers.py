@@ -17,7 +17,7 @@ LAYERS = [
     {"train"},
     {"analysis"},
     {"experiments"},
-    {"runner", "sweep"},
+    {"runner", "sweep", "sweep_report"},
     {"cli", "__main__", "__init__"},
 ]
 

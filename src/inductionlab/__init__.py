@@ -10,7 +10,7 @@ The public API, on one screen (each name is imported when first used, so ``impor
                fit_induction, fit_lm, StagedConfig, train_staged, SCBTrainConfig, train_scb
     theory     FlowProblem, solve_flow, PhaseTimes
     analysis   phase_times, head_scores, probe_distance
-    runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run
+    runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run, load_sweep
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ _EXPORTS = {
     "probe_distance": "analysis.heads",
     "run_experiment": "runner",
     "run_sweep": "sweep",
+    "load_sweep": "sweep",
 }
 _ALIASES = {
     "init_transformer": ("models.transformer", "init_params"),

@@ -1,86 +1,195 @@
 """Command line: ``inductionlab list | run | sweep | report``.
 
-Config values are set by dotted keys after the command, e.g.
+Config values are set by dotted keys, before or after the experiment's name, e.g.
 ``inductionlab run lazy-to-rich --preset quick --task.alpha_star 2 --train.lr 0.05``.
+``inductionlab list --keys NAME`` shows every key with its type, default and allowed values.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from inductionlab import experiments
-from inductionlab.config import ConfigError, flatten, with_seeds
-from inductionlab.runner import RunDirError, run_experiment
-from inductionlab.runs import load_results
-from inductionlab.train.loop import NonFiniteError
+from inductionlab._version import __version__
+from inductionlab.config import ConfigError
+
+RUN_VALUED = {"--out", "--preset", "--seed", "--config"}
+RUN_FLAGS = {"--resume", "--force", "--no-progress"}
+SWEEP_VALUED = {
+    "--out",
+    "--preset",
+    "--seed",
+    "--grid",
+    "--n-seeds",
+    "--workers",
+    "--executor",
+    "--slurm-partition",
+    "--slurm-timeout-min",
+}
+VOLATILE = {"wall_seconds", "config_hash", "experiment"}
 
 
-def _dotted(pairs: list[str]) -> dict[str, str]:
-    """``["--task.L", "20", "--seed=3"]`` → {"task.L": "20", "seed": "3"}."""
-    out: dict[str, str] = {}
+def split_args(argv: list[str], valued: set[str], flags: set[str]) -> tuple[list[str], dict[str, str]]:
+    """Separate the command's own options (and positionals) from dotted config values, wherever they stand:
+    ``["--preset", "smoke", "--task.L", "20", "lazy-to-rich"]`` → (["--preset", "smoke", "lazy-to-rich"],
+    {"task.L": "20"})."""
+    known: list[str] = []
+    values: dict[str, str] = {}
     i = 0
-    while i < len(pairs):
-        arg = pairs[i]
-        if not arg.startswith("--") or len(arg) == 2:
+    while i < len(argv):
+        arg = argv[i]
+        key, eq, value = arg.partition("=")
+        if key in valued:
+            known += [arg] if eq else argv[i : i + 2]
+            i += 1 if eq else 2
+            continue
+        if key in flags or key in ("-h", "--help") or not arg.startswith("--"):
+            known.append(arg)
+        elif len(arg) == 2:
             raise ConfigError(f"unexpected argument {arg!r}: config values are given as --KEY VALUE (e.g. --task.L 20)")
-        key, eq, value = arg[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(pairs):
-                raise ConfigError(f"--{key}: missing value")
-            value, i = pairs[i + 1], i + 1
-        out[key] = value
+        else:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise ConfigError(f"{key}: missing value (config values are given as --KEY VALUE)")
+                value, i = argv[i + 1], i + 1
+            values[key[2:]] = value
         i += 1
-    return out
+    return known, values
 
 
-def resolve(name: str, preset: str | None, values: dict[str, Any]) -> Any:
-    """CONFIG → preset → command-line values (each validated)."""
-    return experiments.configure(name, preset, values)
+def resolve(name: str, preset: str | None, values: dict[str, Any], base: Any = None) -> Any:
+    """CONFIG (or ``base``) → preset → command-line values (each validated)."""
+    from inductionlab import experiments
+
+    return experiments.configure(name, preset, values, base)
+
+
+def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> list[str]:
+    """``key = value`` lines of the numbers an experiment declares in ``HEADLINE`` (default: its top-level
+    scalars), then the wall time."""
+    if keys is None:
+        keys = tuple(k for k, v in summary.items() if k not in VOLATILE and isinstance(v, (int, float, bool)))[:10]
+    lines = []
+    for key in keys:
+        value = summary
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, float):
+            lines.append(f"  {key} = {value:.6g}")
+        elif value is not None and not isinstance(value, (dict, list)):
+            lines.append(f"  {key} = {value}")
+    if isinstance(summary.get("wall_seconds"), (int, float)):
+        lines.append(f"  wall_seconds = {summary['wall_seconds']:.1f}")
+    return lines
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from inductionlab import experiments
+    from inductionlab.config import describe
+
     if args.keys:
         exp = experiments.get(args.keys)
-        print(f"{exp.NAME}: presets {', '.join(exp.PRESETS)}")
-        for key, value in flatten(exp.CONFIG).items():
-            print(f"  --{key} {value}")
+        print(f"{exp.NAME}: presets {', '.join(exp.PRESETS)}   (values are typed as shown: lists as 1,2)")
+        for d in describe(exp.CONFIG):
+            allowed = f"  [{d['allowed']}]" if d["allowed"] else ""
+            note = f"  # {d['help']}" if d["help"] else ""
+            print(f"  --{d['key']} {d['default']}   ({d['type']}){allowed}{note}")
         return 0
     width = max(map(len, experiments.REGISTRY))
     for name, exp in experiments.REGISTRY.items():
-        print(f"{name:<{width}}  {exp.DESCRIPTION}")
-    print("\nShow an experiment's keys and presets: inductionlab list --keys NAME")
+        where = getattr(exp, "FIGURE", "")
+        wall = getattr(exp, "WALL", "")
+        print(f"{name:<{width}}  {where:<26} {wall:>8}  {exp.DESCRIPTION}")
+    print("\nColumns: experiment, what it reproduces, default wall time on 2 cores, description.")
+    print("Keys and presets of one experiment: inductionlab list --keys NAME")
     return 0
 
 
-def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
-    cfg = resolve(args.name, args.preset, _dotted(extra))
+def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[str, Any, Path]:
+    """The experiment name, its resolved config and the output directory of ``run``."""
+    from inductionlab import experiments
+    from inductionlab.config import differences, from_dict, to_dict, with_seeds
+    from inductionlab.runner import saved_config
+
+    source = Path(args.config) if args.config else None
+    saved = None
+    if source is not None:
+        if not source.is_file():
+            raise ConfigError(f"--config {source}: no such file (give a run's config.json)")
+        saved = saved_config(source.parent) if source.name == "config.json" else None
+        if saved is None:
+            raise ConfigError(f"--config {source}: expected a run directory's config.json")
+    name = args.name or (saved or {}).get("experiment")
+    if name is None and args.out and args.resume:
+        name = (saved_config(Path(args.out)) or {}).get("experiment")
+    if name is None:
+        raise ConfigError("run: name an experiment (inductionlab list shows them), or give --config RUN/config.json")
+    out = Path(args.out or Path("runs") / name)
+    if args.out == "":
+        raise ConfigError("--out: empty path; give a directory")
+    if args.resume and not args.force and saved is None:
+        saved = saved_config(out)
+    base = None
+    if saved is not None:
+        if saved.get("experiment") != name:
+            raise ConfigError(f"the saved config is for {saved.get('experiment')!r}, not {name!r}")
+        base = from_dict(experiments.get(name).Config, {k: v for k, v in saved.items() if k != "experiment"})
+    cfg = resolve(name, args.preset, values, base)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
-    out = Path(args.out or Path("runs") / args.name)
-    print(f"running {args.name} into {out} ...", file=sys.stderr)
-    run_dir = run_experiment(args.name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress)
-    _print_outputs(run_dir)
+    if args.resume and base is not None and not args.config:
+        diff = differences(to_dict(base), to_dict(cfg))
+        if diff:
+            raise ConfigError(
+                "--resume continues the saved run, but these values differ from it:\n  "
+                + "\n  ".join(diff)
+                + "\nDrop them to resume, or use --force to start over with them."
+            )
+    return name, cfg, out
+
+
+def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
+    from inductionlab import experiments
+    from inductionlab.runner import run_experiment
+
+    name, cfg, out = _config_for_run(args, values)
+    print(f"running {name} into {out} ...", file=sys.stderr)
+    run_dir = run_experiment(name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress)
+    _print_outputs(run_dir, getattr(experiments.get(name), "HEADLINE", None))
     return 0
 
 
-def _print_outputs(run_dir: Path) -> None:
+def _print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    print(f"{summary.get('experiment', '')} in {run_dir}:")
+    print("\n".join(headline(summary, keys)))
     print(f"summary: {run_dir / 'summary.json'}")
     for png in sorted(run_dir.glob("*.png")):
         print(f"figure:  {png}")
 
 
-def cmd_sweep(args: argparse.Namespace, extra: list[str]) -> int:
+def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
+    from inductionlab.config import with_seeds
     from inductionlab.sweep import parse_grid, run_sweep
 
-    cfg = resolve(args.name, args.preset, _dotted(extra))
-    if args.seed is not None:
-        cfg = with_seeds(cfg, args.seed)
     if args.n_seeds < 1:
         raise ConfigError(f"--n-seeds: must be ≥ 1, got {args.n_seeds}")
+    if args.workers < 1:
+        raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
+    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise ConfigError(
+            "--executor slurm: Slurm is not available here (no sbatch on PATH); use --executor local or submitit-local"
+        )
+    if args.name is None:
+        raise ConfigError("sweep: name an experiment (inductionlab list shows them)")
+    cfg = resolve(args.name, args.preset, values)
+    if args.seed is not None:
+        cfg = with_seeds(cfg, args.seed)
     out = Path(args.out or Path("sweeps") / args.name)
     slurm = {"timeout_min": args.slurm_timeout_min}
     if args.slurm_partition:
@@ -101,16 +210,23 @@ def cmd_sweep(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    run_dir = Path(args.dir)
-    config = run_dir / "config.json"
-    if not config.exists():
-        raise RunDirError(f"{run_dir}: no config.json — not a run directory")
-    import json
+    from inductionlab import experiments
+    from inductionlab.runner import RunDirError, saved_config
+    from inductionlab.runs import load_results
 
-    name = json.loads(config.read_text()).get("experiment")
-    results = load_results(run_dir)
-    experiments.get(name).plot(results, run_dir)
-    _print_outputs(run_dir)
+    run_dir = Path(args.dir)
+    from inductionlab.sweep_report import is_sweep, write_report
+
+    if is_sweep(run_dir):
+        for path in write_report(run_dir):
+            print(f"wrote:   {path}")
+        return 0
+    saved = saved_config(run_dir) if run_dir.is_dir() else None
+    if saved is None:
+        raise RunDirError(f"{run_dir}: no config.json — not a run directory")
+    exp = experiments.get(saved["experiment"])
+    exp.plot(load_results(run_dir), run_dir)
+    _print_outputs(run_dir, getattr(exp, "HEADLINE", None))
     return 0
 
 
@@ -118,19 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="inductionlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    p.add_argument("--version", action="version", version=f"inductionlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list experiments (or one experiment's keys)")
-    ls.add_argument("--keys", metavar="NAME", help="print every config key of NAME with its default")
+    ls.add_argument("--keys", metavar="NAME", help="print every config key of NAME with its type and default")
     for cmd in ("run", "sweep"):
-        sp = sub.add_parser(cmd, help=f"{cmd} an experiment; extra --KEY VALUE pairs set config values")
-        sp.add_argument("name")
+        sp = sub.add_parser(cmd, help=f"{cmd} an experiment; --KEY VALUE pairs (anywhere) set config values")
+        sp.add_argument("name", nargs="?", help="the experiment (inductionlab list)")
         sp.add_argument("--out", help="output directory (default runs/NAME or sweeps/NAME)")
-        sp.add_argument("--preset", help="a named set of values (see `inductionlab list --keys NAME`)")
+        sp.add_argument("--preset", help="a named set of values: smoke, quick, ... (inductionlab list --keys NAME)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
         sp.add_argument("--seed", type=int, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)")
     run = sub.choices["run"]
-    run.add_argument("--resume", action="store_true", help="continue an interrupted run in --out exactly")
-    run.add_argument("--force", action="store_true", help="overwrite a finished run in --out")
+    run.add_argument("--config", metavar="RUN/config.json", help="start from a saved run's config (values on top)")
+    run.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its saved config)")
+    run.add_argument("--force", action="store_true", help="replace the run in --out")
     sw = sub.choices["sweep"]
     sw.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a grid axis (repeatable)")
     sw.add_argument(
@@ -149,25 +267,41 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _exit_code(err: BaseException) -> int | None:
+    """2 for bad input (config, run directory, missing file), 3 for a NaN/inf stop, None for a bug."""
+    runner, loop = sys.modules.get("inductionlab.runner"), sys.modules.get("inductionlab.train.loop")
+    if isinstance(err, (ConfigError, FileNotFoundError)) or (runner and isinstance(err, runner.RunDirError)):
+        return 2
+    if loop and isinstance(err, loop.NonFiniteError):
+        return 3
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
     try:
+        if command in ("run", "sweep"):
+            valued, flags = (RUN_VALUED, RUN_FLAGS) if command == "run" else (SWEEP_VALUED, {"--no-progress"})
+            known, values = split_args(argv, valued, flags)
+        else:
+            known, values = argv, {}
+        args = build_parser().parse_args(known)
         if args.command == "list":
             return cmd_list(args)
         if args.command == "report":
             return cmd_report(args)
-        return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, extra)
-    except (ConfigError, RunDirError, FileNotFoundError) as err:
-        print(f"inductionlab: error: {err}", file=sys.stderr)
-        return 2
-    except NonFiniteError as err:
-        print(f"inductionlab: stopped: {err}", file=sys.stderr)
-        return 3
+        return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, values)
     except KeyboardInterrupt as err:
-        print(f"inductionlab: {err or 'interrupted'}", file=sys.stderr)
+        print(f"inductionlab: {str(err) or 'interrupted'}", file=sys.stderr)
         return 130
+    except Exception as err:
+        code = _exit_code(err)
+        if code is None:
+            raise
+        print(f"inductionlab: {'stopped' if code == 3 else 'error'}: {err}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import inspect
 import json
+import re
 import types
 import typing
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -73,6 +75,8 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
         inner = get_args(tp)[0]
         if isinstance(value, str):
             text = value.strip()
+            if text[:1] == "(" and text[-1:] == ")":  # the repr of a tuple, e.g. "(1, 2)"
+                text = text[1:-1]
             items = json.loads(text) if text.startswith("[") else [v for v in text.split(",") if v.strip()]
         else:
             items = list(value)
@@ -126,7 +130,7 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     return _rebuild(cls, data)
 
 
-def override(cfg: Any, overrides: dict[str, Any]) -> Any:
+def override(cfg: Any, overrides: dict[str, Any], experiment: str = "NAME") -> Any:
     """A copy of ``cfg`` with dotted-key overrides applied, e.g. ``{"task.alpha_star": "2"}``.
 
     Unknown keys raise :class:`ConfigError` listing close matches; values are parsed by annotation.
@@ -141,7 +145,7 @@ def override(cfg: Any, overrides: dict[str, Any]) -> Any:
                 )
             close = difflib.get_close_matches(key, list(flat), n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise ConfigError(f"{key}: unknown key.{hint} Run `inductionlab list --keys` to see all keys.")
+            raise ConfigError(f"{key}: unknown key.{hint} Run `inductionlab list --keys {experiment}` to see all keys.")
         node = nested
         *parents, leaf = key.split(".")
         for p in parents:
@@ -176,3 +180,74 @@ def with_seeds(cfg: Any, first: int, count: int | None = None) -> Any:
     """``cfg`` with ``seeds`` first, first + 1, …: ``count`` of them (None keeps the config's count)."""
     n = len(cfg.seeds) if count is None else count
     return override(cfg, {"seeds": list(range(first, first + n))})
+
+
+def format_value(value: Any) -> str:
+    """A value as it is typed on the command line: tuples as ``1,2``, None as ``none``, booleans as ``true``."""
+    if isinstance(value, tuple):
+        return ",".join(format_value(v) for v in value)
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _field_comments(cls: type) -> dict[str, str]:
+    """The trailing ``# comment`` of each field line in a dataclass's source (empty where there is none)."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^\s+(\w+):[^#\n]*#\s*(.*)$", source, re.M)}
+
+
+def describe(cfg: Any, prefix: str = "") -> list[dict[str, str]]:
+    """One entry per leaf key of a config tree: key, type, default (pasteable), allowed values, help (the field's
+    comment in the source)."""
+    out: list[dict[str, str]] = []
+    hints, comments = _field_types(type(cfg)), _field_comments(type(cfg))
+    for f in dataclasses.fields(cfg):
+        value, tp = getattr(cfg, f.name), hints[f.name]
+        if dataclasses.is_dataclass(value):
+            out += describe(value, f"{prefix}{f.name}.")
+            continue
+        allowed = ", ".join(format_value(a) for a in get_args(tp)) if get_origin(tp) is Literal else ""
+        out.append(
+            {
+                "key": prefix + f.name,
+                "type": _type_name(tp),
+                "default": format_value(value),
+                "allowed": allowed,
+                "help": comments.get(f.name, ""),
+            }
+        )
+    return out
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "choice"
+    if origin is tuple:
+        return f"list of {_type_name(get_args(tp)[0])}"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp) if a is not type(None)) + " or none"
+    return getattr(tp, "__name__", str(tp))
+
+
+def differences(saved: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """``key: saved → wanted`` for every flattened key whose values differ (configs as nested dicts)."""
+
+    def flat(d: dict, prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+        return out
+
+    a, b = flat(saved), flat(wanted)
+    return [
+        f"{k}: {a.get(k)!r} in the saved run, {b.get(k)!r} here"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]

@@ -35,12 +35,21 @@ import torch
 CONFIG, SUMMARY = "config.json", "summary.json"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic(path: Path, write: Callable[[str], None]) -> None:
+    """Write through a temporary file and a rename, with the permissions the umask gives a new file (0644 under
+    022; ``mkstemp`` alone would leave 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

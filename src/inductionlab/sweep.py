@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -31,10 +32,11 @@ from inductionlab import experiments
 from inductionlab._runtime import tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import run_experiment
-from inductionlab.runs import SUMMARY, write_parquet
+from inductionlab.runs import SUMMARY, write_json, write_parquet
 
 Executor = Literal["local", "slurm", "submitit-local"]
 MANIFEST = "manifest.jsonl"
+SWEEP_INFO = "sweep.json"  # {"experiment", "grid": [keys]}: what `inductionlab report` needs
 
 
 def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
@@ -59,29 +61,30 @@ class Job:
 
 
 def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
-    """Expand the grid (cartesian product) and the seeds into jobs; every config is validated first."""
+    """Expand the grid (cartesian product) and the seeds into jobs, one per (grid point, seed), so that every
+    row of the sweep table is one seed's run; every config is validated first.  ``seeds`` > 1: that many seeds
+    from the config's first; 1: the config's own seeds.  (To train several seeds on the run axis in one process,
+    give them to ``run``: ``--seeds 0,1,2``.)"""
     experiments.get(name)  # a clear error for an unknown name
     jobs = []
     keys = list(grid)
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         overrides = dict(zip(keys, combo))
-        cfg = override(base_cfg, overrides)
-        variants = _seed_variants(cfg, seeds)
-        for variant in variants:
+        cfg = override(base_cfg, overrides, name)
+        first = cfg.seeds[0]
+        for seed in range(first, first + seeds) if seeds > 1 else cfg.seeds:
+            variant = with_seeds(cfg, seed, 1)
             h = config_hash(variant)
-            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(variant.seeds[0])}, h, str(out / h)))
+            folder = _folder_name({**overrides, "seed": seed}, h)
+            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(seed)}, h, str(out / folder)))
     return jobs
 
 
-def _seed_variants(cfg: Any, n_seeds: int) -> list[Any]:
-    """``n_seeds`` seeds from the config's first: one config on the run axis, or one config per seed where the
-    experiment takes a single seed."""
-    if n_seeds == 1:
-        return [cfg]
-    try:
-        return [with_seeds(cfg, cfg.seeds[0], n_seeds)]
-    except ConfigError:
-        return [with_seeds(cfg, cfg.seeds[0] + i, 1) for i in range(n_seeds)]
+def _folder_name(values: dict[str, Any], config_hash: str) -> str:
+    """``task.L=20__seed=0__a1b2c3``: the grid values and the seed, then a short hash (unique per config)."""
+    parts = [f"{k}={v}" for k, v in values.items()]
+    text = re.sub(r"[^A-Za-z0-9._=,+-]", "_", "__".join(parts))[:120]
+    return f"{text}__{config_hash[:6]}"
 
 
 def run_job(job: Job) -> dict[str, Any]:
@@ -91,7 +94,7 @@ def run_job(job: Job) -> dict[str, Any]:
     cfg = from_dict(exp.Config, job.config)
     start = time.perf_counter()
     run_experiment(job.experiment, cfg, job.dir, resume=True, threads=job.threads)
-    return {"hash": job.hash, "wall_seconds": time.perf_counter() - start}
+    return {"hash": job.hash, "dir": Path(job.dir).name, "wall_seconds": time.perf_counter() - start}
 
 
 def _done(out: Path) -> set[str]:
@@ -100,7 +103,7 @@ def _done(out: Path) -> set[str]:
     if manifest.exists():
         for line in manifest.read_text().splitlines():
             entry = json.loads(line)
-            if entry.get("status") == "done" and (out / entry["hash"] / SUMMARY).exists():
+            if entry.get("status") == "done" and (out / entry.get("dir", entry["hash"]) / SUMMARY).exists():
                 done.add(entry["hash"])
     return done
 
@@ -123,14 +126,17 @@ def run_sweep(
     progress: bool = True,
 ) -> pd.DataFrame:
     """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet)."""
+    jobs = plan(name, base_cfg, grid, seeds, out)  # validates every config before anything is written
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
     out.mkdir(parents=True, exist_ok=True)
-    jobs = plan(name, base_cfg, grid, seeds, out)
+    write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid)})
     if executor == "local" and workers <= 1:
         jobs = [replace(j, threads=2) for j in jobs]
     done = _done(out)
     todo = [j for j in jobs if j.hash not in done]
     for job in todo:
-        _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": job.hash, "status": "submitted"})
+        _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": Path(job.dir).name, "status": "submitted"})
     if executor == "local":
         _run_local(todo, out, workers, progress)
     else:
@@ -174,20 +180,56 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
 
 
 def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
-    """One row per finished job: its overrides and the scalar (and one-level nested) summary entries."""
+    """One row per finished job — one (grid point, seed) — with typed columns: ``dir``, the grid keys (values as
+    the config holds them: numbers stay numbers), ``seed``, and the scalar and one-level nested summary numbers
+    (None becomes NaN).  Written to ``sweep.parquet``."""
     rows = []
     for job in jobs:
         path = Path(job.dir) / SUMMARY
         if not path.exists():
             continue
         summary = json.loads(path.read_text())
-        row = {"hash": job.hash, **job.overrides}
+        row: dict[str, Any] = {"dir": Path(job.dir).name, "hash": job.hash}
+        for key in job.overrides:
+            if key != "seed":
+                row[key] = _config_value(job.config, key)
+        row["seed"] = job.config["seeds"][0]
         for key, value in summary.items():
-            if isinstance(value, (int, float, str, bool)) or value is None:
+            if _scalar(value):
                 row[key] = value
             elif isinstance(value, dict) and key != "versions":
-                row.update({f"{key}.{k}": v for k, v in value.items() if isinstance(v, (int, float, str, bool))})
+                row.update({f"{key}.{k}": v for k, v in value.items() if _scalar(v)})
         rows.append(row)
-    table = pd.DataFrame(rows)
+    table = _typed(pd.DataFrame(rows))
     write_parquet(out / "sweep.parquet", table)
     return table
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (int, float, str, bool))
+
+
+def _config_value(config: dict[str, Any], key: str) -> Any:
+    """The value of dotted ``key`` in a nested config dict; lists as ``1,2`` (as typed on the command line)."""
+    value: Any = config
+    for part in key.split("."):
+        value = value[part]
+    return ",".join(map(str, value)) if isinstance(value, list) else value
+
+
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    """Columns of numbers and None (or None alone) become float (None → NaN); others keep their type."""
+    for col in table.columns:
+        if table[col].dtype == object:
+            values = table[col].dropna()
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                table[col] = pd.to_numeric(table[col], errors="coerce").astype(float)
+    return table
+
+
+def load_sweep(out: str | Path) -> pd.DataFrame:
+    """The table of a sweep directory (``sweep.parquet``): one row per (grid point, seed)."""
+    path = Path(out) / "sweep.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{out}: no sweep.parquet — not a sweep directory (run `inductionlab sweep` into it)")
+    return pd.read_parquet(path)

@@ -69,12 +69,13 @@ def get(name: str) -> ModuleType:
     return REGISTRY[name]
 
 
-def configure(name: str, preset: str | None = None, overrides: dict[str, Any] | None = None) -> Any:
-    """Experiment ``name``'s CONFIG, then its ``preset``, then dotted-key ``overrides`` (each step validated)."""
+def configure(name: str, preset: str | None = None, overrides: dict[str, Any] | None = None, base: Any = None) -> Any:
+    """Experiment ``name``'s CONFIG (or ``base``), then its ``preset``, then dotted-key ``overrides`` (each step
+    validated)."""
     exp = get(name)
-    cfg = exp.CONFIG
+    cfg = exp.CONFIG if base is None else base
     if preset:
         if preset not in exp.PRESETS:
             raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.PRESETS)}")
-        cfg = override(cfg, exp.PRESETS[preset])
-    return override(cfg, overrides or {})
+        cfg = override(cfg, exp.PRESETS[preset], name)
+    return override(cfg, overrides or {}, name)

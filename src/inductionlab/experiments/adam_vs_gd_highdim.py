@@ -26,6 +26,9 @@ from inductionlab.train.autograd import TrainConfig, train
 
 NAME = "adam-vs-gd-highdim"
 DESCRIPTION = "Workshop Fig. 4: D = 100, online GD (lr 0.1) stays on the IH plateau, Adam (lr 5e-4) escapes"
+FIGURE = "Wang et al. workshop Fig. 4"
+WALL = "~4 min"  # default preset, 2 cores
+HEADLINE = ("gd_ih_fraction_of_plateau", "adam_ih_fraction_of_plateau", "gd_kq_error", "adam_kq_error")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"train.steps": 800},
     "smoke": {"model.D": 8, "train.steps": 30, "train.batch_size": 64, "eval_size": 64, "train.eval_every": 10},
     "reading-b": {"model.reading": "B", "train.steps": 6000},
 }

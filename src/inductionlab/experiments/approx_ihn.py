@@ -28,6 +28,9 @@ from inductionlab.theory.constructions import approximation_errors, ihn_bound, i
 
 NAME = "approx-ihn"
 DESCRIPTION = "Theorem 4.3: error of the multi-head IH_n construction vs the number of heads H, n = 2, 3, 4"
+FIGURE = "Wang et al. Theorem 4.3"
+WALL = "~15 s"  # default preset, 2 cores
+HEADLINE = ("max_error_over_bound", "error_decreases_with_H", "power_law_q_fit")
 FLOAT_FLOOR = 1e-13  # errors below this are float64 round-off, left out of the decay fits
 
 
@@ -57,7 +60,10 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"n_values": "2,3", "heads_per_group": "1,4", "L_values": "8", "n_samples": 8, "pad": 10}}
+PRESETS = {
+    "quick": {},  # the default already takes about a minute
+    "smoke": {"n_values": "2,3", "heads_per_group": "1,4", "L_values": "8", "n_samples": 8, "pad": 10},
+}
 
 
 def _max_error(model_cfg, params, w_star, n, x, pad) -> tuple[float, float]:

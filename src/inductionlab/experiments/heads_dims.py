@@ -26,6 +26,9 @@ from inductionlab.train.transformer import fit_induction
 
 NAME = "heads-dims"
 DESCRIPTION = "Fig. 4: final loss on IH_4 for (H, D) in {2, 8}^2 — enough heads and width are necessary"
+FIGURE = "Wang et al. Fig. 4"
+WALL = "~16 min"  # default preset, 2 cores
+HEADLINE = ("final_loss.2x2", "final_loss.2x8", "final_loss.8x2", "final_loss.8x8")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"train.steps": 800},
     "spec": {
         "task.w_scale": 0.2401,
         "train.lr": 1e-3,

@@ -27,6 +27,9 @@ from inductionlab.train.toy import ToyTrainConfig
 
 NAME = "joint-training"
 DESCRIPTION = "Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget"
+FIGURE = "Wang et al. §5 (stages)"
+WALL = "~1.5 min"  # default preset, 2 cores
+HEADLINE = ("layerwise.T_III", "layerwise-ideal.T_III", "joint.T_III", "joint.final_w_KQ")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"train.stage2_steps": 20_000},
     "smoke": {
         "train.stage1_steps": 10,
         "train.stage2_steps": 40,
@@ -53,7 +57,7 @@ PRESETS = {
         "train.eval_every": 10,
         "train.batch_size": 64,
         "task.L": 8,
-    }
+    },
 }
 
 

@@ -10,6 +10,10 @@ NAME = "lazy-to-rich"
 DESCRIPTION = (
     "Toy model on the mixed 4-gram + induction-head target: four-phase lazy-to-rich transition (Wang et al. Fig. 2)"
 )
+FIGURE = "Wang et al. Fig. 2"
+WALL = "~1.5 min"  # default preset, 2 cores
+HEADLINE = ("T_I", "T_II", "T_50", "T_III", "final.loss_IH2", "final.w_KQ")
+
 CONFIG = Config()
 
-__all__ = ["CONFIG", "DESCRIPTION", "NAME", "PRESETS", "Config", "plot", "run"]
+__all__ = ["CONFIG", "DESCRIPTION", "FIGURE", "HEADLINE", "NAME", "PRESETS", "WALL", "Config", "plot", "run"]

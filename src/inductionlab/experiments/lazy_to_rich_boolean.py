@@ -14,6 +14,9 @@ from inductionlab.tasks.mixed import MixedTaskConfig
 
 NAME = "lazy-to-rich-boolean"
 DESCRIPTION = "The lazy-to-rich experiment with Boolean ±1 tokens (workshop Fig. 3)"
+FIGURE = "Wang et al. workshop Fig. 3"
+WALL = "WALL"  # default preset, 2 cores
+HEADLINE = ("T_I", "T_II", "T_50", "T_III", "final.loss_IH2", "final.w_KQ")
 CONFIG = replace(Config(), task=MixedTaskConfig(tokens="boolean"), gf="exact")
 
-__all__ = ["CONFIG", "DESCRIPTION", "NAME", "PRESETS", "Config", "plot", "run"]
+__all__ = ["CONFIG", "DESCRIPTION", "FIGURE", "HEADLINE", "NAME", "PRESETS", "WALL", "Config", "plot", "run"]

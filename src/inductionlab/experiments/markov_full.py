@@ -22,6 +22,9 @@ from inductionlab.train.chen import StagedConfig
 
 NAME = "markov-full"
 DESCRIPTION = "Chen et al. App. B: the full model (W_Q, W_K, W_OV, LayerNorm) trained jointly"
+FIGURE = "Chen et al. App. B (full)"
+WALL = "~1 min"  # default preset, 2 cores
+HEADLINE = ("p_selected.{1,2}", "p_selected.{1,3}", "p_selected.{2,3}", "a_log_slope")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {},  # the default already takes about a minute
     "smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
     "long": {"train.epochs": "50000"},
 }

@@ -28,6 +28,9 @@ from inductionlab.train.chen import StagedConfig
 
 NAME = "markov-joint"
 DESCRIPTION = "Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t"
+FIGURE = "Chen et al. Fig. 6"
+WALL = "~7 min"  # default preset, 2 cores
+HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"train.epochs": "5000", "losses": "softmax_of_probs"},
     "smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
     "spec": {"train.epochs": "50000"},
     "shared": {"model.windows": "shared", "model.window": 3},

@@ -37,6 +37,9 @@ from inductionlab.train.chen import StagedConfig, train_staged
 
 NAME = "markov-length-generalization"
 DESCRIPTION = "Chen et al.: a model trained at L=100, alpha=0.1 evaluated at L up to 1000 and alpha in {0.05, 0.1, 0.2}"
+FIGURE = "Chen et al. Fig. 21"
+WALL = "WALL"  # default preset, 2 cores
+HEADLINE = ("loss_decreases_with_L", "gap_decreases_with_L", "gih_argmax_agreement")
 
 
 @dataclass(frozen=True)

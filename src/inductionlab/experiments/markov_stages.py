@@ -24,6 +24,9 @@ from inductionlab.train.chen import StagedConfig
 
 NAME = "markov-stages"
 DESCRIPTION = "Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t"
+FIGURE = "Chen et al. Figs. 3–5"
+WALL = "~4 min"  # default preset, 2 cores
+HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"degrees": "2", "losses": "softmax_of_probs"},
     "smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
     "submission": {"train.lrs": "1,100,100", "train.epochs": "500,500,500", "degrees": "3"},
 }

@@ -30,6 +30,9 @@ from inductionlab.train.transformer import fit_induction
 
 NAME = "probe"
 DESCRIPTION = "Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4"
+FIGURE = "Wang et al. Fig. 3"
+WALL = "~3 min"  # default preset, 2 cores
+HEADLINE = ("probe_distance_initial", "probe_distance_final", "loss_initial", "loss_final")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"train.steps": 1500},
     "spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64},
     "smoke": {
         "train.steps": 20,

@@ -39,6 +39,16 @@ from inductionlab.train.autograd import TrainConfig
 
 NAME = "repeated-text"
 DESCRIPTION = "Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU"
+FIGURE = "Wang et al. Fig. 5 (repeat)"
+WALL = "~5 min"  # default preset, 2 cores
+HEADLINE = (
+    "t_loss_drop",
+    "t_induction_half",
+    "final_induction_score",
+    "t_half_p_norm",
+    "t_double_wkq_norm",
+    "p_learned_first",
+)
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop
 
 
@@ -56,7 +66,7 @@ CONFIG = Config(
         checkpoint_every=100,
     ),
 )
-PRESETS = {"smoke": SMOKE}
+PRESETS = {"quick": {"train.steps": 800}, "smoke": SMOKE}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

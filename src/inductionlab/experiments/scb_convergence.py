@@ -31,6 +31,14 @@ from inductionlab.train.proximal import SCBTrainConfig, train_scb
 
 NAME = "scb-convergence"
 DESCRIPTION = "Ren et al. Fig. 1: proximal Algorithm 1 vs vanilla SGD (large and small LR) on sparse contextual bigrams"
+FIGURE = "Ren et al. Fig. 1"
+WALL = "~30 s"  # default preset, 2 cores
+HEADLINE = (
+    "final.proximal.dist_A_norm",
+    "final.sgd_large_lr.dist_A_norm",
+    "final.sgd_small_lr.dist_A_norm",
+    "proximal_beats_sgd_dist_A_norm",
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,10 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, "train.eval_every": 20}}
+PRESETS = {
+    "quick": {},  # the default already takes about a minute
+    "smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, "train.eval_every": 20},
+}
 
 
 def _methods(cfg: Config) -> list[tuple[str, SCBTrainConfig]]:

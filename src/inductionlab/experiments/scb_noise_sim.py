@@ -30,6 +30,9 @@ from inductionlab.train.proximal import SCBTrainConfig, train_scb
 
 NAME = "scb-noise-sim"
 DESCRIPTION = "Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD"
+FIGURE = "Ren et al. App. I (noise)"
+WALL = "WALL"  # default preset, 2 cores
+HEADLINE = ("proximal_best_dist_A_norm",)
 
 
 @dataclass(frozen=True)

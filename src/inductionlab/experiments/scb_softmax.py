@@ -29,6 +29,9 @@ from inductionlab.train.scb_softmax import train_softmax_scb
 
 NAME = "scb-softmax"
 DESCRIPTION = "Ren et al. Fig. 2: linear (Algorithm 1) vs softmax attention (SGD) on the same SCB data"
+FIGURE = "Ren et al. Fig. 2"
+WALL = "~1.5 min"  # default preset, 2 cores
+HEADLINE = ("loss_gap", "attention_cosine_linear_vs_softmax")
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,10 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {"smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, "train.eval_every": 20}}
+PRESETS = {
+    "quick": {"train.steps": 8000},
+    "smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, "train.eval_every": 20},
+}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

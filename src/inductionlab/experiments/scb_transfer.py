@@ -37,6 +37,8 @@ from inductionlab.train.proximal import SCBTrainConfig, reversal, train_scb, tra
 
 NAME = "scb-transfer"
 DESCRIPTION = "Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)"
+FIGURE = "Ren et al. §4 (transfer)"
+WALL = "~3 min"  # default preset, 2 cores
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"T_values": "250,1000", "n_instances": 2},
     "smoke": {
         "T_values": (20, 40),
         "n_instances": 2,
@@ -83,7 +86,7 @@ PRESETS = {
         "train.eval_every": 10,
         "transfer_samples": 256,
         "transfer_steps": 20,
-    }
+    },
 }
 
 

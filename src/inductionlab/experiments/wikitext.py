@@ -27,10 +27,14 @@ from inductionlab.runs import Results, RunContext
 
 NAME = "wikitext"
 DESCRIPTION = "WikiText-2: two-layer ALiBi transformer, SGD; ||p|| learned before ||(W_K, W_Q)|| grows (paper Fig. 5)"
+FIGURE = "Wang et al. Fig. 5"
+WALL = "~8 min"  # default preset, 2 cores
+HEADLINE = ("t_half_p_norm", "t_double_wkq_norm", "wkq_relative_growth", "final.val_loss")
 
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"train.steps": 400, "train.eval_every": 50},
     "cpu": {},
     "paper": {
         "data.vocab_size": 0,
