@@ -41,7 +41,8 @@ def test_existing_run_dir_needs_resume_or_force(tmp_path, capsys):
     args = ["run", "lazy-to-rich", "--preset", "smoke", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     assert main(args) == 2 and "--force" in capsys.readouterr().err
-    assert main(args + ["--resume", "--task.alpha_star", "2"]) == 2 and "same config" in capsys.readouterr().err
+    assert main(args + ["--resume", "--task.alpha_star", "2"]) == 2
+    assert "task.alpha_star: 1.0 in the saved run, 2.0 here" in capsys.readouterr().err
     before = (out / "summary.json").read_text()
     assert main(args + ["--resume"]) == 0 and (out / "summary.json").read_text() == before  # finished: kept
     assert main(args + ["--force"]) == 0

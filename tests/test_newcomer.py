@@ -110,3 +110,19 @@ def test_every_experiment_has_smoke_quick_and_says_what_it_reproduces(name):
     exp = experiments.get(name)
     assert {"smoke", "quick"} <= set(exp.PRESETS), name
     assert exp.FIGURE and exp.WALL.startswith("~"), name
+
+
+def test_one_device_switch_with_clear_refusals(tmp_path, capsys):
+    import torch
+
+    if not torch.cuda.is_available():
+        assert main(["run", "probe", "--preset", "smoke", "--device", "cuda", "--out", str(tmp_path / "p")]) == 2
+        assert "no CUDA GPU" in capsys.readouterr().err
+    assert main(["run", "lazy-to-rich", "--preset", "smoke", "--device", "cuda", "--out", str(tmp_path / "l")]) == 2
+    err = capsys.readouterr().err
+    assert "CPU only" in err and "probe" in err and "wikitext" in err
+    assert (
+        main(["run", "probe", "--preset", "smoke", "--device", "cpu", "--out", str(tmp_path / "c"), "--no-progress"])
+        == 0
+    )
+    assert main(["run", "markov-mi", "--preset", "smoke", "--device", "cpu", "--out", str(tmp_path / "m")]) == 0

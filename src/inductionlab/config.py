@@ -251,3 +251,21 @@ def differences(saved: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
         for k in sorted(set(a) | set(b))
         if a.get(k) != b.get(k)
     ]
+
+
+def check_device(device: str) -> None:
+    """``cpu``, ``cuda`` or ``cuda:i``; a CUDA device must be visible to torch (``docs/conventions.md#devices``)."""
+    require(
+        device == "cpu" or re.fullmatch(r"cuda(:\d+)?", device) is not None,
+        "device",
+        f"'cpu', 'cuda' or 'cuda:i', got {device!r}",
+    )
+    if device != "cpu":
+        import torch
+
+        require(
+            torch.cuda.is_available(),
+            "device",
+            f"{device} was asked for, but torch sees no CUDA GPU here "
+            "(torch.cuda.is_available() is False); use --device cpu",
+        )

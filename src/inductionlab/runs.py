@@ -151,8 +151,9 @@ def load_run(run_dir: str | os.PathLike) -> LoadedRun:
 class RunContext:
     """Where a training run writes, and how: ``run_dir`` (None: no checkpoints), ``resume``, ``progress``,
     ``threads`` — how many torch threads the run may use (2 for ``run``; sweeps with several workers use 1) —,
-    ``hooks`` (:class:`inductionlab.train.loop.Hook` objects every training loop of the run calls) and ``name``,
-    the checkpoint's name under ``checkpoints/``.  An experiment that trains several times gives each its own
+    ``hooks`` (:class:`inductionlab.train.loop.Hook` objects every training loop of the run calls), ``name``,
+    the checkpoint's name under ``checkpoints/``, and ``device``, where the autograd trainer puts the parameters
+    and each batch.  An experiment that trains several times gives each its own
     name with :meth:`child`.
 
     The same seed and thread count give the same numbers bit for bit; another thread count splits the
@@ -164,6 +165,7 @@ class RunContext:
     threads: int = 2
     hooks: tuple = ()
     name: str = "ckpt"
+    device: str = "cpu"
 
     @property
     def checkpoint(self) -> Path | None:

@@ -74,8 +74,20 @@ def configure(name: str, preset: str | None = None, overrides: dict[str, Any] | 
     validated)."""
     exp = get(name)
     cfg = exp.CONFIG if base is None else base
+    overrides = dict(overrides or {})
+    if "device" in overrides and not hasattr(cfg, "device"):
+        _cpu_only(name, str(overrides.pop("device")))
     if preset:
         if preset not in exp.PRESETS:
             raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.PRESETS)}")
         cfg = override(cfg, exp.PRESETS[preset], name)
-    return override(cfg, overrides or {}, name)
+    return override(cfg, overrides, name)
+
+
+def _cpu_only(name: str, device: str) -> None:
+    """Accept ``--device cpu`` for an experiment that has no device switch; refuse another device, saying why
+    and which experiments have one (``docs/conventions.md#devices``)."""
+    if device != "cpu":
+        gpu = sorted(n for n, m in REGISTRY.items() if hasattr(m.CONFIG, "device"))
+        why = getattr(REGISTRY[name], "CPU_ONLY", "it trains tiny models whose time is Python overhead, not arithmetic")
+        raise ConfigError(f"--device {device}: {name} runs on the CPU only ({why}). With --device: {', '.join(gpu)}")

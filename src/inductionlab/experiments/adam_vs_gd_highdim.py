@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import lifted_target
@@ -44,8 +44,10 @@ class Config:
     eval_size: int = 4000
     eval_seed: int = 2024
     seeds: tuple[int, ...] = (0,)
+    device: str = "cpu"  # cpu, cuda or cuda:i
 
     def __post_init__(self) -> None:
+        check_device(self.device)
         check_seeds(self.seeds, run_axis=False)
         require(self.gd_lr > 0 and self.adam_lr > 0, "gd_lr", "learning rates must be > 0")
         require(self.eval_size >= 1, "eval_size", f"must be ≥ 1, got {self.eval_size}")
@@ -69,7 +71,7 @@ def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     m = cfg.model
-    x_eval = torch.randn(cfg.eval_size, m.L, m.d, generator=torch.Generator().manual_seed(cfg.eval_seed))
+    x_eval = torch.randn(cfg.eval_size, m.L, m.d, generator=torch.Generator().manual_seed(cfg.eval_seed)).to(cfg.device)
     theta0 = highdim.init_theta(m, 1, torch.Generator().manual_seed(cfg.seeds[0]))
     want_eval = lifted_target(x_eval, m.alpha_star, m.w_star())
 
@@ -80,12 +82,12 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         g4, ih = highdim.partial_losses(m, theta, x_eval, want_eval)
         p = highdim.unpack(m, theta)
         return {
-            "loss_G4": g4.double().numpy(),
-            "loss_IH2": ih.double().numpy(),
-            "p": p["p"].double().numpy(),
-            "g": p["g"].double().numpy(),
-            "h": p["h"].double().numpy(),
-            "kq_error": highdim.kq_product(m, theta).double().numpy(),
+            "loss_G4": g4.double().cpu().numpy(),
+            "loss_IH2": ih.double().cpu().numpy(),
+            "p": p["p"].double().cpu().numpy(),
+            "g": p["g"].double().cpu().numpy(),
+            "h": p["h"].double().cpu().numpy(),
+            "kq_error": highdim.kq_product(m, theta).double().cpu().numpy(),
         }
 
     tables = []
@@ -97,7 +99,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             loss,
             lambda gen: torch.randn(tcfg.batch_size, m.L, m.d, generator=gen),
             evaluate,
-            ctx.child(name, threads=1),
+            ctx.child(name, threads=1, device=cfg.device),
             desc=name,
         )
         tables.append(metrics.assign(optimizer=name))

@@ -31,6 +31,7 @@ NAME = "approx-gihn"
 DESCRIPTION = "Theorem 4.4: error of the GIH_n construction (RBF similarity, POD + FFN) vs FFN width m and bases K"
 FIGURE = "Wang et al. Theorem 4.4"
 WALL = "~15 s"  # default preset, 2 cores
+CPU_ONLY = "the constructions are evaluated in float64 on small samples; nothing trains"
 HEADLINE = ("measured_rate", "predicted_rate", "measured_K_exponent", "predicted_K_exponent")
 
 

@@ -25,6 +25,7 @@ NAME = "approx-ih2"
 DESCRIPTION = "Theorem 4.1: error of the IH_2 construction vs the layer-1 slope p, against 4B³‖W*‖e^{-p}, several L"
 FIGURE = "Wang et al. Theorem 4.1"
 WALL = "~30 s"  # default preset, 2 cores
+CPU_ONLY = "the constructions are evaluated in float64 on small samples; nothing trains"
 HEADLINE = ("max_error_over_bound", "decay_rate_fit", "error_ratio_p2_p7")
 
 

@@ -30,6 +30,7 @@ NAME = "approx-ihn"
 DESCRIPTION = "Theorem 4.3: error of the multi-head IH_n construction vs the number of heads H, n = 2, 3, 4"
 FIGURE = "Wang et al. Theorem 4.3"
 WALL = "~15 s"  # default preset, 2 cores
+CPU_ONLY = "the constructions are evaluated in float64 on small samples; nothing trains"
 HEADLINE = ("max_error_over_bound", "error_decreases_with_H", "power_law_q_fit")
 FLOAT_FLOOR = 1e-13  # errors below this are float64 round-off, left out of the decay fits
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -43,9 +43,11 @@ class Config:
     heads: tuple[int, ...] = (2, 8)
     dims: tuple[int, ...] = (2, 8)
     seeds: tuple[int, ...] = (0,)
+    device: str = "cpu"  # cpu, cuda or cuda:i
     eval_size: int = 1024
 
     def __post_init__(self) -> None:
+        check_device(self.device)
         check_seeds(self.seeds)
         require(min(self.heads) >= 1 and min(self.dims) >= 1, "heads", "H and D must be ≥ 1")
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
@@ -75,7 +77,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
                 cfg.task,
                 cfg.train,
                 cfg.seeds,
-                ctx.child(f"{H}x{D}", threads=1),
+                ctx.child(f"{H}x{D}", threads=1, device=cfg.device),
                 cfg.eval_size,
                 desc=f"H={H} D={D}",
             )

@@ -29,6 +29,7 @@ NAME = "joint-training"
 DESCRIPTION = "Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget"
 FIGURE = "Wang et al. §5 (stages)"
 WALL = "~1.5 min"  # default preset, 2 cores
+CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove"
 HEADLINE = ("layerwise.T_III", "layerwise-ideal.T_III", "joint.T_III", "joint.final_w_KQ")
 
 

@@ -30,6 +30,7 @@ NAME = "markov-joint"
 DESCRIPTION = "Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t"
 FIGURE = "Chen et al. Fig. 6"
 WALL = "~7 min"  # default preset, 2 cores
+CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
 HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 
 

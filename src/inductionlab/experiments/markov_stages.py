@@ -26,6 +26,7 @@ NAME = "markov-stages"
 DESCRIPTION = "Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t"
 FIGURE = "Chen et al. Figs. 3–5"
 WALL = "~4 min"  # default preset, 2 cores
+CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
 HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 
 

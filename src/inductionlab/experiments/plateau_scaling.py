@@ -32,6 +32,7 @@ NAME = "plateau-scaling"
 DESCRIPTION = "Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²"
 FIGURE = "Wang et al. Theorem 5.5"
 WALL = "~1.5 min"  # default preset, 2 cores
+CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove"
 HEADLINE = ("exponents.L", "exponents.one_plus_alpha", "exponents.w_star", "log_inv_sigma_r2")
 FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
 TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")

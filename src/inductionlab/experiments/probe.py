@@ -21,7 +21,7 @@ from pathlib import Path
 
 from inductionlab import plots
 from inductionlab.analysis.heads import probe_distance
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -43,10 +43,12 @@ class Config:
         default_factory=lambda: TrainConfig(lr=1e-2, steps=5000, batch_size=128, eval_every=200, eval_log_points=20)
     )
     seeds: tuple[int, ...] = (0,)
+    device: str = "cpu"  # cpu, cuda or cuda:i
     eval_size: int = 1024
     probe_size: int = 256
 
     def __post_init__(self) -> None:
+        check_device(self.device)
         check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(
@@ -78,7 +80,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         cfg.task,
         cfg.train,
         cfg.seeds,
-        ctx.child(threads=1),
+        ctx.child(threads=1, device=cfg.device),
         cfg.eval_size,
         probe_size=cfg.probe_size,
         probe=probe_distance,

@@ -33,6 +33,7 @@ NAME = "scb-convergence"
 DESCRIPTION = "Ren et al. Fig. 1: proximal Algorithm 1 vs vanilla SGD (large and small LR) on sparse contextual bigrams"
 FIGURE = "Ren et al. Fig. 1"
 WALL = "~30 s"  # default preset, 2 cores
+CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
 HEADLINE = (
     "final.proximal.dist_A_norm",
     "final.sgd_large_lr.dist_A_norm",

@@ -31,7 +31,8 @@ from inductionlab.train.proximal import SCBTrainConfig, train_scb
 NAME = "scb-noise-sim"
 DESCRIPTION = "Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD"
 FIGURE = "Ren et al. App. I (noise)"
-WALL = "WALL"  # default preset, 2 cores
+WALL = "~2.5 min"  # default preset, 2 cores
+CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
 HEADLINE = ("proximal_best_dist_A_norm",)
 
 
@@ -60,6 +61,7 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
+    "quick": {"N_values": "10,20"},
     "spec": {"T_per_NQ": 50},
     "smoke": {
         "N_values": (3, 4),

@@ -31,6 +31,7 @@ NAME = "scb-softmax"
 DESCRIPTION = "Ren et al. Fig. 2: linear (Algorithm 1) vs softmax attention (SGD) on the same SCB data"
 FIGURE = "Ren et al. Fig. 2"
 WALL = "~1.5 min"  # default preset, 2 cores
+CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
 HEADLINE = ("loss_gap", "attention_cosine_linear_vs_softmax")
 
 

@@ -39,6 +39,7 @@ NAME = "scb-transfer"
 DESCRIPTION = "Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)"
 FIGURE = "Ren et al. §4 (transfer)"
 WALL = "~3 min"  # default preset, 2 cores
+CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
 
 
 @dataclass(frozen=True)

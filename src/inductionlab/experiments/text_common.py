@@ -12,7 +12,7 @@ import pandas as pd
 from inductionlab import plots
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
@@ -42,11 +42,7 @@ class Config:
         check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(self.data.L >= 8, "data.L", f"must be ≥ 8 (room for a repeat in repeated-text), got {self.data.L}")
-        require(
-            self.device == "cpu" or self.device.startswith("cuda"),
-            "device",
-            f"'cpu' or 'cuda[:i]', got {self.device!r}",
-        )
+        check_device(self.device)
 
 
 SMOKE = {
@@ -75,9 +71,8 @@ def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tu
         corpus.val,
         cfg.data.L,
         cfg.seeds,
-        ctx,
+        ctx.child(device=cfg.device),
         repeated=repeated,
-        device=cfg.device,
         bf16=cfg.bf16,
         diagnostics=score_columns,
         desc=desc,

@@ -83,7 +83,7 @@ def forward(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[t
     P = unpack(cfg, theta)
     L = x.shape[1]
     keys = x[:, : L - 2]  # y_s = x_{s−1}, s = 2..L−1
-    lag = torch.arange(L - 3, -1, -1, dtype=x.dtype)  # L − 1 − s
+    lag = torch.arange(L - 3, -1, -1, dtype=x.dtype, device=x.device)  # L − 1 − s
     pi = torch.softmax(-P["p"][:, None] * lag, -1)  # (S, N)
     four_gram = P["g"][:, None, None] * torch.einsum("sn,bnd->sbd", pi, keys)
     query = torch.matmul(x[:, -1], P["W_Q"].transpose(1, 2) @ P["W_K"])  # x_Lᵀ W_Qᵀ W_K: (S, B, d)
@@ -106,5 +106,5 @@ def partial_losses(
 def kq_product(cfg: HighDimConfig, theta: torch.Tensor) -> torch.Tensor:
     """‖W_Qᵀ W_K − W*‖_F relative to ‖W*‖_F, per run (S,)."""
     P = unpack(cfg, theta)
-    w_star = cfg.w_star().to(theta.dtype)
+    w_star = cfg.w_star().to(theta.device, theta.dtype)
     return (P["W_Q"].transpose(1, 2) @ P["W_K"] - w_star).flatten(1).norm(dim=1) / w_star.norm()

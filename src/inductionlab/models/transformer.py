@@ -141,10 +141,10 @@ def zero_params(cfg: TransformerConfig, n_runs: int = 1, dtype: torch.dtype = to
     return {name: torch.zeros(n_runs, *shape, dtype=dtype) for name, shape in param_shapes(cfg).items()}
 
 
-def attention_mask(L: int, key_start: int) -> torch.Tensor:
+def attention_mask(L: int, key_start: int, device: torch.device | None = None) -> torch.Tensor:
     """(L, L) bool: query i (row) may attend to key j iff key_start ≤ j < i (1-indexed), strictly causal."""
-    i = torch.arange(1, L + 1).view(-1, 1)
-    j = torch.arange(1, L + 1).view(1, -1)
+    i = torch.arange(1, L + 1, device=device).view(-1, 1)
+    j = torch.arange(1, L + 1, device=device).view(1, -1)
     return (j < i) & (j >= key_start)
 
 
@@ -183,14 +183,14 @@ def attention(
     a = f"blocks.{l}.attn."
     S, L = z.shape[0], z.shape[2]
     Lq = 1 if last_only else L
-    dp, rpe = cfg.heads("dp")[l].to(z.dtype), cfg.heads("rpe")[l].to(z.dtype)
+    dp, rpe = cfg.heads("dp")[l].to(z.device, z.dtype), cfg.heads("rpe")[l].to(z.device, z.dtype)
     q = _project(z[:, :, L - Lq :], params[a + "W_Q"] * dp.view(-1, 1, 1))  # DP off: zero queries
     k, v = _project(z, params[a + "W_K"]), _project(z, params[a + "W_V"])
-    allowed = attention_mask(L, cfg.layer("key_start")[l])[L - Lq :]
+    allowed = attention_mask(L, cfg.layer("key_start")[l], z.device)[L - Lq :]
     has_keys = allowed.any(-1, keepdim=True)  # (L', 1); rows without keys get a finite dummy row, then 0
-    bias = torch.zeros(Lq, L, dtype=z.dtype).masked_fill_(~allowed & has_keys, -math.inf)
+    bias = torch.zeros(Lq, L, dtype=z.dtype, device=z.device).masked_fill_(~allowed & has_keys, -math.inf)
     if bool(rpe.any()):
-        i = torch.arange(L, dtype=z.dtype)
+        i = torch.arange(L, dtype=z.dtype, device=z.device)
         dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
         bias = bias - (params[a + "p"] * rpe).view(S, 1, -1, 1, 1) * dist
     scale = 1 / math.sqrt(cfg.K) if cfg.scale else 1.0

@@ -112,7 +112,7 @@ class InductionTaskConfig:
     def target(self, x: torch.Tensor) -> torch.Tensor:
         """The task's target for tokens x (..., B, L, d)."""
         if self.similarity == "dot":
-            return induction_head(x, self.w_star(x.dtype), self.n)
+            return induction_head(x, self.w_star(x.dtype).to(x.device), self.n)
         args = (self.bandwidth, self.w_scale) if self.similarity == "rbf" else (self.w_scale,)
         return generalized_induction_head(x, self.n, SIMILARITIES[self.similarity](*args))
 

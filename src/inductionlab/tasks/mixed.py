@@ -163,4 +163,4 @@ def target_columns(x: torch.Tensor, ih: torch.Tensor, target: MixedTarget) -> to
 def lifted_target(x: torch.Tensor, alpha_star: float, w_star: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The mixed target lifted to d-dimensional tokens x (B, L, d): the blocks (B, d) α*/(1+α*) x_{L−2} and
     1/(1+α*) IH_2(X; W*) with the d × d matrix W* (``docs/conventions.md#wang-6-3``)."""
-    return alpha_star / (1 + alpha_star) * x[:, -3], induction_head(x, w_star.to(x.dtype)) / (1 + alpha_star)
+    return alpha_star / (1 + alpha_star) * x[:, -3], induction_head(x, w_star.to(x.device, x.dtype)) / (1 + alpha_star)

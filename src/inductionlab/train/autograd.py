@@ -194,6 +194,17 @@ class AutogradStepper:
         self.gen.set_state(state["gen"])
 
 
+def to_device(batch: Any, device: torch.device) -> Any:
+    """A batch — a tensor, or a tuple / list / NamedTuple of them — on ``device`` (``docs/conventions.md#devices``)."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(b, device) for b in batch))
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(b, device) for b in batch)
+    return batch
+
+
 def train(
     cfg: TrainConfig | Sequence[StageSpec],
     theta0: torch.Tensor,
@@ -224,6 +235,10 @@ def train(
             "trainable",
             f"needs one 0/1 entry per column ({theta0.shape[1]})",
         )
-    stepper = AutogradStepper(specs, theta0, loss, sample, evaluate, lr_t, hint)
+    dev = torch.device(ctx.device)
+    on_device = sample if dev.type == "cpu" else (lambda g: to_device(sample(g), dev))
+    stepper = AutogradStepper(
+        specs, theta0.to(dev), loss, on_device, evaluate, None if lr_t is None else lr_t.to(dev), hint
+    )
     metrics = loop.run(stepper, ctx, hooks, desc=desc)
     return stepper.theta, metrics

@@ -94,7 +94,6 @@ def fit_lm(
     seeds: Sequence[int],
     ctx: RunContext = RunContext(threads=1),
     repeated: bool = False,
-    device: str = "cpu",
     bf16: bool = False,
     diagnostics: Diagnostics | None = None,
     hooks: Sequence[loop.Hook] = (),
@@ -106,7 +105,7 @@ def fit_lm(
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
-    dev = torch.device(device)
+    dev = torch.device(ctx.device)
     gen = torch.Generator()
     parts = [tf.init_params(model, 1, gen.manual_seed(int(s))) for s in seeds]  # each run's init from its seed
     theta0, views = pack({k: torch.cat([p[k] for p in parts]).to(dev) for k in parts[0]})

@@ -49,6 +49,7 @@ def fit_induction(
     x_eval = sample_tokens(
         (eval_size, task.L, task.d), task.tokens, torch.Generator().manual_seed(eval_seed), torch.float32
     )
+    x_eval = x_eval.to(ctx.device)
     probe_x = x_eval[:probe_size]
     probe_y = patch_targets(probe_x, task.n).flatten(0, 1)  # (P·(L−n+1), n·d)
 
@@ -58,11 +59,11 @@ def fit_induction(
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
         P = views(theta)
-        row = {"loss": loss(theta, x_eval).double().numpy()}
+        row = {"loss": loss(theta, x_eval).double().cpu().numpy()}
         if probe_size and probe is not None:
             resid = tf.forward(model, P, probe_x.unsqueeze(0), keep=True)[1]["blocks.0.hook_resid_post"]
             feats = resid[:, :, task.n - 1 :].flatten(1, 2)  # (S, P·(L−n+1), D)
-            row["probe_distance"] = probe(feats, probe_y.expand(len(seeds), -1, -1)).numpy()
+            row["probe_distance"] = probe(feats, probe_y.expand(len(seeds), -1, -1)).cpu().numpy()
         return row
 
     def sample(g: torch.Generator) -> torch.Tensor:
