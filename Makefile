@@ -18,8 +18,8 @@ demo: setup
 	$(BIN)/inductionlab run lazy-to-rich --out runs/lazy-to-rich --force
 
 test: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/python -m pytest
 
 bench: setup

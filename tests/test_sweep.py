@@ -119,3 +119,28 @@ def test_a_two_by_two_grid_with_two_seeds_gives_typed_rows_and_a_report(tmp_path
     assert (out / "sweep_table.md").read_text().count("\n|") >= 5 and (out / "sweep_table.csv").exists()
     for key in ("task_alpha_star", "model_sigma_init"):
         assert (out / f"sweep_{key}.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failing_point_lets_the_others_finish_and_the_sweep_exit_non_zero(workers, tmp_path, capsys):
+    import os
+
+    good, bad = os.environ["INDUCTIONLAB_DATA"], str(tmp_path / "nowhere")
+    out = tmp_path / f"w{workers}"
+    argv = [
+        "sweep",
+        "wikitext",
+        "--preset",
+        "smoke",
+        "--grid",
+        f"data.path={good},{bad}",
+        "--workers",
+        str(workers),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 of 2 jobs failed" in err and "nowhere" in err
+    assert len(load_sweep(out)) == 1

@@ -64,7 +64,7 @@ _ALIASES = {
     "forward": ("models.transformer", "forward"),
     "train_autograd": ("train.autograd", "train"),
 }
-_MODULES = {"toy": "models.toy", "experiments": "experiments"}
+_MODULES = {"toy": "models.toy", "experiments": "experiments", "plots": "plots"}
 
 __all__ = ["__version__", *_EXPORTS, *_ALIASES, *_MODULES]
 

@@ -270,8 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_code(err: BaseException) -> int | None:
     """2 for bad input (config, run directory, missing file), 3 for a NaN/inf stop, None for a bug."""
     runner, loop = sys.modules.get("inductionlab.runner"), sys.modules.get("inductionlab.train.loop")
+    sweep = sys.modules.get("inductionlab.sweep")
     if isinstance(err, (ConfigError, FileNotFoundError)) or (runner and isinstance(err, runner.RunDirError)):
         return 2
+    if sweep and isinstance(err, sweep.SweepError):
+        return 1
     if loop and isinstance(err, loop.NonFiniteError):
         return 3
     return None

@@ -141,13 +141,45 @@ def run_sweep(
         _run_local(todo, out, workers, progress)
     else:
         _run_submitit(todo, out, executor, slurm or {}, progress)
-    return collect(out, jobs)
+    table = collect(out, jobs)
+    failed = _failed(out, {j.hash for j in todo})
+    if failed:
+        raise SweepError(
+            f"{len(failed)} of {len(jobs)} jobs failed (the others finished; table: "
+            f"{out / 'sweep.parquet'}):\n" + "\n".join(f"  {d}: {e}" for d, e in failed)
+        )
+    return table
+
+
+def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
+    """(dir, error) of the jobs among ``hashes`` whose last manifest entry is a failure."""
+    last: dict[str, dict] = {}
+    for line in (out / MANIFEST).read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("hash") in hashes:
+            last[entry["hash"]] = {**last.get(entry["hash"], {}), **entry}
+    return [(e.get("dir", h), e.get("error", "")) for h, e in last.items() if e.get("status") == "failed"]
+
+
+class SweepError(RuntimeError):
+    """Some jobs of a sweep failed (the others finished); the message lists them with their errors."""
 
 
 def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool) -> None:
     if workers <= 1:
         for job in tqdm(jobs, desc="sweep", disable=not progress):
-            _append(out, {**run_job(job), "status": "done"})
+            try:
+                _append(out, {**run_job(job), "status": "done"})
+            except Exception as err:  # noqa: BLE001 - recorded; the other jobs go on, as with a process pool
+                _append(
+                    out,
+                    {
+                        "hash": job.hash,
+                        "dir": Path(job.dir).name,
+                        "status": "failed",
+                        "error": f"{type(err).__name__}: {err}",
+                    },
+                )
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=tune_process) as pool:
         futures = {pool.submit(run_job, j): j for j in jobs}

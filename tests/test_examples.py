@@ -1,0 +1,22 @@
+"""The scripts in examples/ run, at their --smoke size."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs(script, tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(script), "--smoke"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip()
+
+
+def test_there_are_three_examples():
+    assert len(EXAMPLES) == 3
