@@ -96,7 +96,7 @@ def _figure(table: pd.DataFrame, key: str, others: list[str], metrics: list[str]
         for colour, (label, g) in zip(colours, groups):
             by_seed = g.pivot_table(index="seed", columns=key, values=metric, aggfunc="mean").reindex(columns=levels)
             name = ", ".join(f"{k}={v}" for k, v in zip(others, label if isinstance(label, tuple) else (label,)))
-            plots.seed_band(ax, x, by_seed.to_numpy(), colour, name or None)
+            plots.seed_band(ax, x, by_seed.to_numpy(), colour, name or None, marker="o")
         if not numeric:
             ax.set_xticks(x, [str(v) for v in levels])
         if others:

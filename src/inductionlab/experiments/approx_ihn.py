@@ -132,10 +132,13 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.loglog(g.H, g.bound, "--", color=line.get_color(), alpha=0.7)
         ax.loglog(g.H, g.short_prefix_error.clip(lower=1e-17), "x:", color=line.get_color(), alpha=0.7)
         kx.semilogy(g.heads_per_group, g.kernel_l1_error, "o-", color=line.get_color(), label=f"max over i < {n}")
-    ax.set_xlabel("heads H"), ax.set_ylabel("max ‖IH_n − TF‖₂")
-    ax.set_title("Theorem 4.3: measured (—), bound C/H^q form (--),\nshort unpadded prefixes (x)", fontsize=9)
+    ax.set_xlabel("heads $H$"), ax.set_ylabel(r"max $\|\mathrm{IH}_n - \mathrm{TF}\|_2$")
+    heads = [h for i, h in enumerate(sorted(table.H.unique())) if i == 0 or h >= 1.2 * sorted(table.H.unique())[i - 1]]
+    ax.set_xticks(heads, [str(h) for h in heads])
+    ax.minorticks_off()
+    ax.set_title("Theorem 4.3: measured (—), bound of the form $C/H^q$ (--),\nshort unpadded prefixes (x)", fontsize=9)
     ax.legend(fontsize=8)
-    kx.set_xlabel("exponentials per group m"), kx.set_ylabel("ℓ1 error of φ_i ≈ 1{t = i}")
-    kx.set_title("Lemma D.2 kernel fits (β_k = c·k)", fontsize=9)
+    kx.set_xlabel("exponentials per group $m$"), kx.set_ylabel(r"$\ell_1$ error of $\phi_i \approx 1\{t = i\}$")
+    kx.set_title(r"Lemma D.2 kernel fits ($\beta_k = c\,k$)", fontsize=9)
     kx.legend(fontsize=8)
     return [plots.save(fig, Path(out_dir) / "approx_ihn.png")]

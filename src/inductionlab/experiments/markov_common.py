@@ -108,7 +108,7 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
     headline variant's layer-1 attention over the first 10 positions, per head (grey: no attention)."""
     metrics, rpe, runs = results.tables["metrics"], results.tables["rpe"], results.summary["runs"]
     labels = list(runs)
-    fig, axes = plots.subplots(5, len(labels), width=3.3, height=2.7)
+    fig, axes = plots.subplots(2, 3 * len(labels), width=3.9, height=3.0)  # per variant: 3 rows of 2 panels
     for row, label in enumerate(labels):
         m = (
             metrics[metrics.variant == label]
@@ -117,40 +117,42 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
             .reset_index()
             .sort_values("epoch")
         )
-        s, ax = runs[label], axes[5 * row : 5 * row + 5]
+        s, ax = runs[label], axes[6 * row : 6 * row + 6]
         early = m[m.epoch <= 200]
         for col in (c for c in m.columns if c.startswith("p_")):
             ax[0].plot(early.epoch, early[col], label=col[2:], lw=2.5 if col[2:] == s["selected_subset"] else 1)
-        ax[0].set(xlabel="epoch", ylabel="p_S", title=f"{label}: selection weights")
-        ax[0].legend(fontsize=6, ncol=2)
+        ax[0].set(xlabel="epoch", ylabel=r"$p_S$", title=f"{label}\nselection weights (first 200 epochs)")
+        ax[0].legend(fontsize=6, ncol=2, title="subset S", title_fontsize=6)
         ps = s["p_selected"]
         ax[1].bar(
             range(len(ps)), list(ps.values()), color=["#1b9e77" if k == s["selected_subset"] else "#999999" for k in ps]
         )
         ax[1].set_xticks(range(len(ps)), list(ps), rotation=45, fontsize=7)
-        ax[1].set(ylabel="final p_S", title=f"selected {s['selected_subset']}")
+        ax[1].set(xlabel="subset S", ylabel=r"final $p_S$", title=f"final selection: {s['selected_subset']}")
         g = rpe[rpe.variant == label]
         mats = [g[g.when == w].pivot(index="head", columns="lag", values="w").to_numpy() for w in ("initial", "final")]
         im = ax[2].imshow(
             np.vstack([mats[0], np.full((1, mats[0].shape[1]), np.nan), mats[1]]), cmap="viridis", aspect="auto"
         )
-        ax[2].set(title="RPE w (top: initial, bottom: final)", xlabel="lag", ylabel="head")
+        ax[2].set(title="copier RPE weights of run 0\n(top: initial, bottom: final)", xlabel="lag", ylabel="head")
         ax[2].set_xticks(range(mats[0].shape[1]), range(1, mats[0].shape[1] + 1))
         ax[2].set_yticks([])
-        fig.colorbar(im, ax=ax[2], shrink=0.8)
+        fig.colorbar(im, ax=ax[2], shrink=0.8, label="RPE weight $w$")
         trains_a = m[m.stage_name.str.contains("a")]
         a_stage = trains_a[(trains_a.stage == trains_a.stage.max()) & (trains_a.step > 0)]
         ax[3].semilogx(a_stage.step, a_stage.a, "o-", ms=3, color=plots.CURVE_COLORS["w_KQ"])
         ax[3].set(
-            xlabel="epoch of the stage training a",
-            ylabel="a",
-            title=f"a(t): slope {plots.num(s['a_log_slope']):.2f}·ln t (R² {plots.num(s['a_log_r2']):.2f})",
+            xlabel="epoch of the stage training $a$",
+            ylabel="classifier $a$",
+            title=f"$a(t)$: slope {plots.num(s['a_log_slope']):.2f} per ln t ($R^2$ {plots.num(s['a_log_r2']):.2f})",
         )
         ax[4].semilogx(m.epoch.clip(lower=1), m.train_loss, label="train")
         ax[4].semilogx(m.epoch.clip(lower=1), m.val_loss, label="validation")
         ax[4].axhline(s["bayes_val_loss"], ls="--", color="grey", label="Bayes cross-entropy (validation)")
-        ax[4].set(xlabel="epoch", ylabel="loss", title=f"GIH agreement {s['gih_argmax_agreement']:.3f}")
+        ax[4].set(xlabel="epoch", ylabel="loss", title="train and validation loss")
         ax[4].legend(fontsize=7)
+        ax[5].axis("off")
+        ax[5].text(0.02, 0.95, _numbers(s), va="top", fontsize=8, family="monospace", transform=ax[5].transAxes)
     paths = [plots.save(fig, Path(out_dir) / f"{name}.png")]
     paths.append(
         _attention_maps(
@@ -160,10 +162,22 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
+def _numbers(s: dict) -> str:
+    """The variant's headline numbers as a small text panel."""
+    lines = [
+        f"selected subset    {s['selected_subset']}",
+        f"GIH agreement      {plots.num(s['gih_argmax_agreement']):.3f}",
+        f"a slope per ln t   {plots.num(s['a_log_slope']):.2f}",
+        "final p_S:",
+    ]
+    lines += [f"  {k:<16} {v:.3f}" for k, v in s["p_selected"].items()]
+    return "\n".join(lines)
+
+
 def _attention_maps(rpe: pd.DataFrame, path: Path, n: int = 10) -> Path:
     """Per head, layer-1 attention probabilities of query i over keys j < i for the first n positions."""
     heads = sorted(rpe["head"].unique())
-    fig, axes = plots.subplots(len(heads), width=2.8, height=2.6)
+    fig, axes = plots.subplots(min(len(heads), 3), -(-len(heads) // 3), width=3.0, height=2.8)
     for ax, h in zip(axes, heads):
         w = rpe[rpe["head"] == h].sort_values("lag").w.to_numpy()
         logits = np.full((n, n), -np.inf)
@@ -174,6 +188,10 @@ def _attention_maps(rpe: pd.DataFrame, path: Path, n: int = 10) -> Path:
             probs = np.exp(logits - logits.max(1, keepdims=True))
             probs /= probs.sum(1, keepdims=True)
         cmap = plots.plt.get_cmap("viridis").with_extremes(bad="#cccccc")
-        ax.imshow(np.ma.masked_invalid(np.where(np.isinf(logits), np.nan, probs)), cmap=cmap, vmin=0, vmax=1)
+        im = ax.imshow(np.ma.masked_invalid(np.where(np.isinf(logits), np.nan, probs)), cmap=cmap, vmin=0, vmax=1)
         ax.set(title=f"head {h}", xlabel="key position j", ylabel="query position i")
+    for ax in axes[len(heads) :]:
+        ax.set_visible(False)
+    fig.colorbar(im, ax=list(axes[: len(heads)]), shrink=0.8, label="attention (grey: none)")
+    fig.suptitle("Layer-1 attention of run 0 over the first positions")
     return plots.save(fig, path)

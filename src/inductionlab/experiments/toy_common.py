@@ -189,6 +189,27 @@ def _gradient_flows(cfg: Config) -> dict:
     return {m: solve_flow(FlowProblem(**base, loss=m)) for m in methods}
 
 
+SYMBOLS = {
+    "loss": r"$\mathcal{L}$",
+    "loss_G4": r"$\mathcal{L}_{G_4}$",
+    "loss_IH2": r"$\mathcal{L}_{IH_2}$",
+    "p": "$p$",
+    "w_V1": "$w_{V1}$",
+    "w_V2": "$w_{V2}$",
+    "w_KQ": "$w_{KQ}$",
+    "p_tilde": r"$\tilde p = p^{(1,1)}$",
+}
+
+
+def _curves(ax, table: pd.DataFrame, col: str, **style) -> None:
+    """One curve per run; with several runs the mean over seeds ± one standard deviation, each seed faint."""
+    wide = table.pivot_table(index="t", columns="run", values=col)
+    if wide.shape[1] == 1:
+        ax.plot(wide.index, wide.iloc[:, 0], lw=1.4, **style)
+    else:
+        plots.seed_band(ax, wide.index.to_numpy(), wide.to_numpy().T, style["color"], style.get("label"))
+
+
 def plot(results: Results, out_dir: Path) -> list[Path]:
     """Three panels on the Stage-II t axis — total loss; L_G4 and L_IH2; p, w_V1, w_V2, w_KQ — with GF
     overlaid (dashed: closed form, dotted: exact softmax) and the four phases shaded; plus Stage I."""
@@ -198,42 +219,35 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     fig, axes = plots.subplots(3)
     spans = plots.phase_spans(s, float(st2.t.max()))
     panels = [("loss",), ("loss_G4", "loss_IH2"), ("p", "w_V1", "w_V2", "w_KQ")]
-    titles = ["total loss", "partial losses", "parameters"]
-    for ax, cols, title in zip(axes, panels, titles):
+    titles = ["total loss", "partial losses", "layer-2 parameters"]
+    ylabels = ["loss (log scale)", "partial loss (log scale)", "parameter value"]
+    for ax, cols, title, ylabel in zip(axes, panels, titles, ylabels):
         plots.shade_phases(ax, spans, labels=ax is axes[0])
         for col in cols:
-            for run_id, df in st2.groupby("run"):
-                ax.plot(df.t, df[col], color=plots.CURVE_COLORS[col], lw=1.4, label=col if run_id == 0 else None)
-            if gf is not None:
-                for method, style in (("closed", "--"), ("exact", ":")):
-                    g = gf[gf.method == method]
-                    if len(g):
-                        ax.plot(
-                            g.t,
-                            g[col],
-                            style,
-                            color=plots.CURVE_COLORS[col],
-                            lw=1.0,
-                            label=f"GF ({method})" if col == cols[0] else None,
-                        )
-        ax.set(title=title, xlabel="t = lr × step (Stage II)")
-        if title != "parameters":  # log scale, floored below the SGD curves (GF's closed form reaches 1e-18)
+            _curves(ax, st2, col, color=plots.CURVE_COLORS[col], label=f"{SYMBOLS[col]} (SGD)")
+            for method, style in (("closed", "--"), ("exact", ":")):
+                g = gf[gf.method == method] if gf is not None else []
+                if len(g):
+                    label = f"GF ({method} form)" if col == cols[0] else None
+                    ax.plot(g.t, g[col], style, color=plots.CURVE_COLORS[col], lw=1.0, label=label)
+        ax.set(title=title, xlabel="t = lr × step (Stage II)", ylabel=ylabel)
+        if ax is not axes[2]:  # log scale, floored below the SGD curves (GF's closed form reaches 1e-18)
             floor = float(st2[list(cols)].where(st2[list(cols)] > 0).min().min())
             ax.set_yscale("log")
             ax.set_ylim(bottom=floor / 10)
-        ax.legend(
-            fontsize=7, loc="upper right" if title == "parameters" else "best", ncol=2 if title == "parameters" else 1
-        )
-    fig.suptitle(
-        "Lazy to rich (SGD): " + ", ".join(f"{k}={plots.num(s.get(k)):.0f}" for k in ("T_I", "T_II", "T_50", "T_III"))
-    )
+        ax.legend(fontsize=7, loc="center right" if ax is axes[2] else "upper right", ncol=2 if ax is axes[2] else 1)
+    times = ", ".join(f"{k} = {plots.num(s.get(k)):.0f}" for k in ("T_I", "T_II", "T_50", "T_III"))
+    fig.suptitle(f"Lazy to rich, SGD over {s.get('n_runs', 1)} seed(s): phase times {times}")
     paths = [plots.save(fig, Path(out_dir) / "lazy_to_rich.png")]
     st1 = metrics[metrics.stage == "I"]
     if len(st1):
         fig, (ax,) = plots.subplots(1)
-        for run_id, df in st1.groupby("run"):
-            ax.plot(df.t, df.p_tilde, color=plots.CURVE_COLORS["p_tilde"], label="p̃ = p^(1,1)" if run_id == 0 else None)
-        ax.set(title="Stage I: layer-1 slope (y_s → x_{s-1} needs p̃ ≫ 1)", xlabel="t = lr × step (Stage I)")
+        _curves(ax, st1, "p_tilde", color=plots.CURVE_COLORS["p_tilde"], label=SYMBOLS["p_tilde"])
+        ax.set(
+            title=r"Stage I: the layer-1 slope ($y_s \to x_{s-1}$ needs $\tilde p \gg 1$)",
+            xlabel="t = lr × step (Stage I)",
+            ylabel=r"$\tilde p$",
+        )
         ax.legend(fontsize=7)
         paths.append(plots.save(fig, Path(out_dir) / "stage1.png"))
     return paths

@@ -64,14 +64,14 @@ def save(fig, path: Path) -> Path:
     return path
 
 
-def seed_band(ax, x, values, color, label: str | None = None, faint: bool = True) -> None:
+def seed_band(ax, x, values, color, label: str | None = None, faint: bool = True, marker: str | None = None) -> None:
     """Mean over seeds as a line, a band of ± one standard deviation, and each seed faint; ``values`` is a
     (seeds, len(x)) array-like (NaN allowed)."""
     import numpy as np
 
     values = np.asarray(values, dtype=float).reshape(-1, len(x))
     mean = np.nanmean(values, 0)
-    ax.plot(x, mean, color=color, lw=1.6, label=label, marker="o", ms=3)
+    ax.plot(x, mean, color=color, lw=1.6, label=label, marker=marker, ms=3)
     if values.shape[0] > 1:
         std = np.nanstd(values, 0)
         ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.18, lw=0)
