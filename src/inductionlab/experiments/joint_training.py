@@ -110,7 +110,10 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     px.legend(fontsize=7)
     s = results.summary
     ax.set_title(
-        "T_III: " + ", ".join(f"{k} {plots.num(v.get('T_III')):.0f}" for k, v in s.items() if isinstance(v, dict)),
+        "T_III: "
+        + ", ".join(
+            f"{k} {plots.num(v.get('T_III')):.0f}" for k, v in s.items() if isinstance(v, dict) and k != "versions"
+        ),
         fontsize=9,
     )
     return [plots.save(fig, Path(out_dir) / "joint_training.png")]

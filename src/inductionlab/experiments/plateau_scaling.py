@@ -213,7 +213,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     """Four panels (T_III and T_50 against each factor, GF lines, SGD markers) and measured vs predicted."""
     table, s = results.tables["results"], results.summary
     cfg = replace(CONFIG, **s["base"])
-    fig, axes = plots.subplots(5, width=3.4)
+    fig, axes = plots.subplots(3, 2, width=3.9, height=3.2)
     for ax, factor in zip(axes, FACTORS):
         sub = _one_factor(table, cfg, factor)
         x = 1 + sub[factor] if factor == "alpha_star" else sub[factor]
@@ -224,13 +224,18 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
             other = "sigma_init" if factor == "L" else "L"
             pts = sgd[np.isclose(sgd[other].astype(float), float(getattr(cfg, other)))]
             ax.plot(pts[factor], pts.T_III, "s", mfc="none", color="#d95f02", label="T_III (SGD)")
+        label = {"L": "$L$", "alpha_star": r"$1 + \alpha^*$", "w_star": "$w^*$", "sigma_init": r"$\sigma_{init}$"}[
+            factor
+        ]
         ax.set(
             xscale="log",
             yscale="log" if factor != "sigma_init" else "linear",
-            title=f"T against {factor}",
-            xlabel="1 + α*" if factor == "alpha_star" else factor,
+            title=f"phase times against {label}",
+            xlabel=label,
+            ylabel="t = lr × step",
         )
         ax.legend(fontsize=7)
+        plots.plain_log_ticks(ax)
     ax = axes[4]
     for method, marker in (("gf", "o"), ("sgd", "s")):
         sub = table[table.method == method]
@@ -238,8 +243,14 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     lim = [table.predicted.min() * 0.8, table.predicted.max() * 1.2]
     ax.plot(lim, lim, "k:", lw=0.8, label="T = prediction")
     ex = s.get("exponents", {})
-    ax.set(title="T_III vs (1+α*)²L log(1/σ)/w*²", xlabel="predicted", ylabel="measured T_III")
+    ax.set(
+        title=r"$T_{III}$ against $(1+\alpha^*)^2 L \log(1/\sigma)/w^{*2}$",
+        xlabel="predicted",
+        ylabel=r"measured $T_{III}$",
+    )
     ax.legend(fontsize=7)
+    plots.plain_log_ticks(ax)
+    axes[5].set_visible(False)
     fig.suptitle(
         f"Exponents of T_III: L {plots.num(ex.get('L')):.2f} (1), 1+α* {plots.num(ex.get('one_plus_alpha')):.2f} (2), "
         f"w* {plots.num(ex.get('w_star')):.2f} (−2); R² in log(1/σ) {plots.num(s.get('log_inv_sigma_r2')):.4f}"

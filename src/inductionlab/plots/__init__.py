@@ -78,3 +78,14 @@ def seed_band(ax, x, values, color, label: str | None = None, faint: bool = True
         if faint:
             for row in values:
                 ax.plot(x, row, color=color, lw=0.6, alpha=0.35)
+
+
+def plain_log_ticks(ax, axis: str = "both") -> None:
+    """Log axes labelled with plain numbers (20, 30, …) instead of crowded 2×10¹ 3×10¹ labels."""
+    from matplotlib.ticker import LogFormatter
+
+    for name in ("x", "y") if axis == "both" else (axis,):
+        a = getattr(ax, f"{name}axis")
+        if a.get_scale() == "log":  # plain numbers; minor ticks labelled only where the axis spans under a decade
+            a.set_major_formatter(LogFormatter(labelOnlyBase=False))
+            a.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
