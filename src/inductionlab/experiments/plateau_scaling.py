@@ -22,8 +22,9 @@ from inductionlab import plots
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.toy_common import train_and_time
+from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.mixed import MixedTarget
+from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.theory.mixed import check_ih_domain, predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
 from inductionlab.train.toy import ToyTrainConfig
@@ -39,23 +40,41 @@ TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
 
 
 @dataclass(frozen=True)
-class Config:
-    """Base point (the paper's), the values of each factor, and the SGD comparison points (at L in
-    ``sgd_L``, other factors at the base point, several ``sgd_sigma_init`` on the run axis)."""
+class GridConfig:
+    """The values of each factor, varied one at a time around the base point (``full_grid``: their product), the
+    gradient-flow horizon, and the SGD comparison points (at each L in ``sgd_L``, the other factors at the base
+    point, every σ_init in ``sgd_sigma_init`` on the run axis)."""
 
-    L: int = 40
-    alpha_star: float = 1.0
-    w_star: float = 0.49
-    sigma_init: float = 0.01
     L_values: tuple[int, ...] = (20, 40, 80, 160)
     alpha_values: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     w_star_values: tuple[float, ...] = (0.25, 0.35, 0.49)
     sigma_values: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
     full_grid: bool = False
-    horizon: float = 3.0
+    horizon: float = 3.0  # t_end = horizon × the predicted plateau
     sgd_L: tuple[int, ...] = (20, 40)
     sgd_sigma_init: tuple[float, ...] = (1e-2, 1e-3)
-    sgd: ToyTrainConfig = field(
+
+    def __post_init__(self) -> None:
+        for name in ("L_values", "alpha_values", "w_star_values", "sigma_values"):
+            require(len(getattr(self, name)) >= 2, f"grid.{name}", "needs at least two values to fit a scaling law")
+        require(min(self.L_values + self.sgd_L) >= 5, "grid.L_values", "every L must be ≥ 5")
+        require(min(self.sigma_values + self.sgd_sigma_init) > 0, "grid.sigma_values", "σ_init must be > 0")
+        require(min(self.alpha_values) > 0, "grid.alpha_values", "α* must be > 0")
+        for w in self.w_star_values:
+            check_ih_domain(w)
+        require(
+            self.horizon > 1, "grid.horizon", f"t_end = horizon × predicted plateau must exceed it; got {self.horizon}"
+        )
+
+
+@dataclass(frozen=True)
+class Config:
+    """The base point (``task``, ``model``: the paper's), the grid around it, and the SGD settings (``train``)."""
+
+    task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
+    model: ToyConfig = field(default_factory=ToyConfig)
+    grid: GridConfig = field(default_factory=GridConfig)
+    train: ToyTrainConfig = field(
         default_factory=lambda: ToyTrainConfig(
             stage1_steps=0, eval_size=10_000, eval_every=500, eval_log_points=20, checkpoint_every=10**9
         )
@@ -64,45 +83,47 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
-        for name in ("L_values", "alpha_values", "w_star_values", "sigma_values"):
-            require(len(getattr(self, name)) >= 2, name, "needs at least two values to fit a scaling law")
-        require(min(self.L_values + (self.L,) + self.sgd_L) >= 5, "L_values", "every L must be ≥ 5")
+        require(self.task.tokens == "gaussian", "task.tokens", "the closed forms hold for Gaussian tokens only")
+        check_ih_domain(self.task.w_star)
         require(
-            min(self.sigma_values + (self.sigma_init,) + self.sgd_sigma_init) > 0, "sigma_values", "σ_init must be > 0"
-        )
-        require(min(self.alpha_values + (self.alpha_star,)) > 0, "alpha_values", "α* must be > 0")
-        for w in self.w_star_values + (self.w_star,):
-            check_ih_domain(w)
-        require(self.horizon > 1, "horizon", f"t_end = horizon × predicted plateau must exceed it; got {self.horizon}")
-        require(
-            self.sgd.stage2_layer1 == "ideal" and self.sgd.schedule == "layerwise",
-            "sgd.stage2_layer1",
+            self.train.stage2_layer1 == "ideal" and self.train.schedule == "layerwise",
+            "train.stage2_layer1",
             "the SGD points compare with gradient flow on the idealised Stage II: keep 'ideal' and 'layerwise'",
         )
 
 
+def base_point(cfg: Config) -> dict[str, float]:
+    """The factors at the base point: L, α*, w*, σ_init."""
+    return {
+        "L": cfg.task.L,
+        "alpha_star": cfg.task.alpha_star,
+        "w_star": cfg.task.w_star,
+        "sigma_init": cfg.model.sigma_init,
+    }
+
+
 CONFIG = Config()
 PRESETS = {
-    "full": {"full_grid": True},
-    "quick": {"sgd_L": "20", "sgd_sigma_init": "0.01"},
+    "full": {"grid.full_grid": True},
+    "quick": {"grid.sgd_L": "20", "grid.sgd_sigma_init": "0.01"},
     "smoke": {
-        "L_values": "8,12",
-        "alpha_values": "1,2",
-        "w_star_values": "0.35,0.49",
-        "sigma_values": "0.1,0.01",
-        "L": 8,
-        "sgd_L": "8",
-        "sgd_sigma_init": "0.1",
-        "sgd.eval_size": 256,
-        "sgd.batch_size": 64,
+        "grid.L_values": "8,12",
+        "grid.alpha_values": "1,2",
+        "grid.w_star_values": "0.35,0.49",
+        "grid.sigma_values": "0.1,0.01",
+        "task.L": 8,
+        "grid.sgd_L": "8",
+        "grid.sgd_sigma_init": "0.1",
+        "train.eval_size": 256,
+        "train.batch_size": 64,
     },
 }
 
 
 def _points(cfg: Config) -> list[dict]:
-    base = {k: getattr(cfg, k) for k in FACTORS}
-    values = dict(zip(FACTORS, (cfg.L_values, cfg.alpha_values, cfg.w_star_values, cfg.sigma_values)))
-    if cfg.full_grid:
+    base, g = base_point(cfg), cfg.grid
+    values = dict(zip(FACTORS, (g.L_values, g.alpha_values, g.w_star_values, g.sigma_values)))
+    if g.full_grid:
         return [dict(zip(FACTORS, combo)) for combo in itertools.product(*values.values())]
     pts = {tuple(base.values()): base}
     for factor, vals in values.items():
@@ -116,9 +137,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     rows = []
     for point in tqdm(_points(cfg), desc="gradient flow", disable=not ctx.progress):
         pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
-        res = solve_flow(FlowProblem(**point, t_end=cfg.horizon * pred), n_points=40)
+        res = solve_flow(FlowProblem(**point, t_end=cfg.grid.horizon * pred), n_points=40)
         rows.append({**point, "method": "gf", "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}})
-    for L in cfg.sgd_L:
+    for L in cfg.grid.sgd_L:
         rows += _sgd_rows(cfg, L, ctx)
     table = pd.DataFrame(rows)
     return Results({"results": table}, _fits(cfg, table))
@@ -127,32 +148,32 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
     """SGD at (L, base α*, w*) for every σ in sgd_sigma_init — one batched job on the run axis, trained
     for twice the gradient-flow T_III (the exact-softmax emergence comes ~1.3× later than eq. 10's)."""
-    sigmas = list(cfg.sgd_sigma_init)
+    sigmas = list(cfg.grid.sgd_sigma_init)
     S = len(sigmas)
     t_gf = max(
         solve_flow(
             FlowProblem(
                 L,
-                cfg.alpha_star,
-                cfg.w_star,
+                cfg.task.alpha_star,
+                cfg.task.w_star,
                 s,
-                t_end=cfg.horizon * predicted_plateau(L, cfg.alpha_star, cfg.w_star, s),
+                t_end=cfg.grid.horizon * predicted_plateau(L, cfg.task.alpha_star, cfg.task.w_star, s),
             ),
             n_points=4,
         ).phases.T_III
         for s in sigmas
     )
-    steps = int(math.ceil(2 * t_gf / cfg.sgd.lr))
-    train_cfg = replace(cfg.sgd, stage2_steps=steps)
-    target = MixedTarget.per_run([cfg.alpha_star] * S, [cfg.w_star] * S, L)
+    steps = int(math.ceil(2 * t_gf / cfg.train.lr))
+    train_cfg = replace(cfg.train, stage2_steps=steps)
+    target = MixedTarget.per_run([cfg.task.alpha_star] * S, [cfg.task.w_star] * S, L)
     _, _, per_run = train_and_time(
         train_cfg,
         target,
         torch.tensor(sigmas),
         [cfg.seeds[0] + i for i in range(S)],
         ctx.child(f"sgd_L{L}"),
-        cfg.alpha_star,
-        cfg.w_star,
+        cfg.task.alpha_star,
+        cfg.task.w_star,
     )
     rows = []
     for times in per_run:
@@ -160,27 +181,28 @@ def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
         rows.append(
             {
                 "L": L,
-                "alpha_star": cfg.alpha_star,
-                "w_star": cfg.w_star,
+                "alpha_star": cfg.task.alpha_star,
+                "w_star": cfg.task.w_star,
                 "sigma_init": s,
                 "method": "sgd",
-                "predicted": predicted_plateau(L, cfg.alpha_star, cfg.w_star, s),
+                "predicted": predicted_plateau(L, cfg.task.alpha_star, cfg.task.w_star, s),
                 **{k: times[k] for k in TIMES},
             }
         )
     return rows
 
 
-def _one_factor(table: pd.DataFrame, cfg: Config, factor: str) -> pd.DataFrame:
+def _one_factor(table: pd.DataFrame, base: dict[str, float], factor: str) -> pd.DataFrame:
     others = [f for f in FACTORS if f != factor]
     gf = table[table.method == "gf"]
     mask = np.ones(len(gf), dtype=bool)
     for f in others:
-        mask &= np.isclose(gf[f].to_numpy(dtype=float), float(getattr(cfg, f)))
+        mask &= np.isclose(gf[f].to_numpy(dtype=float), float(base[f]))
     return gf[mask].sort_values(factor)
 
 
 def _fits(cfg: Config, table: pd.DataFrame) -> dict:
+    base = base_point(cfg)
     exps = {}
     for time in ("T_III", "T_50"):
         e = {}
@@ -189,9 +211,9 @@ def _fits(cfg: Config, table: pd.DataFrame) -> dict:
             ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
             ("w_star", "w_star", lambda v: v),
         ):
-            sub = _one_factor(table, cfg, factor)
+            sub = _one_factor(table, base, factor)
             e[key] = power_law_exponent(transform(sub[factor].to_numpy(dtype=float)), sub[time])
-        sub = _one_factor(table, cfg, "sigma_init")
+        sub = _one_factor(table, base, "sigma_init")
         e["log_inv_sigma_r2"] = linear_fit(np.log(1 / sub.sigma_init.to_numpy(dtype=float)), sub[time])[2]
         exps[time] = e
     gf = table[table.method == "gf"]
@@ -205,24 +227,24 @@ def _fits(cfg: Config, table: pd.DataFrame) -> dict:
         "T_III_over_predicted": {"min": float(np.nanmin(ratio)), "max": float(np.nanmax(ratio))},
         "n_gf": int(len(gf)),
         "n_sgd": int(len(sgd)),
-        "base": {f: getattr(cfg, f) for f in FACTORS},
+        "base": base,
     }
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     """Four panels (T_III and T_50 against each factor, GF lines, SGD markers) and measured vs predicted."""
     table, s = results.tables["results"], results.summary
-    cfg = replace(CONFIG, **s["base"])
+    base = s["base"]
     fig, axes = plots.subplots(3, 2, width=3.9, height=3.2)
     for ax, factor in zip(axes, FACTORS):
-        sub = _one_factor(table, cfg, factor)
+        sub = _one_factor(table, base, factor)
         x = 1 + sub[factor] if factor == "alpha_star" else sub[factor]
         for time, color in (("T_III", "#1b9e77"), ("T_50", "#7570b3")):
             ax.plot(x, sub[time], "o-", color=color, ms=3, label=f"{time} (GF)")
         sgd = table[(table.method == "sgd")]
         if factor in ("L", "sigma_init") and len(sgd):
             other = "sigma_init" if factor == "L" else "L"
-            pts = sgd[np.isclose(sgd[other].astype(float), float(getattr(cfg, other)))]
+            pts = sgd[np.isclose(sgd[other].astype(float), float(base[other]))]
             ax.plot(pts[factor], pts.T_III, "s", mfc="none", color="#d95f02", label="T_III (SGD)")
         label = {"L": "$L$", "alpha_star": r"$1 + \alpha^*$", "w_star": "$w^*$", "sigma_init": r"$\sigma_{init}$"}[
             factor

@@ -33,7 +33,7 @@ class Config:
             optimizer="sgd", lr=0.1, steps=3000, batch_size=32, eval_every=100, eval_log_points=25, checkpoint_every=100
         )
     )
-    evals: EvalConfig = field(default_factory=EvalConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
     bf16: bool = True
@@ -51,9 +51,9 @@ SMOKE = {
     "train.steps": 6,
     "train.eval_every": 3,
     "train.batch_size": 4,
-    "evals.val_batches": 1,
-    "evals.score_batch": 2,
-    "evals.score_period": 5,
+    "eval.val_batches": 1,
+    "eval.score_batch": 2,
+    "eval.score_period": 5,
     "bf16": False,
 }
 
@@ -66,7 +66,7 @@ def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tu
     _, metrics = fit_lm(
         model,
         cfg.train,
-        cfg.evals,
+        cfg.eval,
         corpus.train,
         corpus.val,
         cfg.data.L,

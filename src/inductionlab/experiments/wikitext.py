@@ -42,7 +42,7 @@ PRESETS = {
         "train.eval_every": 1000,
         "train.checkpoint_every": 1000,
         "device": "cuda",
-        "evals.val_batches": 16,
+        "eval.val_batches": 16,
     },
     "smoke": SMOKE,
 }
