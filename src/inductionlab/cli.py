@@ -275,6 +275,8 @@ def _exit_code(err: BaseException) -> int | None:
         return 2
     if sweep and isinstance(err, sweep.SweepError):
         return 1
+    if loop and isinstance(err, loop.CheckpointError):
+        return 2
     if loop and isinstance(err, loop.NonFiniteError):
         return 3
     return None

@@ -67,7 +67,8 @@ def run_experiment(
     write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
     start = time.perf_counter()
     try:
-        results = exp.run(cfg, RunContext(out, resume, progress, threads, tuple(hooks)))
+        ctx = RunContext(out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg))
+        results = exp.run(cfg, ctx)
     except BaseException:
         if fresh and not any((out / "checkpoints").glob("*.pt")):
             _clear(out)  # nothing to resume: leave no unfinished run behind

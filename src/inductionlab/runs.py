@@ -166,6 +166,7 @@ class RunContext:
     hooks: tuple = ()
     name: str = "ckpt"
     device: str = "cpu"
+    fingerprint: str = ""  # the run's config hash: a checkpoint of another config is refused on resume
 
     @property
     def checkpoint(self) -> Path | None:

@@ -116,15 +116,19 @@ def head_scores(
 
 def probe_distance(features: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Normalised linear-probe residual min_P ‖Y − F P‖²_F / ‖Y‖²_F for features F (..., N, D) and targets
-    Y (..., N, k), P (D, k) shared over the N rows, fitted by least squares docs/conventions.md#wang-6-4, A11): (...)."""
+    Y (..., N, k), P (D, k) shared over the N rows, fitted by least squares (docs/conventions.md#wang-6-4,
+    docs/conventions.md#wang-a11): (...).  NaN where the features are not finite (an overflowing model): there is
+    no least-squares fit to report."""
     require(
         features.shape[:-1] == targets.shape[:-1],
         "features",
         f"rows differ: {tuple(features.shape)} vs {tuple(targets.shape)}",
     )
     f64, y64 = features.double(), targets.double()
-    solution = torch.linalg.lstsq(f64, y64, driver="gelsd").solution
-    return (y64 - f64 @ solution).square().sum((-1, -2)) / y64.square().sum((-1, -2))
+    finite = torch.isfinite(f64).flatten(-2).all(-1)  # (...)
+    solution = torch.linalg.lstsq(torch.where(finite[..., None, None], f64, 0.0), y64, driver="gelsd").solution
+    distance = (y64 - f64 @ solution).square().sum((-1, -2)) / y64.square().sum((-1, -2))
+    return torch.where(finite, distance, torch.nan)
 
 
 def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> dict[str, np.ndarray]:

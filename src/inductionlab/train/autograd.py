@@ -166,7 +166,9 @@ class AutogradStepper:
     def step(self, step: int, tensors: dict[str, Any]) -> None:
         cfg, theta = self.specs[self.current].cfg, self.theta
         theta.requires_grad_(True)
-        self.loss(theta, self.sample(self.gen)).sum().backward()
+        losses = self.loss(theta, self.sample(self.gen))  # (S,)
+        losses.sum().backward()
+        tensors["loss"] = losses.detach()
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
         if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (``moving`` 0) do not count

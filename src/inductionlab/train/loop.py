@@ -42,6 +42,10 @@ class NonFiniteError(RuntimeError):
     """Parameters or losses became NaN/inf; the last good checkpoint is kept."""
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be resumed: damaged, or written by another run (config or run axis); says what to do."""
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C: a checkpoint was written at a step boundary; resume continues exactly."""
 
@@ -143,12 +147,18 @@ class Stepper(Protocol):
 
 
 def check_finite(params: torch.Tensor, where: str, checkpoint: Path | None, hint: str) -> None:
-    """Raise :class:`NonFiniteError` naming the runs of ``params`` (S, P) that hold NaN/inf and ``where``."""
+    """Raise :class:`NonFiniteError` naming the runs of ``params`` (S, P) — parameters, or parameters and loss —
+    that hold NaN/inf, and ``where``."""
     bad = ~torch.isfinite(params).all(1)
     if bool(bad.any()):
         runs = bad.nonzero().flatten().tolist()
-        kept = f"the last good checkpoint is kept at {checkpoint}" if checkpoint else "no checkpoint was configured"
-        raise NonFiniteError(f"parameters of run(s) {runs} became NaN/inf {where}; {kept}. {hint}")
+        if checkpoint is None:
+            kept = "no checkpoint was configured"
+        elif checkpoint.exists():
+            kept = f"the last good checkpoint is kept at {checkpoint}"
+        else:
+            kept = "no checkpoint had been written yet"
+        raise NonFiniteError(f"run(s) {runs} became NaN/inf (parameters or loss) {where}; {kept}. {hint}")
 
 
 @dataclass
@@ -197,6 +207,8 @@ class _Run:
                 "blocks": self.blocks,
                 "stepper": self.stepper.state_dict(),
                 "hooks": [h.state_dict() for h in self.hooks],
+                "fingerprint": self.ctx.fingerprint,
+                "shape": tuple(self.stepper.params.shape),
             },
         )
         for h in self.hooks:
@@ -206,12 +218,36 @@ class _Run:
         path = self.ctx.checkpoint
         if not (self.ctx.resume and path is not None and path.exists()):
             return False
-        state = load_checkpoint(path)
+        state = _read(path, self.ctx.fingerprint, tuple(self.stepper.params.shape))
         self.stage, self.step, self.done, self.blocks = state["stage"], state["step"], state["done"], state["blocks"]
         self.stepper.load_state_dict(state["stepper"])
         for h, hs in zip(self.hooks, state["hooks"]):
             h.load_state_dict(hs)
         return True
+
+
+def _read(path: Path, fingerprint: str, shape: tuple[int, ...]) -> dict:
+    """A checkpoint's state, checked: readable, of a run with this config (``fingerprint``) and run axis."""
+    try:
+        state = load_checkpoint(path)
+        state["stage"], state["step"], state["stepper"]  # noqa: B018 - the keys every checkpoint has
+    except Exception as err:  # noqa: BLE001 - any failure to read means the file is damaged
+        raise CheckpointError(
+            f"checkpoint {path} is damaged or not a checkpoint ({type(err).__name__}: {err}); "
+            "delete it to redo that part of the run, or start over with --force"
+        ) from None
+    saved = state.get("fingerprint", "")
+    if fingerprint and saved and saved != fingerprint:
+        raise CheckpointError(
+            f"checkpoint {path} was written by a run of another config (hash {saved}, this run "
+            f"{fingerprint}); resume it with its own config, or start over with --force"
+        )
+    if tuple(state.get("shape", shape)) != shape:
+        raise CheckpointError(
+            f"checkpoint {path} holds parameters of shape {tuple(state['shape'])} (runs × values), "
+            f"this run {shape}: another run axis or model; start over with --force"
+        )
+    return state
 
 
 def run(stepper: Stepper, ctx: RunContext, hooks: Sequence[Hook] = (), desc: str = "train") -> pd.DataFrame:
@@ -252,7 +288,13 @@ def _run_stage(r: _Run, resumed: bool) -> None:
     for step in range(first, stage.steps + 1):
         r.step = step
         if step % stage.finite_check_every == 0 or step in evals or step == stage.steps:
-            check_finite(stepper.params, f"in stage {stage.name} by step {step}", where, stepper.hint)
+            # the parameters, and the last step's per-run loss where the stepper exposes it: finite parameters can
+            # still overflow the forward pass, and the evaluation must not run on that
+            loss = tensors.get("loss")
+            values = (
+                stepper.params if loss is None else torch.cat([stepper.params, loss.view(-1, 1).to(stepper.params)], 1)
+            )
+            check_finite(values, f"in stage {stage.name} by step {step}", where, stepper.hint)
         if (r.stop.raised or step >= next_checkpoint) and step < stage.steps and stepper.at_boundary():
             next_checkpoint = (step // stage.checkpoint_every + 1) * stage.checkpoint_every
             if not (resumed and step == first):
