@@ -40,6 +40,34 @@ def _tune_allocator() -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 31))
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_init() -> None:
+    """Initialiser of a sweep's worker processes: one torch thread, the tuned allocator, and — on Linux — a
+    request to the kernel to kill this worker when its parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so a
+    killed sweep leaves no orphan finishing jobs behind it.  Elsewhere the workers notice at their next job."""
+    tune_process()
+    name = ctypes.util.find_library("c")
+    if name is not None and hasattr(signal, "SIGKILL"):
+        try:
+            ctypes.CDLL(name).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+
+
+def native_bf16(device: str = "cpu") -> bool:
+    """Whether bf16 matrix products run natively on ``device``: a GPU that supports bf16, or a CPU with AVX512-BF16
+    or AMX-BF16 (without them autocast emulates bf16 and runs several times slower than float32)."""
+    if device.startswith("cuda"):
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 class Compiled:
     """``torch.compile(fn)`` that falls back to eager ``fn`` if compiling fails (Inductor's CPU kernels
     need a C++ compiler); the failure is logged once.  Only the first call can fall back, so an error

@@ -29,7 +29,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from inductionlab import experiments
-from inductionlab._runtime import tune_process
+from inductionlab._runtime import tune_process, worker_init
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import run_experiment
 from inductionlab.runs import SUMMARY, write_json, write_parquet
@@ -181,7 +181,7 @@ def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool) -> None
                     },
                 )
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=tune_process) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init) as pool:
         futures = {pool.submit(run_job, j): j for j in jobs}
         for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
             job = futures[fut]

@@ -32,7 +32,15 @@ from pathlib import Path
 
 from inductionlab import plots
 from inductionlab.analysis.phases import first_crossing, plateau
-from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores, train_on_text
+from inductionlab.experiments.text_common import (
+    SMOKE,
+    Config,
+    norm_times,
+    plot_norms,
+    plot_scores,
+    train_on_text,
+    use_bf16,
+)
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import TextConfig
 from inductionlab.train.autograd import TrainConfig
@@ -82,6 +90,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     never = math.isnan(times["t_double_wkq_norm"])  # never doubled: later than every step
     t_double = math.inf if never else times["t_double_wkq_norm"]
     summary = {
+        "precision": "bf16 autocast" if use_bf16(cfg) else "float32",
         "t_loss_drop": t_drop,
         "t_induction_half": t_ind,
         "final_induction_score": float(mean.induction_score.iloc[-1]),

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from inductionlab import plots
+from inductionlab._runtime import native_bf16
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import check_device, check_seeds, require
@@ -36,7 +38,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
-    bf16: bool = True
+    bf16: Literal["auto", "on", "off"] = "auto"  # auto: bf16 autocast only where the device has it natively
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
@@ -54,8 +56,14 @@ SMOKE = {
     "eval.val_batches": 1,
     "eval.score_batch": 2,
     "eval.score_period": 5,
-    "bf16": False,
+    "bf16": "off",
 }
+
+
+def use_bf16(cfg: Config) -> bool:
+    """bf16 autocast on or off: ``auto`` chooses it where the device computes bf16 natively (a CPU without
+    AVX512-BF16 emulates it, about 8× slower than float32)."""
+    return cfg.bf16 == "on" or (cfg.bf16 == "auto" and native_bf16(cfg.device))
 
 
 def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tuple[Corpus, pd.DataFrame]:
@@ -73,7 +81,7 @@ def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tu
         cfg.seeds,
         ctx.child(device=cfg.device),
         repeated=repeated,
-        bf16=cfg.bf16,
+        bf16=use_bf16(cfg),
         diagnostics=score_columns,
         desc=desc,
     )

@@ -9,7 +9,7 @@ half its final value) and ``t_double_wkq_norm`` (first step at which ‖(W_K, W_
 value), the validation loss, its plateau, and the head diagnostics on repeated random tokens.
 
 Presets.  ``cpu`` (the default): the 2000 most frequent words + <unk>, bf16 autocast for the matrix products
-(this CPU has AVX512-BF16: 1.5× per step; `--bf16 false` for float32), about 10 minutes on 2 cores.  The shared
+(``--bf16 auto``: where the CPU has AVX512-BF16, 1.5× per step; float32 elsewhere, where emulated bf16 is ~8× slower), about 10 minutes on 2 cores.  The shared
 folder has no train split: the default reads ``valid`` as training and ``test`` as validation data.
 ``paper``: the full vocabulary, 1500 epochs of the 216 k-token training split (51 000 steps), ``--device cuda``;
 with the full release's 2.1 M-token train split, 1500 epochs are ``--train.steps 488000``.
@@ -22,7 +22,15 @@ from pathlib import Path
 
 from inductionlab import plots
 from inductionlab.analysis.phases import plateau
-from inductionlab.experiments.text_common import SMOKE, Config, norm_times, plot_norms, plot_scores, train_on_text
+from inductionlab.experiments.text_common import (
+    SMOKE,
+    Config,
+    norm_times,
+    plot_norms,
+    plot_scores,
+    train_on_text,
+    use_bf16,
+)
 from inductionlab.runs import Results, RunContext
 
 NAME = "wikitext"
@@ -55,6 +63,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     start, end = plateau(steps, mean.val_loss.to_numpy())
     last = mean.iloc[-1]
     summary = {
+        "precision": "bf16 autocast" if use_bf16(cfg) else "float32",
         **norm_times(steps, mean.p_norm.to_numpy(), mean.wkq_norm.to_numpy()),
         "plateau": {"start": start, "end": end, "ongoing": bool(end == steps[-1])},
         "vocab_size": len(corpus.vocab),

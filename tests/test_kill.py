@@ -1,0 +1,132 @@
+"""SIGKILL at any moment loses nothing: a killed run resumed with ``--resume`` ends with the same metrics and summary
+as an uninterrupted one (toy, autograd and Chen trainers), and a killed sweep leaves no worker behind and re-runs
+to one row per job."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from inductionlab import load_sweep
+from inductionlab.cli import main
+
+RUNS = {
+    "toy": [
+        "lazy-to-rich",
+        "--preset",
+        "smoke",
+        "--train.stage2_steps",
+        "6000",
+        "--train.checkpoint_every",
+        "500",
+        "--gf",
+        "none",
+    ],
+    "autograd": ["probe", "--preset", "smoke", "--train.steps", "400", "--train.checkpoint_every", "40"],
+    "chen": [
+        "markov-stages",
+        "--preset",
+        "smoke",
+        "--train.epochs",
+        "300,300,300",
+        "--train.checkpoint_every",
+        "30",
+        "--degrees",
+        "2",
+        "--losses",
+        "ce",
+    ],
+}
+
+
+def _start(argv: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "inductionlab", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _summary(out: Path) -> dict:
+    s = json.loads((out / "summary.json").read_text())
+    return {k: v for k, v in s.items() if k not in ("wall_seconds", "versions")}
+
+
+@pytest.mark.parametrize("family", sorted(RUNS))
+def test_sigkill_then_resume_equals_an_uninterrupted_run(family, tmp_path):
+    argv = ["run", *RUNS[family], "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    full = pd.read_parquet(tmp_path / "full" / "metrics.parquet")
+    for when in (3.0, 4.5, 6.0):
+        out = tmp_path / f"killed_{when}"
+        proc = _start([*argv, "--out", str(out)])
+        time.sleep(when)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert main([*argv[:2], "--out", str(out), "--resume", "--no-progress"]) == 0, when
+        resumed = pd.read_parquet(out / "metrics.parquet")
+        assert resumed.equals(full), when
+        assert _summary(out) == _summary(tmp_path / "full"), when
+
+
+def _children(pid: int) -> set[int]:
+    kids = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.add(int(stat.parent.name))
+    return kids
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+@pytest.mark.skipif(not Path("/proc").exists(), reason="needs /proc to find the worker processes")
+def test_a_killed_sweep_leaves_no_worker_and_reruns_each_job_once(tmp_path):
+    out = tmp_path / "sweep"
+    argv = [
+        "sweep",
+        *RUNS["toy"],
+        "--grid",
+        "task.alpha_star=1,2,3,4",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    proc = _start(argv)
+    deadline = time.time() + 30
+    workers: set[int] = set()
+    while time.time() < deadline and len(workers) < 2:
+        time.sleep(0.5)
+        workers = {w for c in _children(proc.pid) for w in _children(c) | {c}} - {proc.pid}
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(10)
+    assert not _alive(workers), "worker processes outlived the killed sweep"
+    assert main(argv) == 0
+    table = load_sweep(out)
+    assert len(table) == 4 and table["task.alpha_star"].is_unique
+    for d in table.dir:
+        metrics = pd.read_parquet(out / d / "metrics.parquet")
+        assert not metrics.duplicated(["run", "stage", "step"]).any()
