@@ -8,6 +8,7 @@ Config values are set by dotted keys, before or after the experiment's name, e.g
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import shutil
@@ -225,7 +226,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if saved is None:
         raise RunDirError(f"{run_dir}: no config.json — not a run directory")
     exp = experiments.get(saved["experiment"])
-    exp.plot(load_results(run_dir), run_dir)
+    results = load_results(run_dir)
+    try:
+        exp.plot(results, run_dir)
+    except (KeyError, ValueError, IndexError) as err:
+        raise RunDirError(f"{run_dir}: its tables do not fit a {saved['experiment']} run ({type(err).__name__}: "
+                          f"{err}); a table is missing or config.json belongs to another run. Re-run it (--force).") from None
     _print_outputs(run_dir, getattr(exp, "HEADLINE", None))
     return 0
 
@@ -273,6 +279,12 @@ def _exit_code(err: BaseException) -> int | None:
     sweep = sys.modules.get("inductionlab.sweep")
     if isinstance(err, (ConfigError, FileNotFoundError)) or (runner and isinstance(err, runner.RunDirError)):
         return 2
+    if isinstance(err, (PermissionError, IsADirectoryError, NotADirectoryError)) or (
+        isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOENT)
+    ):
+        return 2
+    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
+        return 2
     if sweep and isinstance(err, sweep.SweepError):
         return 1
     if loop and isinstance(err, loop.CheckpointError):
@@ -280,6 +292,15 @@ def _exit_code(err: BaseException) -> int | None:
     if loop and isinstance(err, loop.NonFiniteError):
         return 3
     return None
+
+
+def _message(err: BaseException) -> str:
+    """One line saying what is wrong and what to do."""
+    if isinstance(err, OSError) and err.filename:
+        return f"cannot write or read {err.filename} ({err.strerror}); choose another --out"
+    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
+        return f"out of memory ({str(err).splitlines()[0][:120]}); lower the batch size or the model size"
+    return str(err)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         code = _exit_code(err)
         if code is None:
             raise
-        print(f"inductionlab: {'stopped' if code == 3 else 'error'}: {err}", file=sys.stderr)
+        print(f"inductionlab: {'stopped' if code == 3 else 'error'}: {_message(err)}", file=sys.stderr)
         return code
 
 

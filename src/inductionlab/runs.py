@@ -125,8 +125,24 @@ def load_results(run_dir: Path) -> Results:
         raise FileNotFoundError(
             f"{run_dir} is not a finished run directory (no {SUMMARY}); run an experiment into it first"
         )
-    tables = {p.stem: pd.read_parquet(p) for p in sorted(run_dir.glob("*.parquet"))}
-    return Results(tables, json.loads((run_dir / SUMMARY).read_text()))
+    tables = {}
+    for path in sorted(run_dir.glob("*.parquet")):
+        try:
+            tables[path.stem] = pd.read_parquet(path)
+        except Exception as err:  # noqa: BLE001 - any failure to read: the file is damaged
+            raise FileNotFoundError(
+                f"{path} cannot be read ({type(err).__name__}); the run's table is damaged: "
+                "re-run the experiment (--force)"
+            ) from None
+    try:
+        summary = json.loads((run_dir / SUMMARY).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise FileNotFoundError(
+            f"{run_dir / SUMMARY} is not valid JSON; the run's summary is damaged: re-run the experiment (--force)"
+        ) from None
+    if not isinstance(summary, dict):
+        raise FileNotFoundError(f"{run_dir / SUMMARY} holds no summary; re-run the experiment (--force)")
+    return Results(tables, summary)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from inductionlab.config import ConfigError, config_hash, from_dict, override, t
 from inductionlab.runner import run_experiment
 from inductionlab.runs import SUMMARY, write_json, write_parquet
 
+log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
 MANIFEST = "manifest.jsonl"
 SWEEP_INFO = "sweep.json"  # {"experiment", "grid": [keys]}: what `inductionlab report` needs
@@ -47,6 +49,8 @@ def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
         if not sep or not key or not values:
             raise ConfigError(f"--grid {spec!r}: expected KEY=V1,V2,... (e.g. task.L=20,40)")
         grid[key.strip()] = [v.strip() for v in values.split(",") if v.strip()]
+        if not grid[key.strip()]:
+            raise ConfigError(f"--grid {spec!r}: no values after '='; expected KEY=V1,V2,... (e.g. task.L=20,40)")
     return grid
 
 
@@ -97,12 +101,26 @@ def run_job(job: Job) -> dict[str, Any]:
     return {"hash": job.hash, "dir": Path(job.dir).name, "wall_seconds": time.perf_counter() - start}
 
 
+def _entries(manifest: Path) -> list[dict]:
+    """The manifest's entries; a damaged line (a sweep killed while writing it) is skipped with a warning — the job
+    it described is then run again, never counted twice."""
+    entries = []
+    for number, line in enumerate(manifest.read_text().splitlines(), 1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            log.warning("%s line %d is damaged (a sweep stopped while writing it); skipped", manifest, number)
+            continue
+        if isinstance(entry, dict) and "hash" in entry:
+            entries.append(entry)
+    return entries
+
+
 def _done(out: Path) -> set[str]:
     done = set()
     manifest = out / MANIFEST
     if manifest.exists():
-        for line in manifest.read_text().splitlines():
-            entry = json.loads(line)
+        for entry in _entries(manifest):
             if entry.get("status") == "done" and (out / entry.get("dir", entry["hash"]) / SUMMARY).exists():
                 done.add(entry["hash"])
     return done
@@ -154,8 +172,7 @@ def run_sweep(
 def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
     """(dir, error) of the jobs among ``hashes`` whose last manifest entry is a failure."""
     last: dict[str, dict] = {}
-    for line in (out / MANIFEST).read_text().splitlines():
-        entry = json.loads(line)
+    for entry in _entries(out / MANIFEST):
         if entry.get("hash") in hashes:
             last[entry["hash"]] = {**last.get(entry["hash"], {}), **entry}
     return [(e.get("dir", h), e.get("error", "")) for h, e in last.items() if e.get("status") == "failed"]

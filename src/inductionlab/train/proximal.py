@@ -13,6 +13,7 @@ Algorithm 1: Stage 1 (λ = 0, η₁) until a fixed step or max(α, β) ≥ ρ �
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -123,6 +124,16 @@ class SCBTrainConfig:
             require(getattr(self, name) >= 1, f"train.{name}", f"must be ≥ 1, got {getattr(self, name)}")
         require(0 <= self.stage1_steps <= self.steps, "train.stage1_steps", "must be in 0..steps")
         require(self.eta1 > 0 and self.eta2 > 0 and self.lam >= 0, "train.eta1", "needs η₁, η₂ > 0 and λ ≥ 0")
+        for name in ("eta1", "eta2", "lam", "rho", "threshold_C"):
+            require(
+                math.isfinite(getattr(self, name)),
+                f"train.{name}",
+                f"must be a finite number, got {getattr(self, name)}",
+            )
+        require(0 < self.rho, "train.rho", f"must be > 0 (Stage 1 ends when max(α, β) ≥ ρ), got {self.rho}")
+        require(
+            self.threshold_C > 0, "train.threshold_C", f"must be > 0 (θ = (1 − α̂)/T + α̂/(2CQ)), got {self.threshold_C}"
+        )
 
 
 def initial_state(inst: SCBInstance) -> tuple[torch.Tensor, torch.Tensor]:
