@@ -72,3 +72,46 @@ def test_a_damaged_checkpoint_is_reported_as_such(content, tmp_path, capsys):
     assert main([*args, "--resume"]) == 2
     err = capsys.readouterr().err
     assert "damaged" in err and str(ckpt) in err and "Traceback" not in err
+
+
+def test_a_checkpoint_copied_from_a_run_with_another_learning_rate_names_the_key(tmp_path, capsys):
+    args = ["run", "lazy-to-rich", "--preset", "smoke", "--gf", "none", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "a"), "--train.lr", "0.05"]) == 0
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    (tmp_path / "b" / "summary.json").unlink()  # b unfinished, with a's checkpoint copied in
+    (tmp_path / "b" / "checkpoints" / "ckpt.pt").write_bytes((tmp_path / "a" / "checkpoints" / "ckpt.pt").read_bytes())
+    assert main([*args, "--out", str(tmp_path / "b"), "--resume"]) == 2
+    assert "train.lr: 0.05 in the saved run, 0.1 here" in capsys.readouterr().err
+
+
+class CtrlCAt(loop.Hook):
+    def __init__(self, step):
+        self.step = step
+
+    def after_step(self, state):
+        if state.step == self.step:
+            import os
+            import signal
+
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_resume_past_the_compile_threshold_runs_the_same_step_and_numbers(tmp_path):
+    """A 20 000-step stage compiles its step ("auto"); resumed with 5 000 steps left it still does, so the numbers
+    are bit for bit those of an uninterrupted run (an eager step would differ in the last bits)."""
+    cfg = ToyTrainConfig(
+        stage1_steps=0,
+        stage2_steps=20_000,
+        batch_size=16,
+        eval_size=256,
+        eval_every=5000,
+        eval_log_points=0,
+        checkpoint_every=1000,
+    )
+    target = MixedTarget.per_run([1.0], [0.49], 8)
+    full = train_toy(cfg, target, toy.init_params(0.01, 1), [0], RunContext(threads=1))
+    ctx = RunContext(tmp_path, threads=1)
+    with pytest.raises(loop.Interrupted):
+        train_toy(cfg, target, toy.init_params(0.01, 1), [0], ctx, hooks=[CtrlCAt(15_000)])
+    resumed = train_toy(cfg, target, toy.init_params(0.01, 1), [0], ctx.child(resume=True))
+    assert resumed.metrics.equals(full.metrics)

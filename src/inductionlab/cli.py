@@ -230,8 +230,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         exp.plot(results, run_dir)
     except (KeyError, ValueError, IndexError) as err:
-        raise RunDirError(f"{run_dir}: its tables do not fit a {saved['experiment']} run ({type(err).__name__}: "
-                          f"{err}); a table is missing or config.json belongs to another run. Re-run it (--force).") from None
+        raise RunDirError(
+            f"{run_dir}: its tables do not fit a {saved['experiment']} run ({type(err).__name__}: "
+            f"{err}); a table is missing or config.json belongs to another run. Re-run it (--force)."
+        ) from None
     _print_outputs(run_dir, getattr(exp, "HEADLINE", None))
     return 0
 

@@ -67,7 +67,9 @@ def run_experiment(
     write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
     start = time.perf_counter()
     try:
-        ctx = RunContext(out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg))
+        ctx = RunContext(
+            out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg), config=to_dict(cfg)
+        )
         results = exp.run(cfg, ctx)
     except BaseException:
         if fresh and not any((out / "checkpoints").glob("*.pt")):

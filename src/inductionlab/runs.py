@@ -183,6 +183,7 @@ class RunContext:
     name: str = "ckpt"
     device: str = "cpu"
     fingerprint: str = ""  # the run's config hash: a checkpoint of another config is refused on resume
+    config: dict | None = None  # the run's config (nested dict), to name what differs from a foreign checkpoint
 
     @property
     def checkpoint(self) -> Path | None:

@@ -33,6 +33,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab._runtime import StopFlag
+from inductionlab.config import differences
 from inductionlab.runs import RunContext, load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,7 @@ class _Run:
                 "stepper": self.stepper.state_dict(),
                 "hooks": [h.state_dict() for h in self.hooks],
                 "fingerprint": self.ctx.fingerprint,
+                "config": self.ctx.config,
                 "shape": tuple(self.stepper.params.shape),
             },
         )
@@ -218,7 +220,7 @@ class _Run:
         path = self.ctx.checkpoint
         if not (self.ctx.resume and path is not None and path.exists()):
             return False
-        state = _read(path, self.ctx.fingerprint, tuple(self.stepper.params.shape))
+        state = _read(path, self.ctx, tuple(self.stepper.params.shape))
         self.stage, self.step, self.done, self.blocks = state["stage"], state["step"], state["done"], state["blocks"]
         self.stepper.load_state_dict(state["stepper"])
         for h, hs in zip(self.hooks, state["hooks"]):
@@ -226,8 +228,8 @@ class _Run:
         return True
 
 
-def _read(path: Path, fingerprint: str, shape: tuple[int, ...]) -> dict:
-    """A checkpoint's state, checked: readable, of a run with this config (``fingerprint``) and run axis."""
+def _read(path: Path, ctx: RunContext, shape: tuple[int, ...]) -> dict:
+    """A checkpoint's state, checked: readable, of a run with this config (``ctx.fingerprint``) and run axis."""
     try:
         state = load_checkpoint(path)
         state["stage"], state["step"], state["stepper"]  # noqa: B018 - the keys every checkpoint has
@@ -237,10 +239,12 @@ def _read(path: Path, fingerprint: str, shape: tuple[int, ...]) -> dict:
             "delete it to redo that part of the run, or start over with --force"
         ) from None
     saved = state.get("fingerprint", "")
-    if fingerprint and saved and saved != fingerprint:
+    if ctx.fingerprint and saved and saved != ctx.fingerprint:
+        diff = differences(state["config"], ctx.config) if state.get("config") and ctx.config else []
+        what = ("; it differs in " + "; ".join(diff[:6])) if diff else f" (hash {saved}, this run {ctx.fingerprint})"
         raise CheckpointError(
-            f"checkpoint {path} was written by a run of another config (hash {saved}, this run "
-            f"{fingerprint}); resume it with its own config, or start over with --force"
+            f"checkpoint {path} was written by a run of another config{what}. Resume it with its own config, "
+            "or start over with --force"
         )
     if tuple(state.get("shape", shape)) != shape:
         raise CheckpointError(

@@ -160,6 +160,7 @@ class ToyStepper:
         ]
         self.evalset = EvalSet(target, cfg.eval_size, cfg.eval_seed)
         self.theta, self.opt, self.p_tilde_after_stage1 = theta0.clone(), None, None
+        self.compiled: bool | None = None  # the current stage's step implementation (compiled or eager)
         self.gens = make_generators(seeds)
         self.stream: BatchStream | None = None
         self.fixed: toy.Batch | None = None
@@ -200,7 +201,9 @@ class ToyStepper:
                 cfg.checkpoint_every,
                 prefetch=self.evaluator is not None and stage.steps > 0,
             )
-        self.grad_of = _grad_fn(cfg, stage, stage.steps, S)
+        if not resumed or self.compiled is None:  # chosen once per stage; a resume uses the recorded choice
+            self.compiled = _use_compiled(cfg, stage.steps, S)
+        self.grad_of = _grad_fn(stage, self.compiled)
 
     def end_stage(self, index: int) -> None:
         if self.stream is not None:
@@ -222,10 +225,17 @@ class ToyStepper:
 
     def state_dict(self) -> dict:
         gens = self.stream.states if self.stream is not None else [g.get_state() for g in self.gens]
-        return {"theta": self.theta, "opt": self.opt, "gens": gens, "p_tilde_after_stage1": self.p_tilde_after_stage1}
+        return {
+            "theta": self.theta,
+            "opt": self.opt,
+            "gens": gens,
+            "p_tilde_after_stage1": self.p_tilde_after_stage1,
+            "compiled": self.compiled,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.theta, self.opt, self.p_tilde_after_stage1 = state["theta"], state["opt"], state["p_tilde_after_stage1"]
+        self.compiled = state.get("compiled")
         for g, st in zip(self.gens, state["gens"]):
             g.set_state(st)
 
@@ -270,11 +280,15 @@ def train_toy(
     )
 
 
-def _grad_fn(cfg: ToyTrainConfig, stage: Stage, stage_steps: int, stage_runs: int):
-    """(θ, batch) → gradient: the hand-written eager step, or its straight-line form compiled.  Chosen from the
-    stage's length, so that a resumed stage uses the same implementation as an uninterrupted one."""
-    auto = stage_steps >= 20_000 and stage_runs <= 4
-    if not (cfg.compile == "on" or (cfg.compile == "auto" and auto)):
+def _use_compiled(cfg: ToyTrainConfig, stage_steps: int, stage_runs: int) -> bool:
+    """Whether a stage runs the compiled step: ``compile="on"``, or "auto" on a stage of ≥ 20 000 steps at ≤ 4 runs.
+    Chosen from the stage's length, once; the checkpoint records it, so a resumed stage runs the same code."""
+    return cfg.compile == "on" or (cfg.compile == "auto" and stage_steps >= 20_000 and stage_runs <= 4)
+
+
+def _grad_fn(stage: Stage, use_compiled: bool):
+    """(θ, batch) → gradient: the hand-written eager step, or its straight-line form compiled."""
+    if not use_compiled:
         return lambda theta, b: toy.loss_and_grad(theta, b, stage.layer1, wrt=stage.wrt).grad
     fn = compiled(toy.straight_step)  # Stage I trains p̃ only: the learning-rate mask keeps the rest still
     return lambda theta, b: fn(theta, b.x, b.targets, toy.needs_shift(theta, b.bound), b.keys, b.scores)[1]
