@@ -130,3 +130,54 @@ def test_a_killed_sweep_leaves_no_worker_and_reruns_each_job_once(tmp_path):
     for d in table.dir:
         metrics = pd.read_parquet(out / d / "metrics.parquet")
         assert not metrics.duplicated(["run", "stage", "step"]).any()
+
+
+def test_an_interrupted_force_never_leaves_the_old_results_under_the_new_config(tmp_path):
+    out = tmp_path / "d"
+    assert main(["run", "lazy-to-rich", "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
+    new = [
+        "run",
+        "lazy-to-rich",
+        "--preset",
+        "smoke",
+        "--train.lr",
+        "0.05",
+        "--train.stage1_steps",
+        "60000",
+        "--train.checkpoint_every",
+        "20000",
+        "--train.compile",
+        "off",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    proc = _start([*new, "--force"])
+    time.sleep(5.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "summary.json").exists() and not (out / "metrics.parquet").exists()  # the old run is gone
+    assert main([*new, "--resume"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    metrics = pd.read_parquet(out / "metrics.parquet")
+    assert (
+        config["train"]["lr"] == 0.05
+        and summary["config_hash"] != ""
+        and metrics[metrics.stage == "I"].step.max() == 60000
+    )
+    from inductionlab.cli import resolve
+    from inductionlab.config import config_hash
+
+    assert summary["config_hash"] == config_hash(
+        resolve(
+            "lazy-to-rich",
+            "smoke",
+            {
+                "train.lr": "0.05",
+                "train.stage1_steps": "60000",
+                "train.checkpoint_every": "20000",
+                "train.compile": "off",
+            },
+        )
+    )
