@@ -1,9 +1,12 @@
+import os
 import random
+import signal
 
 import pytest
 import torch
 
 from inductionlab.tasks.text import ENV
+from inductionlab.train import loop
 
 WORDS = [f"w{i}" for i in range(40)]
 
@@ -16,6 +19,17 @@ def write_corpus(folder, layout="{split}.txt", lines=60, seed=0):
         text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15))) for _ in range(lines))
         (folder / layout.format(split=split)).write_text(text + "\n", encoding="utf-8")
     return folder
+
+
+class CtrlCAt(loop.Hook):
+    """Sends SIGINT to this process after the update of step ``step`` of stage ``stage`` (0-based)."""
+
+    def __init__(self, stage: int, step: int):
+        self.stage, self.step = stage, step
+
+    def after_step(self, state):
+        if (state.stage_index, state.step) == (self.stage, self.step):
+            os.kill(os.getpid(), signal.SIGINT)
 
 
 @pytest.fixture(autouse=True)

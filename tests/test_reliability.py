@@ -8,6 +8,7 @@ from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.train import loop
 from inductionlab.train.toy import ToyTrainConfig, train_toy
+from tests.conftest import CtrlCAt
 
 CFG = ToyTrainConfig(stage1_steps=0, stage2_steps=80, batch_size=32, eval_size=256, eval_every=20, checkpoint_every=20)
 
@@ -84,18 +85,6 @@ def test_a_checkpoint_copied_from_a_run_with_another_learning_rate_names_the_key
     assert "train.lr: 0.05 in the saved run, 0.1 here" in capsys.readouterr().err
 
 
-class CtrlCAt(loop.Hook):
-    def __init__(self, step):
-        self.step = step
-
-    def after_step(self, state):
-        if state.step == self.step:
-            import os
-            import signal
-
-            os.kill(os.getpid(), signal.SIGINT)
-
-
 def test_a_resume_past_the_compile_threshold_runs_the_same_step_and_numbers(tmp_path):
     """A 20 000-step stage compiles its step ("auto"); resumed with 5 000 steps left it still does, so the numbers
     are bit for bit those of an uninterrupted run (an eager step would differ in the last bits)."""
@@ -111,7 +100,7 @@ def test_a_resume_past_the_compile_threshold_runs_the_same_step_and_numbers(tmp_
     target = MixedTarget.per_run([1.0], [0.49], 8)
     full = train_toy(cfg, target, toy.init_params(0.01, 1), [0], RunContext(threads=1))
     ctx = RunContext(tmp_path, threads=1)
-    with pytest.raises(loop.Interrupted):
-        train_toy(cfg, target, toy.init_params(0.01, 1), [0], ctx, hooks=[CtrlCAt(15_000)])
+    with pytest.raises(loop.Interrupted):  # stage index 1 is stage II (stage I has 0 steps)
+        train_toy(cfg, target, toy.init_params(0.01, 1), [0], ctx, hooks=[CtrlCAt(1, 15_000)])
     resumed = train_toy(cfg, target, toy.init_params(0.01, 1), [0], ctx.child(resume=True))
     assert resumed.metrics.equals(full.metrics)

@@ -2,8 +2,6 @@
 
 import ast
 import json
-import os
-import signal
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +20,7 @@ from inductionlab.train.chen import StagedConfig, train_staged
 from inductionlab.train.hooks import FreezeColumns, JsonlLogger
 from inductionlab.train.proximal import SCBTrainConfig, train_scb
 from inductionlab.train.toy import ToyTrainConfig, train_toy
-
-
-class CtrlCAt(loop.Hook):
-    """Sends SIGINT to this process after the update of step ``step`` of stage ``stage``."""
-
-    def __init__(self, stage: int, step: int):
-        self.stage, self.step = stage, step
-
-    def after_step(self, state):
-        if (state.stage_index, state.step) == (self.stage, self.step):
-            os.kill(os.getpid(), signal.SIGINT)
+from tests.conftest import CtrlCAt
 
 
 def _scb(ctx, hooks=(), **kw):
