@@ -8,8 +8,10 @@ The public API, on one screen (each name is imported when first used, so ``impor
                ChenConfig, HighDimConfig
     training   RunContext, Hook, JsonlLogger, FreezeColumns, ToyTrainConfig, train_toy, TrainConfig, train_autograd,
                fit_induction, fit_lm, StagedConfig, train_staged, SCBTrainConfig, train_scb
+    interventions  InterventionConfig, ClampColumns, AblateHeads (hooks of the loop)
     theory     FlowProblem, solve_flow, PhaseTimes
-    analysis   phase_times, head_scores, probe_distance
+    analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
+               direct_logit_attribution
     runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run, load_sweep
 """
 
@@ -40,6 +42,9 @@ _EXPORTS = {
     "Hook": "train.loop",
     "JsonlLogger": "train.hooks",
     "FreezeColumns": "train.hooks",
+    "InterventionConfig": "train.interventions",
+    "ClampColumns": "train.interventions",
+    "AblateHeads": "train.interventions",
     "ToyTrainConfig": "train.toy",
     "train_toy": "train.toy",
     "TrainConfig": "train.autograd",
@@ -55,6 +60,10 @@ _EXPORTS = {
     "phase_times": "analysis.phases",
     "head_scores": "analysis.heads",
     "probe_distance": "analysis.heads",
+    "head_ablation": "analysis.ablation",
+    "patch_heads": "analysis.ablation",
+    "patch_layers": "analysis.ablation",
+    "direct_logit_attribution": "analysis.ablation",
     "run_experiment": "runner",
     "run_sweep": "sweep",
     "load_sweep": "sweep",

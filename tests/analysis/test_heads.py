@@ -58,7 +58,7 @@ def test_model_heads_previous_token_rpe_and_theorem_4_1_induction_head_score_one
     cfg, params = ih2_construction(torch.eye(d, dtype=torch.float64) * 30, [40.0])
     tokens = repeated_random_tokens(6, 10, 2, gen, d=d).double()
     tokens = tokens / tokens.norm(dim=-1, keepdim=True)  # on the sphere x·x > x·y: the DP score peaks at the copy
-    s = H.head_scores(cfg, params, tokens, period=10)
+    s = H.head_scores(cfg, params, tokens, period=10, rows="matched")
     assert float(s["previous_token"][0, 0, 0]) > 0.999  # layer 1: RPE with slope 40
     assert float(s["induction"][0, 1, 0]) > 0.99 and float(s["prefix_matching"][0, 1, 0]) > 0.9
     assert float(s["induction"][0, 0, 0]) < 0.05 and float(s["previous_token"][0, 1, 0]) < 0.2
@@ -67,6 +67,33 @@ def test_model_heads_previous_token_rpe_and_theorem_4_1_induction_head_score_one
     scores = H.head_scores(rand_cfg, rand, repeated_random_tokens(6, 10, 2, gen, vocab=50), period=10)
     for name in ("previous_token", "induction", "prefix_matching"):
         assert float(scores[name].max()) < 0.5, name
+
+
+def test_the_transformerlens_form_is_the_default_and_an_ideal_induction_head_scores_its_share_of_matched_rows():
+    """rows="all" (TransformerLens): an ideal induction head on a sequence repeated twice attends nowhere useful in
+    the first copy; with strictly causal heads every row attends somewhere except row 0, so mul = the share of
+    attending rows that have a target."""
+    tokens = repeated_random_tokens(3, 7, 2, torch.Generator().manual_seed(5), vocab=1000)
+    det = H.detection_pattern(tokens, "induction")
+    pattern = torch.softmax(
+        torch.zeros(14, 14).masked_fill(~torch.ones(14, 14, dtype=torch.bool).tril(-1), -torch.inf), -1
+    )
+    pattern = torch.where(det.sum(-1, keepdim=True) > 0, _ideal(det), pattern.nan_to_num(0.0)).unsqueeze(1)
+    assert torch.allclose(H.attention_score(pattern, det), torch.tensor([7 / 13]), atol=1e-6)
+    assert torch.allclose(H.attention_score(pattern, det, rows="matched"), torch.ones(1), atol=1e-6)
+
+
+def test_mul_is_the_plain_ratio_even_when_almost_nothing_is_left_and_nan_when_nothing_is():
+    """All attention on key 0 but 1e-35 with exclude_bos: TransformerLens divides by the plain sum (1.0 here, 0 with
+    a clamped denominator); with nothing left at all it is 0/0 = NaN, as there."""
+    det = torch.zeros(1, 4, 4)
+    det[0, 1:, 1] = 1
+    pattern = torch.zeros(1, 1, 4, 4, dtype=torch.float64)
+    pattern[..., 0] = 1.0
+    pattern[0, 0, 2:, 1] = 1e-35
+    assert float(H.attention_score(pattern, det, exclude_bos=True)) == 1.0
+    pattern[0, 0, 2:, 1] = 0.0
+    assert torch.isnan(H.attention_score(pattern, det, exclude_bos=True)).all()
 
 
 def test_probe_distance_is_zero_for_a_linear_readout_and_near_one_for_noise():

@@ -63,8 +63,8 @@ def test_strict_causal_masking_never_gives_nan(L):
     out, cache = tf.forward(cfg, params, torch.randn(1, 4, L, 3, generator=torch.Generator().manual_seed(1)), keep=True)
     out.sum().backward()
     assert torch.isfinite(out).all() and all(torch.isfinite(p.grad).all() for p in params.values())
-    assert float(cache["blocks.0.attn.pattern"][..., 0, :].detach().abs().sum()) == 0  # position 1 has no keys
-    rows = cache["blocks.0.attn.pattern"].sum(-1)[..., 1:]
+    assert float(cache["blocks.0.attn.hook_pattern"][..., 0, :].detach().abs().sum()) == 0  # position 1 has no keys
+    rows = cache["blocks.0.attn.hook_pattern"].sum(-1)[..., 1:]
     assert torch.allclose(rows, torch.ones_like(rows))
 
 
@@ -73,7 +73,7 @@ def test_pure_rpe_head_is_the_memory_kernel():
     params = tf.zero_params(cfg)
     params["blocks.0.attn.p"][:] = 0.8
     _, cache = tf.forward(cfg, params, torch.zeros(1, 1, 6, 1, dtype=torch.float64), keep=True)
-    row = cache["blocks.0.attn.pattern"][0, 0, 0, 5, :5]  # query 6, keys 1..5
+    row = cache["blocks.0.attn.hook_pattern"][0, 0, 0, 5, :5]  # query 6, keys 1..5
     kernel = torch.tensor([math.exp(-0.8 * (6 - j - 1)) for j in range(1, 6)], dtype=torch.float64)
     assert torch.allclose(row, kernel / kernel.sum())
 

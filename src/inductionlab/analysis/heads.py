@@ -10,15 +10,19 @@ Detection patterns (L, L), query rows i, key columns j (0-indexed), as in Transf
 
 Scores of a pattern A against a detection pattern P, per sequence, then averaged over the batch:
 
-* ``"mul"``: Σ A⊙P / Σ A — the share of attention on the detected keys;
-* ``"abs"``: 1 − Σ|A − P| / L — TransformerLens's default measure (without its rounding to 3 decimals).
+* ``"mul"`` (TransformerLens's default): Σ A⊙P / Σ A — the share of attention on the detected keys, the plain
+  ratio as there: where no attention is left (Σ A = 0, e.g. all of it on key 0 with ``exclude_bos``) it is
+  0/0 = NaN, which is what TransformerLens returns;
+* ``"abs"``: 1 − Σ|A − P| / L — TransformerLens's other measure (without its rounding to 3 decimals).
 
-``exclude_bos`` zeroes key column 0 and ``exclude_current_token`` the diagonal, as there.  ``rows="matched"``
-(not in TransformerLens) scores only query rows whose detection row has a target: with strictly causal
-heads (docs/conventions.md#wang-1) a row without any target cannot be matched, so the TransformerLens form caps an ideal
-duplicate or induction head below 1 on sequences where some tokens have no earlier copy.
+``exclude_bos`` zeroes key column 0 and ``exclude_current_token`` the diagonal, as there.  ``rows="all"`` (the
+default) is TransformerLens's form.  ``rows="matched"`` (not in TransformerLens) scores only query rows whose
+detection row has a target: with strictly causal heads (docs/conventions.md#wang-1) a row without any target
+cannot be matched, so the TransformerLens form caps an ideal duplicate or induction head below 1 on sequences
+where some tokens have no earlier copy.  The experiments' diagnostics (:func:`score_columns`) use ``matched``.
 
-Patterns follow :func:`inductionlab.models.transformer.forward`: (S, B, H, L, L) per layer.
+Patterns follow :func:`inductionlab.models.transformer.forward` (cache ``blocks.{l}.attn.hook_pattern``, the
+TransformerLens name): (S, B, H, L, L) per layer.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def attention_score(
     row_mask = (det.sum(-1, keepdim=True) > 0).to(pattern.dtype) if rows == "matched" else torch.ones_like(det[..., :1])
     a = pattern * keep * row_mask
     if measure == "mul":
-        score = (a * det).sum((-1, -2)) / a.sum((-1, -2)).clamp_min(1e-30)
+        score = (a * det).sum((-1, -2)) / a.sum((-1, -2))
     else:
         n_rows = row_mask.sum((-1, -2)).clamp_min(1)
         score = 1 - ((pattern - det).abs() * keep * row_mask).sum((-1, -2)) / n_rows
@@ -99,17 +103,18 @@ def head_scores(
     tokens: torch.Tensor,
     period: int,
     measure: Literal["mul", "abs"] = "mul",
+    rows: Literal["all", "matched"] = "all",
 ) -> dict[str, torch.Tensor]:
     """All diagnostics of every head on repeated sequences: name → (S, n_layers, H) for previous_token,
-    duplicate_token, induction (scored on matched rows) and prefix_matching."""
+    duplicate_token, induction (scored on ``rows``, see :func:`attention_score`) and prefix_matching."""
     x = tokens.unsqueeze(0)
     dtype = next(iter(params.values())).dtype
     with torch.no_grad():
         _, cache = tf.forward(cfg, params, x if cfg.vocab else x.to(dtype), keep=True)
-    patterns = torch.stack([cache[f"blocks.{l}.attn.pattern"] for l in range(cfg.n_layers)], 1)  # (S, nl, B, H, L, L)
-    out = {
-        name: attention_score(patterns, detection_pattern(tokens, name), measure, rows="matched") for name in HEAD_NAMES
-    }
+    patterns = torch.stack(
+        [cache[f"blocks.{l}.attn.hook_pattern"] for l in range(cfg.n_layers)], 1
+    )  # (S, nl, B, H, L, L)
+    out = {name: attention_score(patterns, detection_pattern(tokens, name), measure, rows=rows) for name in HEAD_NAMES}
     out["prefix_matching"] = prefix_matching_score(patterns, period)
     return out
 
@@ -133,8 +138,8 @@ def probe_distance(features: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
 
 def score_columns(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> dict[str, np.ndarray]:
     """The head diagnostics (S,): previous-token (best layer-1 head), induction and prefix matching (best
-    layer-2 head), on repeated random tokens."""
-    s = head_scores(cfg, params, tokens, tokens.shape[1] // 2)
+    layer-2 head), on repeated random tokens, scored on matched rows (a row with no target cannot be matched)."""
+    s = head_scores(cfg, params, tokens, tokens.shape[1] // 2, rows="matched")
     last = cfg.n_layers - 1
     return {
         "previous_token_score": s["previous_token"][:, 0].amax(-1).double().cpu().numpy(),

@@ -17,11 +17,18 @@ Block l: Z ← Z + SA(Z) (or SA(Z) without residual), then Z ← Z + FFN(Z) if i
 by default (the paper has none; ``scale=True`` adds it).  Query position i attends to keys j with
 ``key_start ≤ j < i`` (1-indexed; docs/conventions.md#wang-a1: the toy and the constructions start layer-2 keys at 2 or n);
 a query with no keys (position 1 always) outputs 0, never NaN.
+
+Forward hooks (TransformerLens names, for ablation and patching, :mod:`inductionlab.analysis.ablation`): ``hooks``
+maps a name to a function tensor → tensor that replaces the activation —
+``blocks.{l}.attn.hook_pattern`` (S, B, H, L', L), ``blocks.{l}.attn.hook_z`` (S, B, H, L', K) (each head's
+output before W_O) and ``blocks.{l}.hook_resid_post`` (S, B, L', D).  With hooks or ``keep``, every layer
+computes all L query positions.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,6 +106,11 @@ class TransformerConfig:
 
 
 Params = dict[str, torch.Tensor]
+Hooks = Mapping[str, Callable[[torch.Tensor], torch.Tensor]]  # activation name → replacement function
+
+
+def _hook(hooks: Hooks | None, name: str, value: torch.Tensor) -> torch.Tensor:
+    return hooks[name](value) if hooks and name in hooks else value
 
 
 def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
@@ -175,11 +187,12 @@ def _project(z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
 
 
 def attention(
-    cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Layer l's multi-head attention: output (S, B, L', D) and pattern (S, B, H, L', L), where L' = L, or
-    1 with ``last_only`` (only the last query: all a last-position readout needs from the last layer).
-    The causal mask and the RPE term form one additive bias (L', L) per head."""
+    cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False, hooks: Hooks | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Layer l's multi-head attention: output (S, B, L', D), pattern (S, B, H, L', L) and the heads' outputs
+    before W_O (S, B, H, L', K), where L' = L, or 1 with ``last_only`` (only the last query: all a
+    last-position readout needs from the last layer).  The causal mask and the RPE term form one additive
+    bias (L', L) per head."""
     a = f"blocks.{l}.attn."
     S, L = z.shape[0], z.shape[2]
     Lq = 1 if last_only else L
@@ -194,31 +207,35 @@ def attention(
         dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
         bias = bias - (params[a + "p"] * rpe).view(S, 1, -1, 1, 1) * dist
     scale = 1 / math.sqrt(cfg.K) if cfg.scale else 1.0
-    pattern = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
-    heads = torch.matmul(pattern, v)
+    pattern = _hook(
+        hooks, a + "hook_pattern", torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
+    )
+    heads = _hook(hooks, a + "hook_z", torch.matmul(pattern, v))
     S, H, K, D = params[a + "W_O"].shape
     out = _linear(heads.transpose(2, 3).flatten(-2), params[a + "W_O"].reshape(S, H * K, D))
-    return out, pattern
+    return out, pattern, heads
 
 
 def forward(
-    cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool = False
+    cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool = False, hooks: Hooks | None = None
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Model output — (S, B, d_out) at the last position, or (S, B, L, d_out) with readout "all" — and,
-    with ``keep``, a cache of ``blocks.{l}.attn.pattern`` (S, B, H, L, L) and ``blocks.{l}.hook_resid_post``
-    (S, B, L, D) (TransformerLens names) plus ``hook_embed``."""
+    with ``keep``, a cache of ``blocks.{l}.attn.hook_pattern`` (S, B, H, L, L), ``blocks.{l}.attn.hook_z``
+    (S, B, H, L, K) and ``blocks.{l}.hook_resid_post`` (S, B, L, D) (TransformerLens names) plus
+    ``hook_embed``; ``hooks`` replace activations on the way (see the module docstring)."""
     z = embed(cfg, params, x)
     cache = {"hook_embed": z} if keep else {}
     for l, (residual, width) in enumerate(zip(cfg.layer("residual"), cfg.layer("ffn_width"))):
-        last_only = cfg.readout == "last" and not keep and l == cfg.n_layers - 1
-        out, pattern = attention(cfg, params, l, z, last_only)
+        last_only = cfg.readout == "last" and not keep and not hooks and l == cfg.n_layers - 1
+        out, pattern, heads = attention(cfg, params, l, z, last_only, hooks)
         z = (z[:, :, -out.shape[2] :] + out) if residual else out
         if width:
             f = f"blocks.{l}.mlp."
             hidden = torch.relu(_linear(z, params[f + "W_in"]) + params[f + "b_in"][:, None, None])
             z = z + _linear(hidden, params[f + "W_out"]) + params[f + "b_out"][:, None, None]
+        z = _hook(hooks, f"blocks.{l}.hook_resid_post", z)
         if keep:
-            cache[f"blocks.{l}.attn.pattern"] = pattern
+            cache |= {f"blocks.{l}.attn.hook_pattern": pattern, f"blocks.{l}.attn.hook_z": heads}
             cache[f"blocks.{l}.hook_resid_post"] = z
     if cfg.readout == "last":
         z = z[:, :, -1]  # (the last layer computed only this query unless keep)

@@ -11,10 +11,10 @@ A trainer family supplies a :class:`Stepper` — its stages, one update, one eva
 * Ctrl-C: a checkpoint at the next step boundary, then :class:`Interrupted`;
 * NaN/inf: the parameters are checked every ``finite_check_every`` steps and before every evaluation; a
   non-finite value stops the run with :class:`NonFiniteError`, the last good checkpoint kept;
-* hooks (:class:`Hook`): called before and after each step, at each evaluation and at each checkpoint.
+* hooks (:class:`Hook`): called before and after each step, before and at each evaluation and at each checkpoint.
 
 Order within one step k of a stage: finite check (when due) → checkpoint (when due and the stepper is at a
-boundary) → evaluation (when k is on the schedule) → hooks' ``before_step`` → ``stepper.step(k)`` → hooks'
+boundary) → hooks' ``before_evaluate`` and the evaluation (when k is on the schedule) → hooks' ``before_step`` → ``stepper.step(k)`` → hooks'
 ``after_step``.  A checkpoint taken at step k is resumed at step k, before its evaluation.
 """
 
@@ -98,13 +98,16 @@ class Hook:
     """Called by the loop; subclass and override what you need (every method is a no-op here).
 
     ``before_step``/``after_step`` run around every update (``after_step`` sees the updated parameters and the
-    step's tensors); ``on_evaluate`` gets each metrics block (one entry per run) when it is gathered, in step
+    step's tensors); ``before_evaluate`` runs just before the parameters after ``state.step`` steps are
+    evaluated (an intervention makes the evaluation see it, the one at step 0 included); ``on_evaluate`` gets each metrics block (one entry per run) when it is gathered, in step
     order; ``on_checkpoint`` the path just written.  Hooks may change the parameters in place (that is how
     interventions work); they must keep any state they need to resume in :meth:`state_dict`."""
 
     def before_step(self, state: LoopState) -> None: ...
 
     def after_step(self, state: LoopState) -> None: ...
+
+    def before_evaluate(self, state: LoopState) -> None: ...
 
     def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None: ...
 
@@ -311,6 +314,8 @@ def _run_stage(r: _Run, resumed: bool) -> None:
                     else f"interrupted in stage {stage.name} at step {step} (no checkpoint configured)"
                 )
         if step in evals:
+            for h in r.hooks:
+                h.before_evaluate(r._view(tensors))
             r.pending.append(stepper.evaluate(step))
         if step == stage.steps:
             break

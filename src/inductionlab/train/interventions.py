@@ -1,0 +1,236 @@
+"""Interventions during training, as hooks of the one loop (docs/conventions.md#mech): freeze a parameter, clamp it
+to a value or a schedule, ablate attention heads — each for a window of steps.
+
+On the command line an experiment that supports them has an ``intervene`` section::
+
+    --intervene.freeze layer1@0:5000          # layer 1's parameters held for steps 0..4999 of each stage
+    --intervene.clamp w_KQ=0.01@0:20000       # the toy's w_Q and w_K held at 0.01 until step 20 000
+    --intervene.ablate blocks.0.attn          # every layer-1 head's output zeroed for the whole run
+    --intervene.ablate_mode mean              # … or replaced by its batch mean
+
+A *selector* names parameters: an exact name (``w_Q``, ``blocks.1.attn.p``), a dotted prefix (``blocks.0``: every
+parameter of layer 1), an alias of the model family (``layer1``, ``w_KQ``), optionally one entry of the first
+axis (``blocks.0.attn.p[1]``: head 1's slope; ``blocks.0.attn[1]`` in ``ablate``: head 1).  ``@START:STOP``
+is a window of step indices within each stage (STOP left out: to the end).  Several entries are separated by
+commas on the command line (a tuple in the config).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from inductionlab.config import require
+from inductionlab.models import chen, toy
+from inductionlab.models import transformer as tf
+from inductionlab.train.hooks import FreezeColumns
+from inductionlab.train.loop import Hook, LoopState
+
+ALL_STEPS = range(0, 2**62)
+_ENTRY = re.compile(
+    r"^(?P<sel>[A-Za-z_][\w.]*)(\[(?P<idx>\d+)\])?(=(?P<value>[^@]+))?(@(?P<start>\d+):(?P<stop>\d*))?$"
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One parsed intervention: selector, optional index along the first axis, optional value, step window."""
+
+    selector: str
+    index: int | None
+    value: float | None
+    steps: range
+
+
+def parse(entry: str, key: str, with_value: bool = False) -> Entry:
+    """``SELECTOR[INDEX][=VALUE][@START:STOP]`` → :class:`Entry`; a message naming ``key`` where it is malformed."""
+    m = _ENTRY.match(entry.strip())
+    form = "SELECTOR[INDEX]=VALUE[@START:STOP]" if with_value else "SELECTOR[INDEX][@START:STOP]"
+    require(m is not None, key, f"cannot read {entry!r}: the form is {form}, e.g. 'layer1@0:5000'")
+    require(with_value == (m["value"] is not None), key, f"{entry!r}: the form is {form}")
+    value = None
+    if with_value:
+        try:
+            value = float(m["value"])
+        except ValueError:
+            value = math.nan
+        require(math.isfinite(value), key, f"{entry!r}: the value must be a finite number, got {m['value']!r}")
+    start = int(m["start"] or 0)
+    stop = int(m["stop"]) if m["stop"] else ALL_STEPS.stop
+    require(stop > start, key, f"{entry!r}: the window @START:STOP must have STOP > START")
+    return Entry(m["sel"], None if m["idx"] is None else int(m["idx"]), value, range(start, stop))
+
+
+@dataclass(frozen=True)
+class InterventionConfig:
+    """Interventions during training (module docstring for the forms); empty: none."""
+
+    freeze: tuple[str, ...] = ()  # SELECTOR[INDEX][@START:STOP]: held at its value from the window's start
+    clamp: tuple[str, ...] = ()  # SELECTOR[INDEX]=VALUE[@START:STOP]: held at VALUE in the window
+    ablate: tuple[str, ...] = ()  # blocks.L.attn[H][@START:STOP]: the heads' outputs replaced (general transformer)
+    ablate_mode: Literal["zero", "mean"] = "zero"
+
+    def __post_init__(self) -> None:
+        for name in ("freeze", "clamp", "ablate"):
+            for entry in getattr(self, name):
+                parse(entry, f"intervene.{name}", with_value=name == "clamp")
+        require(self.ablate_mode in ("zero", "mean"), "intervene.ablate_mode", "must be 'zero' or 'mean'")
+
+    def __bool__(self) -> bool:
+        return bool(self.freeze or self.clamp or self.ablate)
+
+
+def columns(
+    shapes: Mapping[str, tuple[int, ...]], entry: Entry, aliases: Mapping[str, Sequence[str]], key: str
+) -> list[int]:
+    """The columns of θ (S, P) — parameters packed in ``shapes`` order, each flattened — that ``entry`` selects."""
+    names = list(aliases.get(entry.selector, (entry.selector,)))
+    chosen = [n for n in shapes if any(n == s or n.startswith(s + ".") for s in names)]
+    known = sorted({*aliases, *shapes})
+    require(chosen, key, f"{entry.selector!r} names no parameter; known: {', '.join(known)} (or a dotted prefix)")
+    out, offset = [], 0
+    for name, shape in shapes.items():
+        size = math.prod(shape)
+        if name in chosen:
+            if entry.index is None:
+                out.extend(range(offset, offset + size))
+            else:
+                require(shape != (), key, f"{name} has no axis to index with [{entry.index}]")
+                require(entry.index < shape[0], key, f"{name}[{entry.index}]: the first axis has {shape[0]} entries")
+                row = size // shape[0]
+                out.extend(range(offset + entry.index * row, offset + (entry.index + 1) * row))
+        offset += size
+    return out
+
+
+class ClampColumns(Hook):
+    """Hold parameter columns at ``value`` — a number, or a schedule step → number — during ``steps`` of the stage
+    ``stage`` (None: every stage): written before each step in the window (the step's gradient sees it), after
+    it (the update is undone) and before each evaluation in the window."""
+
+    def __init__(
+        self,
+        columns: Sequence[int],
+        value: float | Callable[[int], float],
+        steps: range = ALL_STEPS,
+        stage: str | None = None,
+    ):
+        self.columns, self.steps, self.stage = list(columns), steps, stage
+        self.value = value if callable(value) else (lambda step, v=float(value): v)
+
+    def _write(self, state: LoopState) -> None:
+        if state.step in self.steps and (self.stage is None or state.stage.name == self.stage):
+            state.params[:, self.columns] = self.value(state.step)
+
+    before_step = after_step = before_evaluate = _write
+
+
+class AblateHeads(Hook):
+    """Replace the outputs of heads ``heads`` of layer ``layer`` (general transformer, ``hook_z``) by zero or their
+    batch mean during ``steps``.  Pass :attr:`forward_hooks` to the model's forward in the loss (and the
+    evaluation); the hook switches them on and off with the step."""
+
+    def __init__(
+        self, layer: int, heads: Sequence[int] | None, mode: Literal["zero", "mean"] = "zero", steps: range = ALL_STEPS
+    ):
+        self.layer, self.heads, self.mode, self.steps = layer, heads, mode, steps
+        self.active = 0 in steps
+
+    def _replace(self, z: torch.Tensor) -> torch.Tensor:  # (S, B, H, L, K)
+        if not self.active:
+            return z
+        heads = list(range(z.shape[2])) if self.heads is None else list(self.heads)
+        z = z.clone()
+        z[:, :, heads] = 0.0 if self.mode == "zero" else z[:, :, heads].mean(1, keepdim=True)
+        return z
+
+    @property
+    def forward_hooks(self) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+        return {f"blocks.{self.layer}.attn.hook_z": self._replace}
+
+    def before_step(self, state: LoopState) -> None:
+        self.active = state.step in self.steps
+
+    before_evaluate = before_step
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a model family offers interventions: its parameter shapes (packed order, no run axis), aliases, and
+    the number of layers of a general transformer (0: heads cannot be ablated)."""
+
+    name: str
+    shapes: Mapping[str, tuple[int, ...]]
+    aliases: Mapping[str, Sequence[str]]
+    n_layers: int = 0
+
+
+def toy_family() -> Family:
+    """The six-parameter toy (one column each): aliases ``layer1`` (p̃), ``layer2``, ``w_KQ`` (w_Q and w_K)."""
+    return Family(
+        "the toy model",
+        {name: () for name in toy.PARAMS},
+        {
+            "layer1": ("p_tilde",),
+            "layer2": tuple(toy.PARAMS[i] for i in toy.LAYER2),
+            "w_KQ": ("w_Q", "w_K"),
+        },
+    )
+
+
+def transformer_family(cfg: tf.TransformerConfig) -> Family:
+    """The general transformer: its parameter names (``blocks.0.attn.p``, …); aliases ``layer1``, ``layer2``, …"""
+    aliases = {f"layer{l + 1}": (f"blocks.{l}",) for l in range(cfg.n_layers)}
+    return Family("the general transformer", tf.param_shapes(cfg), aliases, cfg.n_layers)
+
+
+def chen_family(cfg: chen.ChenConfig) -> Family:
+    """The Chen et al. model: aliases ``copier`` (the RPE weights w and, in the full model, W_Q, W_K, W_OV),
+    ``selector`` (c and the layer norm), ``classifier`` (a)."""
+    shapes = {k: tuple(v.shape[1:]) for k, v in chen.init_params(cfg, 1).items()}
+    aliases = {"copier": chen.GROUPS["w"], "selector": chen.GROUPS["c"], "classifier": chen.GROUPS["a"]}
+    return Family("the Chen et al. model", shapes, aliases)
+
+
+ABLATE_SUPPORT = "the general transformer (experiments probe, heads-dims, repeated-text, wikitext)"
+
+
+def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[AblateHeads]]:
+    """The hooks of ``cfg`` for ``family``: (every hook for the loop, the ablations among them — whose
+    ``forward_hooks`` the loss must pass to the model)."""
+    hooks: list[Hook] = []
+    for text in cfg.freeze:
+        e = parse(text, "intervene.freeze")
+        hooks.append(FreezeColumns(columns(family.shapes, e, family.aliases, "intervene.freeze"), e.steps))
+    for text in cfg.clamp:
+        e = parse(text, "intervene.clamp", with_value=True)
+        hooks.append(ClampColumns(columns(family.shapes, e, family.aliases, "intervene.clamp"), e.value, e.steps))
+    ablations = []
+    for text in cfg.ablate:
+        e = parse(text, "intervene.ablate")
+        require(family.n_layers > 0, "intervene.ablate", f"applies to {ABLATE_SUPPORT}; this one trains {family.name}")
+        m = re.fullmatch(r"blocks\.(\d+)\.attn|layer(\d+)", e.selector)
+        require(
+            m is not None, "intervene.ablate", f"{text!r}: name a layer's heads, e.g. blocks.0.attn or blocks.0.attn[1]"
+        )
+        layer = int(m[1]) if m[1] is not None else int(m[2]) - 1
+        require(
+            0 <= layer < family.n_layers, "intervene.ablate", f"{text!r}: the model has layers 0..{family.n_layers - 1}"
+        )
+        ablations.append(AblateHeads(layer, None if e.index is None else [e.index], cfg.ablate_mode, e.steps))
+    return hooks + ablations, ablations
+
+
+def forward_hooks(ablations: Sequence[AblateHeads]) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """The model-forward hooks of several ablations (heads of one layer in several entries are applied in turn)."""
+    out: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {}
+    for a in ablations:
+        for name, fn in a.forward_hooks.items():
+            prev = out.get(name)
+            out[name] = fn if prev is None else (lambda z, f=fn, g=prev: f(g(z)))
+    return out
