@@ -16,6 +16,7 @@ from inductionlab.experiments import (
     approx_ih2,
     approx_ihn,
     heads_dims,
+    interventions,
     joint_training,
     lazy_to_rich,
     lazy_to_rich_boolean,
@@ -58,6 +59,7 @@ REGISTRY: dict[str, ModuleType] = {
         markov_full,
         wikitext,
         repeated_text,
+        interventions,
     )
 }
 

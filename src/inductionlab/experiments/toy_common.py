@@ -30,6 +30,7 @@ from inductionlab.models.toy import PARAMS, ToyConfig, init_params
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train.flow import FlowProblem, solve_flow
+from inductionlab.train.interventions import InterventionConfig, build, toy_family, windows
 from inductionlab.train.toy import ToyTrainConfig, TrainResult, train_toy
 
 
@@ -37,7 +38,8 @@ from inductionlab.train.toy import ToyTrainConfig, TrainResult, train_toy
 class Config:
     """Defaults are the paper's setup: α*=1, w*=0.49, σ_init=0.01, L=40, Gaussian tokens, online SGD
     lr 0.1, B=1000, 100k Stage-I + 100k Stage-II steps.  ``seeds`` train on the run axis, one model each.
-    ``gf``: which gradient-flow curves to overlay."""
+    ``gf``: which gradient-flow curves to overlay.  ``intervene``: interventions during training
+    (:mod:`inductionlab.train.interventions`; e.g. ``--intervene.clamp w_KQ=0.01@0:20000``), shaded in the figure."""
 
     task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
     model: ToyConfig = field(default_factory=ToyConfig)
@@ -45,6 +47,7 @@ class Config:
     seeds: tuple[int, ...] = (0,)
     gf: Literal["both", "closed", "exact", "none"] = "both"
     gf_mc_samples: int = 4096
+    intervene: InterventionConfig = field(default_factory=InterventionConfig)
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
@@ -123,8 +126,15 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
     gf_future = pool.submit(_gradient_flows, cfg) if pool else None
     try:
+        hooks, _ = build(cfg.intervene, toy_family())
         out, layer2, times = train_and_time(
-            cfg.train, target, cfg.model.sigma_init, seeds, ctx, cfg.task.alpha_star, cfg.task.w_star
+            cfg.train,
+            target,
+            cfg.model.sigma_init,
+            seeds,
+            ctx.child(hooks=(*ctx.hooks, *hooks)) if hooks else ctx,
+            cfg.task.alpha_star,
+            cfg.task.w_star,
         )
         gf = gf_future.result() if gf_future else _gradient_flows(cfg)
     finally:
@@ -132,6 +142,10 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             pool.shutdown(cancel_futures=True)
     tables = {"metrics": out.metrics}
     summary = _summarise(layer2, times, cfg, out.p_tilde_after_stage1)
+    if cfg.intervene:
+        summary["intervention_windows_t"] = [
+            [cfg.train.lr * a, None if b is None else cfg.train.lr * b] for a, b in windows(cfg.intervene)
+        ]
     if gf:
         tables["gf"] = pd.concat([r.curve.assign(method=m) for m, r in gf.items()], ignore_index=True)
         summary["gf_phases"] = {m: r.phases.as_dict() for m, r in gf.items()}
@@ -221,8 +235,13 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     panels = [("loss",), ("loss_G4", "loss_IH2"), ("p", "w_V1", "w_V2", "w_KQ")]
     titles = ["total loss", "partial losses", "layer-2 parameters"]
     ylabels = ["loss (log scale)", "partial loss (log scale)", "parameter value"]
+    t_end = float(st2.t.max())
     for ax, cols, title, ylabel in zip(axes, panels, titles, ylabels):
         plots.shade_phases(ax, spans, labels=ax is axes[0])
+        for k, (a, b) in enumerate(s.get("intervention_windows_t", [])):
+            ax.axvspan(
+                a, min(b, t_end), fill=False, hatch="//", ec="0.4", lw=0, label="intervention" if k == 0 else None
+            )
         for col in cols:
             _curves(ax, st2, col, color=plots.CURVE_COLORS[col], label=f"{SYMBOLS[col]} (SGD)")
             for method, style in (("closed", "--"), ("exact", ":")):

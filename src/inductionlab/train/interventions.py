@@ -197,7 +197,7 @@ def chen_family(cfg: chen.ChenConfig) -> Family:
     return Family("the Chen et al. model", shapes, aliases)
 
 
-ABLATE_SUPPORT = "the general transformer (experiments probe, heads-dims, repeated-text, wikitext)"
+ABLATE_SUPPORT = "the general transformer (from the API: AblateHeads, its forward_hooks passed to the model's forward)"
 
 
 def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[AblateHeads]]:
@@ -224,6 +224,13 @@ def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[Abl
         )
         ablations.append(AblateHeads(layer, None if e.index is None else [e.index], cfg.ablate_mode, e.steps))
     return hooks + ablations, ablations
+
+
+def windows(cfg: InterventionConfig) -> list[tuple[int, int | None]]:
+    """The step window (start, stop) of every entry; stop None: to the end of the stage."""
+    entries = [parse(e, "intervene.freeze") for e in cfg.freeze] + [parse(e, "intervene.ablate") for e in cfg.ablate]
+    entries += [parse(e, "intervene.clamp", with_value=True) for e in cfg.clamp]
+    return [(e.steps.start, None if e.steps.stop == ALL_STEPS.stop else e.steps.stop) for e in entries]
 
 
 def forward_hooks(ablations: Sequence[AblateHeads]) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:

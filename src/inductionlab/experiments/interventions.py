@@ -1,0 +1,262 @@
+"""The papers' mechanisms tested causally: interventions during training (docs/conventions.md#mech), each run beside
+the same run without it, on the same data and initialisation.
+
+* **Toy, layer 1 held back** (joint training of all six parameters, docs/conventions.md#wang-5-3): p̃ clamped
+  at its initial value σ_init for the whole run, and clamped only until t₀.  Wang et al.'s explanation: the
+  induction head needs layer 1 to become a previous-token head first (y_s ≈ x_{s−1}); with p̃ small layer 1
+  averages the past, so w_KQ has nothing to match and should stay at its initial order.
+* **Toy, w_KQ held until t₀** (layerwise, Stage II on the ideal layer 1): w_Q and w_K frozen at σ_init for
+  t < t₀.  The 4-gram part does not depend on them (T_I does not move) and the induction head's emergence waits
+  for their release (T_50 moves by ≈ t₀; less where the other parameters' progress during the hold speeds the
+  escape).
+* **Chen model, the copier's RPE frozen** (stage c of the staged training, docs/conventions.md#chen-3-2): the
+  selector's p_{1,2} with the RPE weights w frozen at the paper's initialisation (head h on lag h), and at a
+  lag-agnostic one (w_+ = w_−: every head the same uniform average).
+
+Phase times are in t = lr × step from the start of layer-2 training (docs/conventions.md#wang-5-5); ``T_50``
+is None where the induction loss never falls to half its plateau within the budget.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from inductionlab import plots
+from inductionlab.config import check_seeds, require
+from inductionlab.experiments.toy_common import train_and_time
+from inductionlab.models import chen
+from inductionlab.models.chen import ChenConfig
+from inductionlab.models.toy import ToyConfig
+from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.markov import MarkovConfig, datasets
+from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+from inductionlab.train import interventions as I
+from inductionlab.train.chen import StagedConfig, train_staged
+from inductionlab.train.toy import ToyTrainConfig
+
+NAME = "interventions"
+DESCRIPTION = (
+    "Causal tests: toy layer 1 clamped, w_KQ held until t0, Chen copier RPE frozen — each beside its unintervened run"
+)
+FIGURE = "Wang et al. §5; Chen et al. §3"
+WALL = "~5 min"  # default preset, 2 cores
+CPU_ONLY = "the toy and the Chen model train with steps bound by Python overhead, which a GPU does not remove"
+HEADLINE = (
+    "toy_layer1_clamped.T_50",
+    "toy_layer1_clamped.final_w_KQ",
+    "toy_wkq_held.T_50_shift",
+    "toy_wkq_held.T_I_shift",
+    "chen_rpe_frozen.p_selected",
+)
+WKQ_SHIFT_TOLERANCE = 0.25  # |T_50 shift − t₀| ≤ 0.25 t₀: the other parameters keep moving during the hold
+T_I_TOLERANCE = 0.05  # |T_I shift| ≤ 0.05 t₀: the 4-gram phase does not wait for w_KQ
+
+
+@dataclass(frozen=True)
+class Config:
+    """Toy: the paper's target and σ_init, 2000 Stage-I steps (layerwise) and 50 000 layer-2 steps at lr 0.1
+    (t up to 5000, after the unintervened T_III ≈ 3200); ``t0`` the release time.  Chen: stage c (the selector)
+    on the staged model with D = 2 and the softmax-of-probabilities loss."""
+
+    task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
+    model: ToyConfig = field(default_factory=ToyConfig)
+    train: ToyTrainConfig = field(
+        default_factory=lambda: ToyTrainConfig(
+            stage1_steps=2000, stage2_steps=50_000, eval_size=20_000, eval_every=500, checkpoint_every=10_000
+        )
+    )
+    t0: float = 1000.0  # release time, t = lr × step
+    chen_task: MarkovConfig = field(default_factory=MarkovConfig)
+    chen_model: ChenConfig = field(default_factory=lambda: ChenConfig(max_degree=2, loss="softmax_of_probs"))
+    chen_train: StagedConfig = field(
+        default_factory=lambda: StagedConfig(stages=("c",), lrs=(1.0,), epochs=(2000,), eval_log_points=20)
+    )
+    chen_n_samples: int = 10_000
+    chen_n_val: int = 1000
+    seeds: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        check_seeds(self.seeds)
+        steps = self.t0 / self.train.lr
+        require(
+            self.t0 > 0 and steps < self.train.stage2_steps,
+            "t0",
+            f"must be > 0 and before the end of layer-2 training (t = {self.train.lr * self.train.stage2_steps:g}), "
+            f"got {self.t0}",
+        )
+        require(0 < self.chen_n_val < self.chen_n_samples, "chen_n_val", "must lie in 1..chen_n_samples − 1")
+
+    @property
+    def t0_steps(self) -> int:
+        return round(self.t0 / self.train.lr)
+
+
+CONFIG = Config()
+PRESETS = {
+    "quick": {"train.stage2_steps": 40_000, "train.eval_size": 8192, "chen_train.epochs": "1000"},
+    "smoke": {
+        "train.stage1_steps": 10,
+        "train.stage2_steps": 60,
+        "train.eval_size": 256,
+        "train.eval_every": 10,
+        "train.batch_size": 64,
+        "task.L": 8,
+        "t0": 2.0,
+        "chen_train.epochs": "5",
+        "chen_n_samples": 120,
+        "chen_n_val": 20,
+        "chen_task.L": 20,
+    },
+}
+
+
+def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: I.InterventionConfig) -> dict:
+    tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
+    hooks, _ = I.build(intervention, I.toy_family())
+    target = MixedTarget.from_config(cfg.task, len(cfg.seeds))
+    _, layer2, times = train_and_time(
+        tcfg,
+        target,
+        cfg.model.sigma_init,
+        list(cfg.seeds),
+        ctx.child(re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_"), hooks=(*ctx.hooks, *hooks)),
+        cfg.task.alpha_star,
+        cfg.task.w_star,
+    )
+    phases = pd.DataFrame(times).drop(columns=["run", "seed"]).mean()
+    return {
+        "metrics": layer2.assign(variant=label),
+        "T_I": float(phases.T_I),
+        "T_50": float(phases.T_50),
+        "final_w_KQ": float(layer2.groupby("run").w_KQ.last().mean()),
+        "intervention": {k: list(v) for k, v in vars(intervention).items() if isinstance(v, tuple) and v},
+    }
+
+
+def _null(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _chen(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict]:
+    tr, va = datasets(cfg.chen_task, cfg.seeds, cfg.chen_n_samples, cfg.chen_n_val)
+    label = chen.subset_label((0, 1))
+    uniform = replace(cfg.chen_model, w_plus=cfg.chen_model.w_minus)
+    variants = (
+        ("free", cfg.chen_model, ()),
+        ("frozen", cfg.chen_model, ("copier",)),
+        ("uniform_frozen", uniform, ("copier",)),
+    )
+    tables, p = [], {}
+    for name, model, freeze in variants:
+        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(model))
+        _, m = train_staged(
+            model, cfg.chen_train, cfg.chen_task, tr, va, ctx.child(f"chen_{name}", threads=1), hooks, desc=name
+        )
+        tables.append(m.assign(variant=name))
+        p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())
+    summary = {
+        "p_selected": p["frozen"],
+        "p_selected_unintervened": p["free"],
+        "p_selected_uniform_init_frozen": p["uniform_frozen"],
+        "reaches_0.99": {k: v >= 0.99 for k, v in p.items()},
+    }
+    return pd.concat(tables, ignore_index=True), summary
+
+
+def run(cfg: Config, ctx: RunContext) -> Results:
+    window = f"@0:{cfg.t0_steps}"
+    joint = {
+        "baseline": _toy(cfg, ctx, "joint", "joint", I.InterventionConfig()),
+        "clamped": _toy(cfg, ctx, "joint, p̃ clamped", "joint", I.InterventionConfig(freeze=("layer1",))),
+        "released": _toy(
+            cfg, ctx, "joint, p̃ clamped until t0", "joint", I.InterventionConfig(freeze=("layer1" + window,))
+        ),
+    }
+    layerwise = {
+        "baseline": _toy(cfg, ctx, "layerwise", "layerwise", I.InterventionConfig()),
+        "held": _toy(
+            cfg, ctx, "layerwise, w_KQ held until t0", "layerwise", I.InterventionConfig(freeze=("w_KQ" + window,))
+        ),
+    }
+    chen_metrics, chen_summary = _chen(cfg, ctx)
+    budget = cfg.train.lr * cfg.train.stage2_steps
+    clamped, base_j, released = joint["clamped"], joint["baseline"], joint["released"]
+    held, base_l = layerwise["held"], layerwise["baseline"]
+    t50_shift, ti_shift = held["T_50"] - base_l["T_50"], held["T_I"] - base_l["T_I"]
+    summary = {
+        "t0": cfg.t0,
+        "toy_layer1_clamped": {
+            "T_50": _null(clamped["T_50"]),
+            "final_w_KQ": clamped["final_w_KQ"],
+            "budget_t": budget,
+            "baseline_T_50": _null(base_j["T_50"]),
+            "baseline_final_w_KQ": base_j["final_w_KQ"],
+            "released_T_50": _null(released["T_50"]),
+            "released_T_50_shift": _null(released["T_50"] - base_j["T_50"]),
+        },
+        "toy_wkq_held": {
+            "t0": cfg.t0,
+            "T_50_shift": _null(t50_shift),
+            "T_I_shift": _null(ti_shift),
+            "baseline_T_50": _null(base_l["T_50"]),
+            "baseline_T_I": _null(base_l["T_I"]),
+        },
+        "chen_rpe_frozen": chen_summary,
+        "checks": {
+            "layer1_clamped_never_emerges": math.isnan(clamped["T_50"])
+            and clamped["final_w_KQ"] < 10 * cfg.model.sigma_init,
+            "wkq_held_T_50_shift_near_t0": abs(t50_shift - cfg.t0) <= WKQ_SHIFT_TOLERANCE * cfg.t0,
+            "wkq_held_T_I_unchanged": abs(ti_shift) <= T_I_TOLERANCE * cfg.t0,
+            "chen_rpe_frozen_below_0.99": chen_summary["p_selected"] < 0.99,
+        },
+        "tolerances": {"T_50_shift": f"|shift − t0| ≤ {WKQ_SHIFT_TOLERANCE} t0", "T_I_shift": f"≤ {T_I_TOLERANCE} t0"},
+        "interventions": {
+            v["metrics"].variant.iloc[0]: v["intervention"] for v in (*joint.values(), *layerwise.values())
+        },
+    }
+    toy_metrics = pd.concat([v["metrics"] for v in (*joint.values(), *layerwise.values())], ignore_index=True)
+    return Results({"metrics": toy_metrics, "chen": chen_metrics}, summary)
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    m, s = results.tables["metrics"], results.summary
+    t0 = float(s["t0"])
+    fig, axes = plots.subplots(3, width=4.4, height=3.6)
+    panels = (("joint", axes[0], "joint training: layer 1 (p̃) clamped"), ("layerwise", axes[1], "layerwise: w_KQ held"))
+    styles = ["-", "--", ":"]
+    for prefix, ax, title in panels:
+        for style, (variant, g) in zip(
+            styles, ((v, g) for v, g in m.groupby("variant", sort=False) if v.startswith(prefix))
+        ):
+            mean = g.groupby("t")[["loss_IH2", "w_KQ"]].mean()
+            ax.semilogy(
+                mean.index,
+                mean.loss_IH2,
+                style,
+                color=plots.CURVE_COLORS["loss_IH2"],
+                label=f"{variant}: " + r"$\mathcal{L}_{IH_2}$",
+            )
+            ax.semilogy(mean.index, mean.w_KQ, style, color=plots.CURVE_COLORS["w_KQ"], label=f"{variant}: $w_{{KQ}}$")
+        ax.axvspan(0, t0, color="0.85", zorder=0, label=f"intervention window t < t0 = {t0:g}")
+        ax.set_xlabel("t = lr × step (layer-2 training)")
+        ax.set_ylabel(r"$\mathcal{L}_{IH_2}$, $w_{KQ}$")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=6)
+    cx = axes[2]
+    c = results.tables["chen"]
+    label = chen.subset_label((0, 1))
+    for style, (variant, g) in zip(styles, c.groupby("variant", sort=False)):
+        mean = g.groupby("epoch")[f"p_{label}"].mean()
+        cx.plot(np.maximum(mean.index, 1), mean.values, style, color="C0", label=f"RPE {variant.replace('_', ' ')}")
+    cx.axhline(0.99, color="0.5", lw=0.8, ls=":")
+    cx.set_xscale("log")
+    cx.set_xlabel("epoch (stage c)"), cx.set_ylabel(f"selector $p_{{{label[1:-1]}}}$")
+    cx.set_title("Chen model: copier RPE frozen", fontsize=9)
+    cx.legend(fontsize=7)
+    return [plots.save(fig, Path(out_dir) / "interventions.png")]
