@@ -94,22 +94,30 @@ def _take(clean: torch.Tensor, position: int, head: int | None) -> Callable[[tor
     return hook
 
 
-def _recovered(
+def _patch(
     cfg: tf.TransformerConfig,
     params: tf.Params,
     clean: torch.Tensor,
     corrupted: torch.Tensor,
     metric: Metric,
-    hooks_at: Callable[[dict[str, torch.Tensor]], dict[tuple, dict]],
-) -> dict[tuple, torch.Tensor]:
+    sites: list[tuple[str, int | None]],
+) -> torch.Tensor:
+    """Share of ``metric`` recovered by patching each site (activation name, head or None) at each position:
+    (S, len(sites) · L), sites outer, positions inner."""
+    require(
+        clean.shape == corrupted.shape,
+        "corrupted",
+        f"must match clean: {tuple(corrupted.shape)} vs {tuple(clean.shape)}",
+    )
     with torch.no_grad():
-        m_clean_out, cache = tf.forward(cfg, params, clean, keep=True)
-        m_clean, m_corrupted = metric(m_clean_out), metric(tf.forward(cfg, params, corrupted)[0])
-        span = m_clean - m_corrupted
-        return {
-            key: (metric(tf.forward(cfg, params, corrupted, hooks=hooks)[0]) - m_corrupted) / span
-            for key, hooks in hooks_at(cache).items()
-        }
+        out, cache = tf.forward(cfg, params, clean, keep=True)
+        m_clean, m_corrupted = metric(out), metric(tf.forward(cfg, params, corrupted)[0])
+        got = [
+            metric(tf.forward(cfg, params, corrupted, hooks={name: _take(cache[name], i, head)})[0])
+            for name, head in sites
+            for i in range(clean.shape[2])
+        ]
+    return (torch.stack(got, 1) - m_corrupted[:, None]) / (m_clean - m_corrupted)[:, None]
 
 
 def patch_heads(
@@ -117,23 +125,8 @@ def patch_heads(
 ) -> torch.Tensor:
     """Share of ``metric`` recovered by patching one head's clean output at one position into the corrupted run:
     (S, n_layers, H, L).  ``clean``, ``corrupted``: inputs of the same shape; ``metric``: output → (S,)."""
-    require(
-        clean.shape == corrupted.shape,
-        "corrupted",
-        f"must match clean: {tuple(corrupted.shape)} vs {tuple(clean.shape)}",
-    )
-    L = clean.shape[2]
-
-    def hooks_at(cache):
-        return {
-            (l, h, i): {f"blocks.{l}.attn.hook_z": _take(cache[f"blocks.{l}.attn.hook_z"], i, h)}
-            for l in range(cfg.n_layers)
-            for h in range(cfg.n_heads)
-            for i in range(L)
-        }
-
-    got = _recovered(cfg, params, clean, corrupted, metric, hooks_at)
-    return torch.stack(list(got.values()), 1).view(-1, cfg.n_layers, cfg.n_heads, L)
+    sites = [(f"blocks.{l}.attn.hook_z", h) for l in range(cfg.n_layers) for h in range(cfg.n_heads)]
+    return _patch(cfg, params, clean, corrupted, metric, sites).view(-1, cfg.n_layers, cfg.n_heads, clean.shape[2])
 
 
 def patch_layers(
@@ -141,22 +134,8 @@ def patch_layers(
 ) -> torch.Tensor:
     """As :func:`patch_heads` for each layer's residual stream after the layer (``hook_resid_post``) at each
     position: (S, n_layers, L)."""
-    require(
-        clean.shape == corrupted.shape,
-        "corrupted",
-        f"must match clean: {tuple(corrupted.shape)} vs {tuple(clean.shape)}",
-    )
-    L = clean.shape[2]
-
-    def hooks_at(cache):
-        return {
-            (l, i): {f"blocks.{l}.hook_resid_post": _take(cache[f"blocks.{l}.hook_resid_post"], i, None)}
-            for l in range(cfg.n_layers)
-            for i in range(L)
-        }
-
-    got = _recovered(cfg, params, clean, corrupted, metric, hooks_at)
-    return torch.stack(list(got.values()), 1).view(-1, cfg.n_layers, L)
+    sites = [(f"blocks.{l}.hook_resid_post", None) for l in range(cfg.n_layers)]
+    return _patch(cfg, params, clean, corrupted, metric, sites).view(-1, cfg.n_layers, clean.shape[2])
 
 
 def reaches_readout(cfg: tf.TransformerConfig) -> list[bool]:
