@@ -19,7 +19,7 @@ from typing import Any
 from inductionlab._version import __version__
 from inductionlab.config import ConfigError
 
-RUN_VALUED = {"--out", "--preset", "--seed", "--config"}
+RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--log.tensorboard", "--log.wandb"}
 RUN_FLAGS = {"--resume", "--force", "--no-progress"}
 SWEEP_VALUED = {
     "--out",
@@ -159,8 +159,19 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
     from inductionlab.runner import run_experiment
 
     name, cfg, out = _config_for_run(args, values)
+    hooks = []
+    if args.log_tensorboard or args.log_wandb:
+        from inductionlab.config import to_dict
+        from inductionlab.train.hooks import TensorBoardLogger, WandbLogger
+
+        if args.log_tensorboard:
+            hooks.append(TensorBoardLogger(args.log_tensorboard))
+        if args.log_wandb:
+            hooks.append(WandbLogger(args.log_wandb, config={"experiment": name, **to_dict(cfg)}, name=Path(out).name))
     print(f"running {name} into {out} ...", file=sys.stderr)
-    run_dir = run_experiment(name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress)
+    run_dir = run_experiment(
+        name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress, hooks=tuple(hooks)
+    )
     _print_outputs(run_dir, getattr(experiments.get(name), "HEADLINE", None))
     return 0
 
@@ -257,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="RUN/config.json", help="start from a saved run's config (values on top)")
     run.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its saved config)")
     run.add_argument("--force", action="store_true", help="replace the run in --out")
+    run.add_argument(
+        "--log.tensorboard", dest="log_tensorboard", metavar="DIR", help="also log evaluations to TensorBoard"
+    )
+    run.add_argument(
+        "--log.wandb", dest="log_wandb", metavar="PROJECT", help="also log evaluations to Weights & Biases"
+    )
     sw = sub.choices["sweep"]
     sw.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a grid axis (repeatable)")
     sw.add_argument(
@@ -285,6 +302,8 @@ def _exit_code(err: BaseException) -> int | None:
         isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOENT)
     ):
         return 2
+    if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra that is not installed
+        return 2
     if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
         return 2
     if sweep and isinstance(err, sweep.SweepError):
@@ -300,6 +319,8 @@ def _message(err: BaseException) -> str:
     """One line saying what is wrong and what to do."""
     if isinstance(err, OSError) and err.filename:
         return f"cannot write or read {err.filename} ({err.strerror}); choose another --out"
+    if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra that is not installed
+        return 2
     if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
         return f"out of memory ({str(err).splitlines()[0][:120]}); lower the batch size or the model size"
     return str(err)

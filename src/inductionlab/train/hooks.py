@@ -1,7 +1,10 @@
 """Ready-made hooks for :func:`inductionlab.train.loop.run` (the interface: :class:`~inductionlab.train.loop.Hook`).
 
 * :class:`JsonlLogger` appends each evaluation (the mean over runs of every numeric column) to a JSON-lines file;
-* :class:`FreezeColumns` keeps chosen parameter columns at their values during a step range (an intervention).
+* :class:`FreezeColumns` keeps chosen parameter columns at their values during a step range (an intervention);
+* :class:`TensorBoardLogger` and :class:`WandbLogger` send each evaluation (the mean over runs of every numeric
+  column, tagged ``stage/column``) to TensorBoard (the ``tensorboard`` package) or Weights & Biases (``wandb``;
+  offline where ``WANDB_MODE=offline``) — the ``log`` extra, ``pip install -e ".[log]"``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,17 @@ import torch
 from inductionlab.train.loop import Hook, LoopState
 
 
+def _means(state: LoopState, block: dict[str, np.ndarray]) -> tuple[int, dict[str, float]]:
+    """(step, {"stage/column": mean over runs}) for the numeric columns of one evaluation block."""
+    step = int(np.asarray(block["step"])[0])
+    out = {}
+    for key, values in block.items():
+        arr = np.asarray(values)
+        if key not in ("step", "run") and arr.dtype.kind in "fiu":
+            out[f"{state.stage.name}/{key}"] = float(arr.mean())
+    return step, out
+
+
 class JsonlLogger(Hook):
     """One line per evaluation: {"stage", "step", column: mean over runs, ...} for the numeric columns.  A resumed
     run appends after the lines written before its checkpoint (lines written after it are written again)."""
@@ -24,11 +38,8 @@ class JsonlLogger(Hook):
         self.path = Path(path)
 
     def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
-        row = {"stage": state.stage.name, "step": int(np.asarray(block["step"])[0])}
-        for key, values in block.items():
-            arr = np.asarray(values)
-            if key not in ("step", "run") and arr.dtype.kind in "fiu":
-                row[key] = float(arr.mean())
+        step, means = _means(state, block)
+        row = {"stage": state.stage.name, "step": step, **{k.split("/", 1)[1]: v for k, v in means.items()}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -62,3 +73,37 @@ class FreezeColumns(Hook):
 
     def load_state_dict(self, state: dict) -> None:
         self._held = state["held"]
+
+
+class TensorBoardLogger(Hook):
+    """Scalars ``stage/column`` (mean over runs) at each evaluation, x axis the step within the stage, written under
+    ``log_dir`` (``tensorboard --logdir DIR`` shows them)."""
+
+    def __init__(self, log_dir: str | Path):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            raise ImportError("--log.tensorboard needs the tensorboard package: pip install -e '.[log]'") from None
+        self.writer = SummaryWriter(str(log_dir))
+
+    def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
+        step, means = _means(state, block)
+        for tag, value in means.items():
+            self.writer.add_scalar(tag, value, step)
+        self.writer.flush()
+
+
+class WandbLogger(Hook):
+    """One Weights & Biases row per evaluation: ``stage/column`` (mean over runs), ``stage`` and ``step``; the run
+    is started in ``project`` with ``config`` (offline where ``WANDB_MODE=offline``)."""
+
+    def __init__(self, project: str, config: dict | None = None, name: str | None = None):
+        try:
+            import wandb
+        except ImportError:
+            raise ImportError("--log.wandb needs the wandb package: pip install -e '.[log]'") from None
+        self.run = wandb.init(project=project, config=config, name=name, reinit="finish_previous")
+
+    def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
+        step, means = _means(state, block)
+        self.run.log({**means, "stage": state.stage_index, "step_in_stage": step})
