@@ -30,7 +30,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
 from inductionlab import plots
+from inductionlab.analysis.ablation import head_ablation
+from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments.text_common import (
     SMOKE,
@@ -41,7 +48,9 @@ from inductionlab.experiments.text_common import (
     train_on_text,
     use_bf16,
 )
+from inductionlab.models import transformer as tf
 from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import TextConfig
 from inductionlab.train.autograd import TrainConfig
 
@@ -78,7 +87,8 @@ PRESETS = {"quick": {"train.steps": 800}, "smoke": SMOKE}
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus, metrics = train_on_text(cfg, ctx, repeated=True, desc=NAME)
+    corpus, model, params, metrics = train_on_text(cfg, ctx, repeated=True, desc=NAME)
+    ablation, top = _ablation(cfg, model, params)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     benefit = (mean.loss_other - mean.loss_repeated).to_numpy()  # what copying from the context gains
@@ -114,7 +124,49 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             )
         },
     }
-    return Results({"metrics": metrics}, summary)
+    return Results({"metrics": metrics, "ablation": ablation}, summary | top)
+
+
+def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tuple[pd.DataFrame, dict]:
+    """Each head zero-ablated alone (:func:`inductionlab.analysis.ablation.head_ablation`) on repeated random tokens
+    (period ``eval.score_period``, drawn from ``eval.seed`` + 1): the loss change overall and on the copyable
+    positions (the second copy), beside the head's induction score; and whether the head whose ablation costs
+    copying most is the head with the top induction score (run 0)."""
+    T = cfg.eval.score_period
+    tokens = repeated_random_tokens(
+        cfg.eval.score_batch, T, 2, torch.Generator().manual_seed(cfg.eval.seed + 1), vocab=model.vocab
+    )
+    targets = tokens[:, 1:]
+
+    def per_position(logits: torch.Tensor) -> torch.Tensor:  # (S, B, 2T − 1)
+        S = logits.shape[0]
+        flat = F.cross_entropy(logits.flatten(0, 2).float(), targets.expand(S, -1, -1).flatten(), reduction="none")
+        return flat.view(S, *targets.shape)
+
+    where = torch.zeros(targets.shape, dtype=torch.bool)
+    where[:, T:] = True  # x_{i+1} follows an earlier copy of x_i
+    result = head_ablation(model, params, tokens[:, :-1].unsqueeze(0), per_position, "zero", where)
+    scores = head_scores(model, params, tokens, T, rows="matched")["induction"]  # (S, n_layers, H)
+    S, n_layers, H = scores.shape
+    run, layer, head = (a.ravel() for a in np.indices((S, n_layers, H)))
+    table = pd.DataFrame(
+        {
+            "run": run,
+            "layer": layer,
+            "head": head,
+            "loss_change": result["total"].double().numpy().ravel(),
+            "loss_change_repeated": result["where"].double().numpy().ravel(),
+            "induction_score": scores.double().numpy().ravel(),
+        }
+    )
+    first = table[table.run == 0]
+    top_ablation = first.loc[first.loss_change_repeated.idxmax(), ["layer", "head"]].astype(int).tolist()
+    top_induction = first.loc[first.induction_score.idxmax(), ["layer", "head"]].astype(int).tolist()
+    return table, {
+        "top_ablation_head": top_ablation,
+        "top_induction_head": top_induction,
+        "top_ablation_is_top_induction": top_ablation == top_induction,
+    }
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
@@ -129,4 +181,27 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     ax.legend(fontsize=7)
     plot_norms(bx, mean, s)
     plot_scores(cx, mean)
-    return [plots.save(fig, Path(out_dir) / "repeated_text.png")]
+    paths = [plots.save(fig, Path(out_dir) / "repeated_text.png")]
+    table = results.tables.get("ablation")
+    if table is not None and len(table):
+        mean = table.groupby(["layer", "head"])[["loss_change_repeated", "induction_score"]].mean()
+        grid = mean.loss_change_repeated.unstack("head")  # (layers, heads)
+        fig, (ax,) = plots.subplots(1, width=1.6 + 1.1 * grid.shape[1], height=1.4 + 1.0 * grid.shape[0])
+        image = ax.imshow(grid.to_numpy(), cmap="viridis", aspect="auto")
+        for (l, h), row in mean.iterrows():
+            ax.text(
+                h,
+                l,
+                f"Δ {row.loss_change_repeated:.2f}\nind {row.induction_score:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="w",
+            )
+        ax.set_xticks(range(grid.shape[1]), [f"head {h}" for h in grid.columns])
+        ax.set_yticks(range(grid.shape[0]), [f"layer {l}" for l in grid.index])
+        fig.colorbar(image, ax=ax, label="loss change on repeated tokens (nats)")
+        top, ind = results.summary.get("top_ablation_head"), results.summary.get("top_induction_head")
+        ax.set_title(f"zero ablation, run 0: top (layer, head) {top}, top induction head {ind}", fontsize=8)
+        paths.append(plots.save(fig, Path(out_dir) / "repeated_text_ablation.png"))
+    return paths

@@ -15,6 +15,7 @@ from inductionlab._runtime import native_bf16
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import check_device, check_seeds, require
+from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
@@ -66,12 +67,15 @@ def use_bf16(cfg: Config) -> bool:
     return cfg.bf16 == "on" or (cfg.bf16 == "auto" and native_bf16(cfg.device))
 
 
-def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tuple[Corpus, pd.DataFrame]:
+def train_on_text(
+    cfg: Config, ctx: RunContext, repeated: bool, desc: str
+) -> tuple[Corpus, TransformerConfig, tf.Params, pd.DataFrame]:
     """Load the corpus, size the model's vocabulary to it and train (:func:`inductionlab.train.text.fit_lm`) with the
-    head diagnostics of :func:`inductionlab.analysis.heads.score_columns`; returns the corpus and the metrics."""
+    head diagnostics of :func:`inductionlab.analysis.heads.score_columns`; returns the corpus, the model's config,
+    its final parameters (CPU) and the metrics."""
     corpus = load_corpus(cfg.data)
     model = replace(cfg.model, vocab=len(corpus.vocab))
-    _, metrics = fit_lm(
+    params, metrics = fit_lm(
         model,
         cfg.train,
         cfg.eval,
@@ -85,7 +89,7 @@ def train_on_text(cfg: Config, ctx: RunContext, repeated: bool, desc: str) -> tu
         diagnostics=score_columns,
         desc=desc,
     )
-    return corpus, metrics
+    return corpus, model, params, metrics
 
 
 def norm_times(steps: np.ndarray, p_norm: np.ndarray, wkq_norm: np.ndarray) -> dict[str, float]:

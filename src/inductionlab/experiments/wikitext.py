@@ -57,7 +57,7 @@ PRESETS = {
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus, metrics = train_on_text(cfg, ctx, repeated=False, desc=NAME)
+    corpus, _, _, metrics = train_on_text(cfg, ctx, repeated=False, desc=NAME)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     start, end = plateau(steps, mean.val_loss.to_numpy())
