@@ -25,6 +25,7 @@ from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig, datasets
 from inductionlab.train.chen import StagedConfig, a_log_fit, reference_predictors, train_staged
+from inductionlab.train.interventions import InterventionConfig, build, chen_family
 
 Variant = tuple[str, chen.ChenConfig, StagedConfig]
 
@@ -72,15 +73,23 @@ def summarize(
 
 
 def run_variants(
-    task: MarkovConfig, variants: list[Variant], seeds: tuple[int, ...], n_samples: int, n_val: int, ctx: RunContext
+    task: MarkovConfig,
+    variants: list[Variant],
+    seeds: tuple[int, ...],
+    n_samples: int,
+    n_val: int,
+    ctx: RunContext,
+    intervene: InterventionConfig = InterventionConfig(),
 ) -> Results:
-    """Train every variant on the same datasets (one per seed, on the run axis); the first is the headline."""
+    """Train every variant on the same datasets (one per seed, on the run axis); the first is the headline.
+    ``intervene``: interventions applied to every variant (e.g. ``freeze=("copier",)``)."""
     train_tokens, val_tokens = datasets(task, seeds, n_samples, n_val)
     tables, rpe, runs = [], [], {}
     for label, model, staged in variants:
         slug = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
+        hooks, _ = build(intervene, chen_family(model))
         params, metrics = train_staged(
-            model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1), desc=label
+            model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1), hooks, desc=label
         )
         tables.append(metrics.assign(variant=label))
         for when, w in (("initial", chen.init_params(model, 1)["w"][0]), ("final", params["w"][0])):

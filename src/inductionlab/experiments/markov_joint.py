@@ -25,6 +25,7 @@ from inductionlab.models.chen import ChenConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
+from inductionlab.train.interventions import InterventionConfig
 
 NAME = "markov-joint"
 DESCRIPTION = "Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t"
@@ -45,6 +46,7 @@ class Config:
     seeds: tuple[int, ...] = (2024,)
     n_samples: int = 10_000
     n_val: int = 1000
+    intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.freeze copier
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
@@ -66,7 +68,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     variants = [
         (f"{'+'.join(cfg.train.stages)}, {loss}", replace(cfg.model, loss=loss), cfg.train) for loss in cfg.losses
     ]
-    return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx)
+    return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx, cfg.intervene)
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

@@ -21,6 +21,7 @@ from inductionlab.models.chen import ChenConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
+from inductionlab.train.interventions import InterventionConfig
 
 NAME = "markov-stages"
 DESCRIPTION = "Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t"
@@ -40,6 +41,7 @@ class Config:
     seeds: tuple[int, ...] = (2024,)
     n_samples: int = 10_000
     n_val: int = 1000
+    intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.freeze copier
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
@@ -64,7 +66,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         for D in cfg.degrees
         for loss in cfg.losses
     ]
-    return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx)
+    return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx, cfg.intervene)
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

@@ -20,6 +20,7 @@ from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
 from inductionlab.train.autograd import TrainConfig
+from inductionlab.train.interventions import InterventionConfig, build, forward_hooks, transformer_family
 from inductionlab.train.text import EvalConfig, fit_lm
 
 LM_MODEL = TransformerConfig(
@@ -40,6 +41,7 @@ class Config:
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
     bf16: Literal["auto", "on", "off"] = "auto"  # auto: bf16 autocast only where the device has it natively
+    intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.ablate blocks.0.attn
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
@@ -75,6 +77,7 @@ def train_on_text(
     its final parameters (CPU) and the metrics."""
     corpus = load_corpus(cfg.data)
     model = replace(cfg.model, vocab=len(corpus.vocab))
+    hooks, ablations = build(cfg.intervene, transformer_family(model))
     params, metrics = fit_lm(
         model,
         cfg.train,
@@ -87,7 +90,9 @@ def train_on_text(
         repeated=repeated,
         bf16=use_bf16(cfg),
         diagnostics=score_columns,
+        hooks=hooks,
         desc=desc,
+        forward_hooks=forward_hooks(ablations),
     )
     return corpus, model, params, metrics
 

@@ -47,9 +47,12 @@ class EvalConfig:
             require(getattr(self, name) >= 1, f"eval.{name}", f"must be ≥ 1, got {getattr(self, name)}")
 
 
-def token_losses(cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor) -> torch.Tensor:
-    """Next-token cross-entropy (S, B, L − 1) at every position of tokens (B, L)."""
-    logits = tf.forward(cfg, params, tokens[:, :-1].unsqueeze(0))[0]  # (S, B, L − 1, V)
+def token_losses(
+    cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor, hooks: tf.Hooks | None = None
+) -> torch.Tensor:
+    """Next-token cross-entropy (S, B, L − 1) at every position of tokens (B, L); ``hooks``: the model's forward
+    hooks (e.g. a head ablation)."""
+    logits = tf.forward(cfg, params, tokens[:, :-1].unsqueeze(0), hooks=hooks)[0]  # (S, B, L − 1, V)
     targets = tokens[:, 1:].expand(logits.shape[0], -1, -1)
     return F.cross_entropy(logits.flatten(0, 2).float(), targets.flatten(), reduction="none").view(targets.shape)
 
@@ -98,10 +101,13 @@ def fit_lm(
     diagnostics: Diagnostics | None = None,
     hooks: Sequence[loop.Hook] = (),
     desc: str = "lm",
+    forward_hooks: tf.Hooks | None = None,
 ) -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed on ``train_ids`` (windows of L tokens); returns the final parameters (CPU) and the
     metrics (run, step, seed, …). ``diagnostics(model, params, tokens)``: extra columns on repeated random tokens
-    (``evals.score_batch`` of them, drawn whether or not it is given, so the evaluation data do not depend on it)."""
+    (``evals.score_batch`` of them, drawn whether or not it is given, so the evaluation data do not depend on it).
+    ``hooks``: loop hooks (interventions, loggers); ``forward_hooks``: the model's forward hooks in every loss and
+    evaluation (the ablations among the interventions, :func:`inductionlab.train.interventions.forward_hooks`)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
@@ -115,12 +121,12 @@ def fit_lm(
 
     def loss(theta: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         with autocast():
-            return token_losses(model, views(theta), tokens).mean((1, 2))
+            return token_losses(model, views(theta), tokens, forward_hooks).mean((1, 2))
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
         params = views(theta)
         with autocast():
-            losses = [(token_losses(model, params, x), m) for x, m in batches]
+            losses = [(token_losses(model, params, x, forward_hooks), m) for x, m in batches]
             row = {"val_loss": torch.stack([l.mean((1, 2)) for l, _ in losses]).mean(0).double().cpu().numpy()}
             if repeated:
                 rep = sum((l * m).sum((1, 2)) for l, m in losses) / sum(m.sum() for _, m in losses)
