@@ -8,10 +8,11 @@ The public API, on one screen (each name is imported when first used, so ``impor
                ChenConfig, HighDimConfig
     training   RunContext, Hook, JsonlLogger, FreezeColumns, ToyTrainConfig, train_toy, TrainConfig, train_autograd,
                fit_induction, fit_lm, StagedConfig, train_staged, SCBTrainConfig, train_scb
-    interventions  InterventionConfig, ClampColumns, AblateHeads (hooks of the loop)
+    interventions  InterventionConfig, ClampColumns, AblateHeads (hooks of the loop); loggers TensorBoardLogger,
+               WandbLogger
     theory     FlowProblem, solve_flow, PhaseTimes
     analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
-               direct_logit_attribution
+               direct_logit_attribution, to_hooked_transformer (TransformerLens)
     runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run, load_sweep
 """
 
@@ -45,6 +46,8 @@ _EXPORTS = {
     "InterventionConfig": "train.interventions",
     "ClampColumns": "train.interventions",
     "AblateHeads": "train.interventions",
+    "TensorBoardLogger": "train.hooks",
+    "WandbLogger": "train.hooks",
     "ToyTrainConfig": "train.toy",
     "train_toy": "train.toy",
     "TrainConfig": "train.autograd",
@@ -64,6 +67,7 @@ _EXPORTS = {
     "patch_heads": "analysis.ablation",
     "patch_layers": "analysis.ablation",
     "direct_logit_attribution": "analysis.ablation",
+    "to_hooked_transformer": "analysis.tl_export",
     "run_experiment": "runner",
     "run_sweep": "sweep",
     "load_sweep": "sweep",

@@ -9,6 +9,11 @@ the same run without it, on the same data and initialisation.
   t < t₀.  The 4-gram part does not depend on them (T_I does not move) and the induction head's emergence waits
   for their release (T_50 moves by ≈ t₀; less where the other parameters' progress during the hold speeds the
   escape).
+* **Transformer, layer-1 heads ablated** (a two-layer, two-head attention-only transformer with learnable slopes,
+  docs/conventions.md#wang-1, on random token sequences repeated twice, Adam): every layer-1 head's output zeroed
+  for the whole run.  Without a previous-token head there is nothing for an induction head to match: its score
+  should stay near its start, while the loss on the first, non-repeated copy (where nothing can be copied) is
+  unchanged.
 * **Chen model, the copier's RPE frozen** (stage c of the staged training, docs/conventions.md#chen-3-2): the
   selector's p_{1,2} with the RPE weights w frozen at the paper's initialisation (head h on lag h), and at a
   lag-agnostic one (w_+ = w_−: every head the same uniform average).
@@ -26,17 +31,23 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
+import torch.nn.functional as F
 
 from inductionlab import plots
+from inductionlab.analysis.heads import score_columns
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models import chen
+from inductionlab.models import transformer as tf
 from inductionlab.models.chen import ChenConfig
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.markov import MarkovConfig, datasets
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train import interventions as I
+from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.chen import StagedConfig, train_staged
 from inductionlab.train.toy import ToyTrainConfig
 
@@ -45,17 +56,21 @@ DESCRIPTION = (
     "Causal tests: toy layer 1 clamped, w_KQ held until t0, Chen copier RPE frozen — each beside its unintervened run"
 )
 FIGURE = "Wang et al. §5; Chen et al. §3"
-WALL = "~3.5 min"  # default preset, 2 cores (measured 204 s)
+WALL = "~6.5 min"  # default preset, 2 cores (measured 392 s)
 CPU_ONLY = "the toy and the Chen model train with steps bound by Python overhead, which a GPU does not remove"
 HEADLINE = (
     "toy_layer1_clamped.T_50",
     "toy_layer1_clamped.final_w_KQ",
     "toy_wkq_held.T_50_shift",
     "toy_wkq_held.T_I_shift",
+    "transformer_layer1_ablated.final_induction_score",
+    "transformer_layer1_ablated.baseline_final_induction_score",
     "chen_rpe_frozen.p_selected",
 )
 WKQ_SHIFT_TOLERANCE = 0.25  # |T_50 shift − t₀| ≤ 0.25 t₀: the other parameters keep moving during the hold
 T_I_TOLERANCE = 0.05  # |T_I shift| ≤ 0.05 t₀: the 4-gram phase does not wait for w_KQ
+SCORE_TOLERANCE = 0.1  # an ablated run's final induction score within 0.1 of its start: no induction head
+LOSS_TOLERANCE = 0.1  # nats: the first copy's loss (nothing to copy there) the same with and without layer 1
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,25 @@ class Config:
             stage1_steps=2000, stage2_steps=50_000, eval_size=20_000, eval_every=500, checkpoint_every=10_000
         )
     )
-    t0: float = 1000.0  # release time, t = lr × step
+    t0: float = 1000.0  # release time, t = lr × step (toy)
+    tf_model: tf.TransformerConfig = field(
+        default_factory=lambda: tf.TransformerConfig(
+            vocab=64, d_model=64, n_heads=2, readout="all", init_std=0.1, slope_init=0.01
+        )
+    )
+    tf_train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            optimizer="adam",
+            lr=0.003,
+            steps=7000,
+            batch_size=64,
+            eval_every=250,
+            eval_log_points=0,
+            checkpoint_every=1000,
+        )
+    )
+    tf_period: int = 12  # T: sequences of T random tokens, then the same T again
+    tf_eval_size: int = 256
     chen_task: MarkovConfig = field(default_factory=MarkovConfig)
     chen_model: ChenConfig = field(default_factory=lambda: ChenConfig(max_degree=2, loss="softmax_of_probs"))
     chen_train: StagedConfig = field(
@@ -91,6 +124,12 @@ class Config:
             f"got {self.t0}",
         )
         require(0 < self.chen_n_val < self.chen_n_samples, "chen_n_val", "must lie in 1..chen_n_samples − 1")
+        require(
+            self.tf_model.vocab > 0 and self.tf_model.readout == "all" and self.tf_model.n_layers == 2,
+            "tf_model",
+            "needs discrete tokens (vocab > 0), readout 'all' and 2 layers",
+        )
+        require(self.tf_period >= 2, "tf_period", f"must be ≥ 2, got {self.tf_period}")
 
     @property
     def t0_steps(self) -> int:
@@ -99,7 +138,13 @@ class Config:
 
 CONFIG = Config()
 PRESETS = {
-    "quick": {"train.stage2_steps": 40_000, "train.eval_size": 8192, "chen_train.epochs": "1000"},
+    "quick": {
+        "train.stage2_steps": 40_000,
+        "train.eval_size": 8192,
+        "chen_train.epochs": "1000",
+        "tf_train.steps": 5500,
+        "tf_train.eval_every": 500,
+    },
     "smoke": {
         "train.stage1_steps": 10,
         "train.stage2_steps": 60,
@@ -112,6 +157,13 @@ PRESETS = {
         "chen_n_samples": 120,
         "chen_n_val": 20,
         "chen_task.L": 20,
+        "tf_train.steps": 6,
+        "tf_train.eval_every": 3,
+        "tf_train.batch_size": 4,
+        "tf_model.d_model": 8,
+        "tf_model.vocab": 10,
+        "tf_period": 4,
+        "tf_eval_size": 8,
     },
 }
 
@@ -137,6 +189,43 @@ def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: 
         "final_w_KQ": float(layer2.groupby("run").w_KQ.last().mean()),
         "intervention": {k: list(v) for k, v in vars(intervention).items() if isinstance(v, tuple) and v},
     }
+
+
+def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
+    """Train the attention-only transformer on twice-repeated random tokens (one model per seed, each initialised
+    from its seed), with or without every layer-1 head ablated; metrics: the loss on the first copy, on the
+    copyable tokens of the second, and the head scores (:func:`inductionlab.analysis.heads.score_columns`)."""
+    model, T = cfg.tf_model, cfg.tf_period
+    parts = [tf.init_params(model, 1, torch.Generator().manual_seed(int(s))) for s in cfg.seeds]
+    theta0, views = pack({k: torch.cat([p[k] for p in parts]) for k in parts[0]})
+    entry = ("blocks.0.attn",) if ablate else ()
+    hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
+    fwd = I.forward_hooks(ablations)
+    held_out = repeated_random_tokens(cfg.tf_eval_size, T, 2, torch.Generator().manual_seed(2024), vocab=model.vocab)
+
+    def per_position(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x (B, 2T) → (S, B, 2T − 1)
+        logits = tf.forward(model, views(theta), x[:, :-1].unsqueeze(0), hooks=fwd)[0]
+        targets = x[:, 1:].expand(logits.shape[0], -1, -1)
+        return F.cross_entropy(logits.flatten(0, 2), targets.flatten(), reduction="none").view(targets.shape)
+
+    def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
+        losses = per_position(theta, held_out)
+        return {
+            "loss_first": losses[:, :, : T - 1].mean((1, 2)).double().numpy(),
+            "loss_repeated": losses[:, :, T:].mean((1, 2)).double().numpy(),  # x_{i+1} follows a copy of x_i
+            **score_columns(model, views(theta), held_out),
+        }
+
+    _, metrics = train(
+        cfg.tf_train,
+        theta0,
+        lambda theta, x: per_position(theta, x).mean((1, 2)),
+        lambda g: repeated_random_tokens(cfg.tf_train.batch_size, T, 2, g, vocab=model.vocab),
+        evaluate,
+        ctx.child("transformer_ablated" if ablate else "transformer", hooks=(*ctx.hooks, *hooks)),
+        desc="transformer, layer 1 ablated" if ablate else "transformer",
+    )
+    return metrics.assign(variant="layer 1 ablated" if ablate else "baseline")
 
 
 def _null(x: float) -> float | None:
@@ -185,6 +274,10 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         ),
     }
     chen_metrics, chen_summary = _chen(cfg, ctx)
+    tfm = pd.concat([_transformer(cfg, ctx, ablate) for ablate in (False, True)], ignore_index=True)
+    end = tfm[tfm.step == tfm.step.max()].groupby("variant").mean(numeric_only=True)
+    start = tfm[tfm.step == 0].groupby("variant").mean(numeric_only=True)
+    base, ablated = end.loc["baseline"], end.loc["layer 1 ablated"]
     budget = cfg.train.lr * (cfg.train.stage1_steps + cfg.train.stage2_steps)  # joint: one stage of both
     clamped, base_j, released = joint["clamped"], joint["baseline"], joint["released"]
     held, base_l = layerwise["held"], layerwise["baseline"]
@@ -207,27 +300,46 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             "baseline_T_50": _null(base_l["T_50"]),
             "baseline_T_I": _null(base_l["T_I"]),
         },
+        "transformer_layer1_ablated": {
+            "final_induction_score": float(ablated.induction_score),
+            "baseline_final_induction_score": float(base.induction_score),
+            "initial_induction_score": float(start.loc["layer 1 ablated"].induction_score),
+            "final_loss_first": float(ablated.loss_first),
+            "baseline_final_loss_first": float(base.loss_first),
+            "final_loss_repeated": float(ablated.loss_repeated),
+            "baseline_final_loss_repeated": float(base.loss_repeated),
+        },
         "chen_rpe_frozen": chen_summary,
         "checks": {
+            "layer1_ablated_no_induction_head": float(ablated.induction_score)
+            <= float(start.loc["layer 1 ablated"].induction_score) + SCORE_TOLERANCE
+            and float(base.induction_score) >= 0.5,
+            "layer1_ablated_first_copy_loss_unchanged": abs(float(ablated.loss_first - base.loss_first))
+            <= LOSS_TOLERANCE,
             "layer1_clamped_never_emerges": math.isnan(clamped["T_50"])
             and clamped["final_w_KQ"] < 10 * cfg.model.sigma_init,
             "wkq_held_T_50_shift_near_t0": abs(t50_shift - cfg.t0) <= WKQ_SHIFT_TOLERANCE * cfg.t0,
             "wkq_held_T_I_unchanged": abs(ti_shift) <= T_I_TOLERANCE * cfg.t0,
             "chen_rpe_frozen_below_0.99": chen_summary["p_selected"] < 0.99,
         },
-        "tolerances": {"T_50_shift": f"|shift − t0| ≤ {WKQ_SHIFT_TOLERANCE} t0", "T_I_shift": f"≤ {T_I_TOLERANCE} t0"},
+        "tolerances": {
+            "T_50_shift": f"|shift − t0| ≤ {WKQ_SHIFT_TOLERANCE} t0",
+            "T_I_shift": f"≤ {T_I_TOLERANCE} t0",
+            "induction_score": f"ablated ≤ its start + {SCORE_TOLERANCE}, unablated ≥ 0.5",
+            "loss_first": f"|ablated − unablated| ≤ {LOSS_TOLERANCE} nats",
+        },
         "interventions": {
             v["metrics"].variant.iloc[0]: v["intervention"] for v in (*joint.values(), *layerwise.values())
         },
     }
     toy_metrics = pd.concat([v["metrics"] for v in (*joint.values(), *layerwise.values())], ignore_index=True)
-    return Results({"metrics": toy_metrics, "chen": chen_metrics}, summary)
+    return Results({"metrics": toy_metrics, "chen": chen_metrics, "transformer": tfm}, summary)
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     m, s = results.tables["metrics"], results.summary
     t0 = float(s["t0"])
-    fig, axes = plots.subplots(3, width=4.4, height=3.6)
+    fig, axes = plots.subplots(2, 2, width=5.2, height=3.8)
     panels = (("joint", axes[0], "joint training: layer 1 (p̃) clamped"), ("layerwise", axes[1], "layerwise: w_KQ held"))
     styles = ["-", "--", ":"]
     for prefix, ax, title in panels:
@@ -251,9 +363,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     cx = axes[2]
     c = results.tables["chen"]
     label = chen.subset_label((0, 1))
-    for style, (variant, g) in zip(styles, c.groupby("variant", sort=False)):
+    for k, (style, (variant, g)) in enumerate(zip(styles, c.groupby("variant", sort=False))):
         mean = g.groupby("epoch")[f"p_{label}"].mean()
-        cx.plot(np.maximum(mean.index, 1), mean.values, style, color="C0", label=f"RPE {variant.replace('_', ' ')}")
+        cx.plot(np.maximum(mean.index, 1), mean.values, style, color=f"C{k}", label=f"RPE {variant.replace('_', ' ')}")
     cx.axhline(0.99, color="0.5", lw=0.8, ls=":")
     cx.set_xscale("log")
     cx.set_xlabel("epoch (stage c)"), cx.set_ylabel(f"selector $p_{{{label[1:-1]}}}$")
@@ -264,4 +376,16 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         fontsize=8,
     )
     cx.legend(fontsize=7)
+    dx, t = axes[3], results.tables.get("transformer")
+    if t is not None and len(t):
+        lx = dx.twinx()
+        for style, (variant, g) in zip(styles, t.groupby("variant", sort=False)):
+            mean = g.groupby("step")[["induction_score", "loss_repeated"]].mean()
+            dx.plot(mean.index, mean.induction_score, style, color="C3", label=f"{variant}: induction score")
+            lx.plot(mean.index, mean.loss_repeated, style, color="C7", label=f"{variant}: loss on copyable tokens")
+        dx.set_xlabel("step"), dx.set_ylabel("induction score (best layer-2 head)")
+        lx.set_ylabel("cross-entropy on copyable tokens (nats)")
+        dx.set_title("transformer: layer-1 heads ablated", fontsize=9)
+        lines = dx.get_legend_handles_labels(), lx.get_legend_handles_labels()
+        dx.legend(lines[0][0] + lines[1][0], lines[0][1] + lines[1][1], fontsize=6, loc="center left")
     return [plots.save(fig, Path(out_dir) / "interventions.png")]
