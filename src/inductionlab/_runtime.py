@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import os
 import signal
 import threading
 
@@ -43,17 +44,21 @@ def _tune_allocator() -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
-def worker_init() -> None:
+def worker_init(parent: int | None = None) -> None:
     """Initialiser of a sweep's worker processes: one torch thread, the tuned allocator, and — on Linux — a
     request to the kernel to kill this worker when its parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so a
-    killed sweep leaves no orphan finishing jobs behind it.  Elsewhere the workers notice at their next job."""
-    tune_process()
+    killed sweep leaves no orphan finishing jobs behind it.  Elsewhere the workers notice at their next job.
+    ``parent``: the sweep's pid; a worker that starts after its parent already died (a spawned worker still
+    importing when the sweep is killed: the kernel request comes too late for it) exits at once."""
     name = ctypes.util.find_library("c")
     if name is not None and hasattr(signal, "SIGKILL"):
         try:
             ctypes.CDLL(name).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         except (OSError, AttributeError):
             pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+    tune_process()
 
 
 def native_bf16(device: str = "cpu") -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -198,7 +199,9 @@ def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool) -> None
                     },
                 )
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init, initargs=(os.getpid(),)
+    ) as pool:
         futures = {pool.submit(run_job, j): j for j in jobs}
         for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
             job = futures[fut]
