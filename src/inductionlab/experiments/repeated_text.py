@@ -130,8 +130,11 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tuple[pd.DataFrame, dict]:
     """Each head zero-ablated alone (:func:`inductionlab.analysis.ablation.head_ablation`) on repeated random tokens
     (period ``eval.score_period``, drawn from ``eval.seed`` + 1): the loss change overall and on the copyable
-    positions (the second copy), beside the head's induction score; and whether the head whose ablation costs
-    copying most is the head with the top induction score (run 0)."""
+    positions (the second copy), beside the head's induction score; and whether the last-layer head whose ablation
+    costs copying most is the head with the top induction score (run 0).  Compared within the last layer: ablating
+    the layer-1 previous-token head also removes copying (it feeds the induction head's keys), and measured it
+    costs about as much (2.12 against 2.11 nats at the default), so over all heads the top is either of the two;
+    ``top_ablation_overall_is_top_induction`` reports that comparison too."""
     T = cfg.eval.score_period
     tokens = repeated_random_tokens(
         cfg.eval.score_batch, T, 2, torch.Generator().manual_seed(cfg.eval.seed + 1), vocab=model.vocab
@@ -160,12 +163,17 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
         }
     )
     first = table[table.run == 0]
-    top_ablation = first.loc[first.loss_change_repeated.idxmax(), ["layer", "head"]].astype(int).tolist()
-    top_induction = first.loc[first.induction_score.idxmax(), ["layer", "head"]].astype(int).tolist()
+    last = first[first.layer == n_layers - 1]
+
+    def top(rows: pd.DataFrame, column: str) -> list[int]:
+        return rows.loc[rows[column].idxmax(), ["layer", "head"]].astype(int).tolist()
+
     return table, {
-        "top_ablation_head": top_ablation,
-        "top_induction_head": top_induction,
-        "top_ablation_is_top_induction": top_ablation == top_induction,
+        "top_ablation_head": top(first, "loss_change_repeated"),
+        "top_ablation_head_last_layer": top(last, "loss_change_repeated"),
+        "top_induction_head": top(first, "induction_score"),
+        "top_ablation_is_top_induction": top(last, "loss_change_repeated") == top(first, "induction_score"),
+        "top_ablation_overall_is_top_induction": top(first, "loss_change_repeated") == top(first, "induction_score"),
     }
 
 
@@ -186,22 +194,21 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     if table is not None and len(table):
         mean = table.groupby(["layer", "head"])[["loss_change_repeated", "induction_score"]].mean()
         grid = mean.loss_change_repeated.unstack("head")  # (layers, heads)
-        fig, (ax,) = plots.subplots(1, width=1.6 + 1.1 * grid.shape[1], height=1.4 + 1.0 * grid.shape[0])
+        fig, (ax,) = plots.subplots(1, width=2.6 + 1.3 * grid.shape[1], height=1.6 + 1.0 * grid.shape[0])
         image = ax.imshow(grid.to_numpy(), cmap="viridis", aspect="auto")
+        middle = float(np.nanmean(grid.to_numpy()))
         for (l, h), row in mean.iterrows():
-            ax.text(
-                h,
-                l,
-                f"Δ {row.loss_change_repeated:.2f}\nind {row.induction_score:.2f}",
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="w",
-            )
+            text = f"Δ {row.loss_change_repeated:.2f}\ninduction {row.induction_score:.2f}"
+            color = "k" if row.loss_change_repeated > middle else "w"
+            ax.text(h, l, text, ha="center", va="center", fontsize=7, color=color)
         ax.set_xticks(range(grid.shape[1]), [f"head {h}" for h in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [f"layer {l}" for l in grid.index])
         fig.colorbar(image, ax=ax, label="loss change on repeated tokens (nats)")
-        top, ind = results.summary.get("top_ablation_head"), results.summary.get("top_induction_head")
-        ax.set_title(f"zero ablation, run 0: top (layer, head) {top}, top induction head {ind}", fontsize=8)
+        s = results.summary
+        ax.set_title(
+            f"zero ablation, run 0 (layer, head):\ntop overall {s.get('top_ablation_head')}, "
+            f"top in the last layer {s.get('top_ablation_head_last_layer')}, top induction {s.get('top_induction_head')}",
+            fontsize=8,
+        )
         paths.append(plots.save(fig, Path(out_dir) / "repeated_text_ablation.png"))
     return paths
