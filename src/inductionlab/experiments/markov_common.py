@@ -108,6 +108,8 @@ def run_variants(
         runs[label] = summarize(model, task, params, metrics, val_tokens)
     headline = runs[variants[0][0]]
     summary = {k: headline[k] for k in ("p_selected", "a_log_slope", "gih_argmax_agreement")} | {"runs": runs}
+    if intervene:
+        summary["interventions"] = {k: list(v) for k, v in vars(intervene).items() if isinstance(v, tuple) and v}
     return Results({"metrics": pd.concat(tables, ignore_index=True), "rpe": pd.concat(rpe, ignore_index=True)}, summary)
 
 
@@ -161,7 +163,8 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
         ax[4].set(xlabel="epoch", ylabel="loss", title="train and validation loss")
         ax[4].legend(fontsize=7)
         ax[5].axis("off")
-        ax[5].text(0.02, 0.95, _numbers(s), va="top", fontsize=8, family="monospace", transform=ax[5].transAxes)
+        text = _numbers(s) + _interventions(results.summary.get("interventions"))
+        ax[5].text(0.02, 0.95, text, va="top", fontsize=8, family="monospace", transform=ax[5].transAxes)
     paths = [plots.save(fig, Path(out_dir) / f"{name}.png")]
     paths.append(
         _attention_maps(
@@ -181,6 +184,15 @@ def _numbers(s: dict) -> str:
     ]
     lines += [f"  {k:<16} {v:.3f}" for k, v in s["p_selected"].items()]
     return "\n".join(lines)
+
+
+def _interventions(entries: dict | None) -> str:
+    """The run's interventions (windows in epochs of each stage) for the numbers panel."""
+    if not entries:
+        return ""
+    return "\ninterventions (epochs of each stage):\n" + "\n".join(
+        f"  {kind} {entry}" for kind, values in entries.items() if kind != "ablate_mode" for entry in values
+    )
 
 
 def _attention_maps(rpe: pd.DataFrame, path: Path, n: int = 10) -> Path:

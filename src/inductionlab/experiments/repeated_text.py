@@ -42,6 +42,7 @@ from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments.text_common import (
     SMOKE,
     Config,
+    intervention_windows,
     norm_times,
     plot_norms,
     plot_scores,
@@ -124,7 +125,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             )
         },
     }
-    return Results({"metrics": metrics, "ablation": ablation}, summary | top)
+    return Results({"metrics": metrics, "ablation": ablation}, summary | top | intervention_windows(cfg))
 
 
 def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tuple[pd.DataFrame, dict]:
@@ -186,6 +187,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         if not math.isnan(plots.num(s[key])):
             ax.axvline(s[key], color="grey", ls=style, label=f"{key} = {s[key]:.0f}")
     ax.set(xlabel="step", ylabel="cross-entropy (validation)", title="repeated text")
+    plots.mark_windows(ax, s.get("intervention_windows"), float(mean.index.max()))
     ax.legend(fontsize=7)
     plot_norms(bx, mean, s)
     plot_scores(cx, mean)

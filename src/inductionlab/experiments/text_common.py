@@ -20,7 +20,7 @@ from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
 from inductionlab.train.autograd import TrainConfig
-from inductionlab.train.interventions import InterventionConfig, build, forward_hooks, transformer_family
+from inductionlab.train.interventions import InterventionConfig, build, forward_hooks, transformer_family, windows
 from inductionlab.train.text import EvalConfig, fit_lm
 
 LM_MODEL = TransformerConfig(
@@ -67,6 +67,11 @@ def use_bf16(cfg: Config) -> bool:
     """bf16 autocast on or off: ``auto`` chooses it where the device computes bf16 natively (a CPU without
     AVX512-BF16 emulates it, about 8× slower than float32)."""
     return cfg.bf16 == "on" or (cfg.bf16 == "auto" and native_bf16(cfg.device))
+
+
+def intervention_windows(cfg: Config) -> dict:
+    """The summary entry ``intervention_windows`` (steps [start, stop or None]) when the run has interventions."""
+    return {"intervention_windows": [list(w) for w in windows(cfg.intervene)]} if cfg.intervene else {}
 
 
 def train_on_text(

@@ -238,10 +238,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     t_end = float(st2.t.max())
     for ax, cols, title, ylabel in zip(axes, panels, titles, ylabels):
         plots.shade_phases(ax, spans, labels=ax is axes[0])
-        for k, (a, b) in enumerate(s.get("intervention_windows_t", [])):
-            ax.axvspan(
-                a, min(b, t_end), fill=False, hatch="//", ec="0.4", lw=0, label="intervention" if k == 0 else None
-            )
+        plots.mark_windows(ax, s.get("intervention_windows_t"), t_end)
         for col in cols:
             _curves(ax, st2, col, color=plots.CURVE_COLORS[col], label=f"{SYMBOLS[col]} (SGD)")
             for method, style in (("closed", "--"), ("exact", ":")):

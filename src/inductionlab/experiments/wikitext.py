@@ -25,6 +25,7 @@ from inductionlab.analysis.phases import plateau
 from inductionlab.experiments.text_common import (
     SMOKE,
     Config,
+    intervention_windows,
     norm_times,
     plot_norms,
     plot_scores,
@@ -83,7 +84,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         "initial_wkq_norm": float(mean.wkq_norm.iloc[0]),
         "wkq_relative_growth": float(mean.wkq_norm.iloc[-1] / mean.wkq_norm.iloc[0] - 1),
     }
-    return Results({"metrics": metrics}, summary)
+    return Results({"metrics": metrics}, summary | intervention_windows(cfg))
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
@@ -94,6 +95,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     if not math.isnan(lo):
         ax.axvspan(lo, hi, color=plots.PHASE_COLORS[1], alpha=0.7, lw=0, label="detected plateau")
     ax.set(xlabel="step", ylabel="cross-entropy", title=f"WikiText-2 (vocabulary {s['vocab_size']})")
+    plots.mark_windows(ax, s.get("intervention_windows"), float(mean.index.max()))
     ax.legend(fontsize=7)
     plot_norms(bx, mean, s)
     plot_scores(cx, mean)

@@ -64,6 +64,13 @@ def save(fig, path: Path) -> Path:
     return path
 
 
+def mark_windows(ax, windows: list, x_end: float) -> None:
+    """Hatch the intervention windows [start, stop] (stop None: to ``x_end``) on ``ax``, labelled once."""
+    for k, (start, stop) in enumerate(windows or []):
+        end = x_end if stop is None else min(stop, x_end)
+        ax.axvspan(start, end, fill=False, hatch="//", ec="0.4", lw=0, label="intervention" if k == 0 else None)
+
+
 def seed_band(ax, x, values, color, label: str | None = None, faint: bool = True, marker: str | None = None) -> None:
     """Mean over seeds as a line, a band of ± one standard deviation, and each seed faint; ``values`` is a
     (seeds, len(x)) array-like (NaN allowed)."""
