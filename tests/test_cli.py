@@ -102,3 +102,27 @@ def test_a_diverging_run_stops_with_a_message_and_keeps_its_checkpoint(tmp_path,
     err = capsys.readouterr().err
     assert "NaN/inf" in err and "Lower train.lr" in err and "Traceback" not in err
     assert (out / "checkpoints" / "ckpt.pt").exists()
+
+
+def test_interventions_from_the_command_line_are_recorded_and_act(tmp_path, capsys):
+    """--intervene.* reaches the trainer (w_Q, w_K held at 0.02 throughout), config.json records it, the figure
+    is drawn with an open window, and an entry the model cannot take fails with exit 2 naming what does."""
+    out = tmp_path / "held"
+    argv = ["run", "lazy-to-rich", "--preset", "smoke", "--no-progress", "--intervene.clamp", "w_KQ=0.02"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert json.loads((out / "config.json").read_text())["intervene"]["clamp"] == ["w_KQ=0.02"]
+    metrics = load_run(out).tables["metrics"]
+    assert (metrics[metrics.stage == "II"].w_Q.round(6) == 0.02).all()
+    assert (out / "lazy_to_rich.png").exists()
+    bad = [
+        "run",
+        "lazy-to-rich",
+        "--preset",
+        "smoke",
+        "--intervene.ablate",
+        "blocks.0.attn",
+        "--out",
+        str(tmp_path / "b"),
+    ]
+    assert main(bad) == 2
+    assert "applies to the general transformer" in capsys.readouterr().err
