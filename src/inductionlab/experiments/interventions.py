@@ -5,15 +5,13 @@ the same run without it, on the same data and initialisation.
   at its initial value σ_init for the whole run, and clamped only until t₀.  Wang et al.'s explanation: the
   induction head needs layer 1 to become a previous-token head first (y_s ≈ x_{s−1}); with p̃ small layer 1
   averages the past, so w_KQ has nothing to match and should stay at its initial order.
-* **Toy, w_KQ held until t₀** (layerwise, Stage II on the ideal layer 1): w_Q and w_K frozen at σ_init for
-  t < t₀.  The 4-gram part does not depend on them (T_I does not move) and the induction head's emergence waits
-  for their release (T_50 moves by ≈ t₀; less where the other parameters' progress during the hold speeds the
-  escape).
-* **Transformer, layer-1 heads ablated** (a two-layer, two-head attention-only transformer with learnable slopes,
-  docs/conventions.md#wang-1, on random token sequences repeated twice, Adam): every layer-1 head's output zeroed
-  for the whole run.  Without a previous-token head there is nothing for an induction head to match: its score
-  should stay near its start, while the loss on the first, non-repeated copy (where nothing can be copied) is
-  unchanged.
+* **Toy, w_KQ held until t₀** (layerwise, Stage II on the ideal layer 1): w_Q, w_K frozen at σ_init for t < t₀.
+  The 4-gram part does not depend on them (T_I does not move); emergence waits for their release (T_50 moves by
+  ≈ t₀, less where the other parameters' progress during the hold speeds the escape).
+* **Transformer, layer-1 heads ablated** (two layers × two attention-only heads with learnable slopes,
+  docs/conventions.md#wang-1; random tokens repeated twice; Adam): every layer-1 head's output zeroed.  With no
+  previous-token head an induction head has nothing to match: its score should stay near its start, and the loss
+  on the first copy (nothing to copy there) should not change.
 * **Chen model, the copier's RPE frozen** (stage c of the staged training, docs/conventions.md#chen-3-2): the
   selector's p_{1,2} with the RPE weights w frozen at the paper's initialisation (head h on lag h), and at a
   lag-agnostic one (w_+ = w_−: every head the same uniform average).
@@ -258,6 +256,61 @@ def _chen(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict]:
     return pd.concat(tables, ignore_index=True), summary
 
 
+def _toy_summary(cfg: Config, joint: dict, layerwise: dict) -> tuple[dict, dict]:
+    """The two toy sections of ``summary.json`` and their checks."""
+    clamped, base_j, released = joint["clamped"], joint["baseline"], joint["released"]
+    held, base_l = layerwise["held"], layerwise["baseline"]
+    t50_shift, ti_shift = held["T_50"] - base_l["T_50"], held["T_I"] - base_l["T_I"]
+    sections = {
+        "toy_layer1_clamped": {
+            "T_50": _null(clamped["T_50"]),
+            "final_w_KQ": clamped["final_w_KQ"],
+            "budget_t": cfg.train.lr * (cfg.train.stage1_steps + cfg.train.stage2_steps),  # joint: one stage
+            "baseline_T_50": _null(base_j["T_50"]),
+            "baseline_final_w_KQ": base_j["final_w_KQ"],
+            "released_T_50": _null(released["T_50"]),
+            "released_T_50_shift": _null(released["T_50"] - base_j["T_50"]),
+        },
+        "toy_wkq_held": {
+            "t0": cfg.t0,
+            "T_50_shift": _null(t50_shift),
+            "T_I_shift": _null(ti_shift),
+            "baseline_T_50": _null(base_l["T_50"]),
+            "baseline_T_I": _null(base_l["T_I"]),
+        },
+    }
+    checks = {
+        "layer1_clamped_never_emerges": math.isnan(clamped["T_50"])
+        and clamped["final_w_KQ"] < 10 * cfg.model.sigma_init,
+        "wkq_held_T_50_shift_near_t0": abs(t50_shift - cfg.t0) <= WKQ_SHIFT_TOLERANCE * cfg.t0,
+        "wkq_held_T_I_unchanged": abs(ti_shift) <= T_I_TOLERANCE * cfg.t0,
+    }
+    return sections, checks
+
+
+def _transformer_summary(tfm: pd.DataFrame) -> tuple[dict, dict]:
+    """The transformer section of ``summary.json`` (means over runs) and its checks."""
+    end = tfm[tfm.step == tfm.step.max()].groupby("variant").mean(numeric_only=True)
+    start = tfm[tfm.step == 0].groupby("variant").mean(numeric_only=True).loc["layer 1 ablated"]
+    base, ablated = end.loc["baseline"], end.loc["layer 1 ablated"]
+    section = {
+        "final_induction_score": float(ablated.induction_score),
+        "baseline_final_induction_score": float(base.induction_score),
+        "initial_induction_score": float(start.induction_score),
+        "final_loss_first": float(ablated.loss_first),
+        "baseline_final_loss_first": float(base.loss_first),
+        "final_loss_repeated": float(ablated.loss_repeated),
+        "baseline_final_loss_repeated": float(base.loss_repeated),
+    }
+    checks = {
+        "layer1_ablated_no_induction_head": section["final_induction_score"]
+        <= section["initial_induction_score"] + SCORE_TOLERANCE
+        and section["baseline_final_induction_score"] >= 0.5,
+        "layer1_ablated_first_copy_loss_unchanged": abs(float(ablated.loss_first - base.loss_first)) <= LOSS_TOLERANCE,
+    }
+    return section, checks
+
+
 def run(cfg: Config, ctx: RunContext) -> Results:
     window = f"@0:{cfg.t0_steps}"
     joint = {
@@ -275,64 +328,24 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     }
     chen_metrics, chen_summary = _chen(cfg, ctx)
     tfm = pd.concat([_transformer(cfg, ctx, ablate) for ablate in (False, True)], ignore_index=True)
-    end = tfm[tfm.step == tfm.step.max()].groupby("variant").mean(numeric_only=True)
-    start = tfm[tfm.step == 0].groupby("variant").mean(numeric_only=True)
-    base, ablated = end.loc["baseline"], end.loc["layer 1 ablated"]
-    budget = cfg.train.lr * (cfg.train.stage1_steps + cfg.train.stage2_steps)  # joint: one stage of both
-    clamped, base_j, released = joint["clamped"], joint["baseline"], joint["released"]
-    held, base_l = layerwise["held"], layerwise["baseline"]
-    t50_shift, ti_shift = held["T_50"] - base_l["T_50"], held["T_I"] - base_l["T_I"]
+    toy_sections, toy_checks = _toy_summary(cfg, joint, layerwise)
+    tf_section, tf_checks = _transformer_summary(tfm)
+    toys = (*joint.values(), *layerwise.values())
     summary = {
         "t0": cfg.t0,
-        "toy_layer1_clamped": {
-            "T_50": _null(clamped["T_50"]),
-            "final_w_KQ": clamped["final_w_KQ"],
-            "budget_t": budget,
-            "baseline_T_50": _null(base_j["T_50"]),
-            "baseline_final_w_KQ": base_j["final_w_KQ"],
-            "released_T_50": _null(released["T_50"]),
-            "released_T_50_shift": _null(released["T_50"] - base_j["T_50"]),
-        },
-        "toy_wkq_held": {
-            "t0": cfg.t0,
-            "T_50_shift": _null(t50_shift),
-            "T_I_shift": _null(ti_shift),
-            "baseline_T_50": _null(base_l["T_50"]),
-            "baseline_T_I": _null(base_l["T_I"]),
-        },
-        "transformer_layer1_ablated": {
-            "final_induction_score": float(ablated.induction_score),
-            "baseline_final_induction_score": float(base.induction_score),
-            "initial_induction_score": float(start.loc["layer 1 ablated"].induction_score),
-            "final_loss_first": float(ablated.loss_first),
-            "baseline_final_loss_first": float(base.loss_first),
-            "final_loss_repeated": float(ablated.loss_repeated),
-            "baseline_final_loss_repeated": float(base.loss_repeated),
-        },
+        **toy_sections,
+        "transformer_layer1_ablated": tf_section,
         "chen_rpe_frozen": chen_summary,
-        "checks": {
-            "layer1_ablated_no_induction_head": float(ablated.induction_score)
-            <= float(start.loc["layer 1 ablated"].induction_score) + SCORE_TOLERANCE
-            and float(base.induction_score) >= 0.5,
-            "layer1_ablated_first_copy_loss_unchanged": abs(float(ablated.loss_first - base.loss_first))
-            <= LOSS_TOLERANCE,
-            "layer1_clamped_never_emerges": math.isnan(clamped["T_50"])
-            and clamped["final_w_KQ"] < 10 * cfg.model.sigma_init,
-            "wkq_held_T_50_shift_near_t0": abs(t50_shift - cfg.t0) <= WKQ_SHIFT_TOLERANCE * cfg.t0,
-            "wkq_held_T_I_unchanged": abs(ti_shift) <= T_I_TOLERANCE * cfg.t0,
-            "chen_rpe_frozen_below_0.99": chen_summary["p_selected"] < 0.99,
-        },
+        "checks": {**tf_checks, **toy_checks, "chen_rpe_frozen_below_0.99": chen_summary["p_selected"] < 0.99},
         "tolerances": {
             "T_50_shift": f"|shift − t0| ≤ {WKQ_SHIFT_TOLERANCE} t0",
             "T_I_shift": f"≤ {T_I_TOLERANCE} t0",
             "induction_score": f"ablated ≤ its start + {SCORE_TOLERANCE}, unablated ≥ 0.5",
             "loss_first": f"|ablated − unablated| ≤ {LOSS_TOLERANCE} nats",
         },
-        "interventions": {
-            v["metrics"].variant.iloc[0]: v["intervention"] for v in (*joint.values(), *layerwise.values())
-        },
+        "interventions": {v["metrics"].variant.iloc[0]: v["intervention"] for v in toys},
     }
-    toy_metrics = pd.concat([v["metrics"] for v in (*joint.values(), *layerwise.values())], ignore_index=True)
+    toy_metrics = pd.concat([v["metrics"] for v in toys], ignore_index=True)
     return Results({"metrics": toy_metrics, "chen": chen_metrics, "transformer": tfm}, summary)
 
 
@@ -343,21 +356,13 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     panels = (("joint", axes[0], "joint training: layer 1 (p̃) clamped"), ("layerwise", axes[1], "layerwise: w_KQ held"))
     styles = ["-", "--", ":"]
     for prefix, ax, title in panels:
-        for style, (variant, g) in zip(
-            styles, ((v, g) for v, g in m.groupby("variant", sort=False) if v.startswith(prefix))
-        ):
+        variants = [(v, g) for v, g in m.groupby("variant", sort=False) if v.startswith(prefix)]
+        for style, (variant, g) in zip(styles, variants):
             mean = g.groupby("t")[["loss_IH2", "w_KQ"]].mean()
-            ax.semilogy(
-                mean.index,
-                mean.loss_IH2,
-                style,
-                color=plots.CURVE_COLORS["loss_IH2"],
-                label=f"{variant}: " + r"$\mathcal{L}_{IH_2}$",
-            )
-            ax.semilogy(mean.index, mean.w_KQ, style, color=plots.CURVE_COLORS["w_KQ"], label=f"{variant}: $w_{{KQ}}$")
+            for col, symbol in (("loss_IH2", r"$\mathcal{L}_{IH_2}$"), ("w_KQ", "$w_{KQ}$")):
+                ax.semilogy(mean.index, mean[col], style, color=plots.CURVE_COLORS[col], label=f"{variant}: {symbol}")
         ax.axvspan(0, t0, color="0.85", zorder=0, label=f"intervention window t < t0 = {t0:g}")
-        ax.set_xlabel("t = lr × step (layer-2 training)")
-        ax.set_ylabel(r"$\mathcal{L}_{IH_2}$, $w_{KQ}$")
+        ax.set(xlabel="t = lr × step (layer-2 training)", ylabel=r"$\mathcal{L}_{IH_2}$, $w_{KQ}$")
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=6)
     cx = axes[2]

@@ -105,9 +105,8 @@ def fit_lm(
 ) -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed on ``train_ids`` (windows of L tokens); returns the final parameters (CPU) and the
     metrics (run, step, seed, …). ``diagnostics(model, params, tokens)``: extra columns on repeated random tokens
-    (``evals.score_batch`` of them, drawn whether or not it is given, so the evaluation data do not depend on it).
-    ``hooks``: loop hooks (interventions, loggers); ``forward_hooks``: the model's forward hooks in every loss and
-    evaluation (the ablations among the interventions, :func:`inductionlab.train.interventions.forward_hooks`)."""
+    (``evals.score_batch`` of them, drawn whether or not it is given).  ``forward_hooks``: the model's forward
+    hooks in every loss and evaluation (ablations, :func:`inductionlab.train.interventions.forward_hooks`)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
@@ -137,12 +136,8 @@ def fit_lm(
         return row | weight_norms(model, params)
 
     def sample(g: torch.Generator) -> torch.Tensor:
-        x = (
-            repeated_chunks(train_ids, L + 1, cfg.batch_size, g)[0]
-            if repeated
-            else random_chunks(train_ids, L, cfg.batch_size, g)
-        )
-        return x.to(dev)
+        B = cfg.batch_size
+        return (repeated_chunks(train_ids, L + 1, B, g)[0] if repeated else random_chunks(train_ids, L, B, g)).to(dev)
 
     theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc)
     return (
