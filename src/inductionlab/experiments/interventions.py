@@ -194,8 +194,7 @@ def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
     from its seed), with or without every layer-1 head ablated; metrics: the loss on the first copy, on the
     copyable tokens of the second, and the head scores (:func:`inductionlab.analysis.heads.score_columns`)."""
     model, T = cfg.tf_model, cfg.tf_period
-    parts = [tf.init_params(model, 1, torch.Generator().manual_seed(int(s))) for s in cfg.seeds]
-    theta0, views = pack({k: torch.cat([p[k] for p in parts]) for k in parts[0]})
+    theta0, views = pack(tf.init_per_seed(model, cfg.seeds))
     entry = ("blocks.0.attn",) if ablate else ()
     hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
     fwd = I.forward_hooks(ablations)

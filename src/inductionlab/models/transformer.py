@@ -28,7 +28,7 @@ computes all L query positions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -146,6 +146,13 @@ def init_params(
         else:
             params[name] = torch.randn(n_runs, *shape, generator=generator, dtype=dtype) * cfg.init_std
     return params
+
+
+def init_per_seed(cfg: TransformerConfig, seeds: Sequence[int], dtype: torch.dtype = torch.float32) -> Params:
+    """One run per seed, each initialised (:func:`init_params`) from its own seed, so that a run does not depend on
+    the others on the run axis (docs/conventions.md#seeds)."""
+    parts = [init_params(cfg, 1, torch.Generator().manual_seed(int(s)), dtype) for s in seeds]
+    return {name: torch.cat([p[name] for p in parts]) for name in parts[0]}
 
 
 def zero_params(cfg: TransformerConfig, n_runs: int = 1, dtype: torch.dtype = torch.float64) -> Params:

@@ -111,9 +111,7 @@ def fit_lm(
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
     dev = torch.device(ctx.device)
-    gen = torch.Generator()
-    parts = [tf.init_params(model, 1, gen.manual_seed(int(s))) for s in seeds]  # each run's init from its seed
-    theta0, views = pack({k: torch.cat([p[k] for p in parts]).to(dev) for k in parts[0]})
+    theta0, views = pack({k: v.to(dev) for k, v in tf.init_per_seed(model, seeds).items()})
     batches, score_tokens = _evaluation_data(val_ids, L, cfg.batch_size, evals, repeated, model.vocab, dev)
 
     autocast = functools.partial(torch.autocast, dev.type, dtype=torch.bfloat16, enabled=bf16)

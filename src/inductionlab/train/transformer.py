@@ -40,12 +40,7 @@ def fit_induction(
     :func:`inductionlab.analysis.heads.probe_distance`) also ``probe_distance``: the probe of the layer-1
     residual stream at positions s = n..L of the first ``probe_size`` of them against the patches
     X_{s−n+1:s}."""
-    gen = torch.Generator()
-    params = {}
-    for s in seeds:  # each run's initialisation from its own seed, so a run does not depend on the others
-        one = tf.init_params(model, 1, gen.manual_seed(int(s)))
-        params = {k: torch.cat([params[k], v]) if k in params else v for k, v in one.items()}
-    theta0, views = pack(params)
+    theta0, views = pack(tf.init_per_seed(model, seeds))
     x_eval = sample_tokens(
         (eval_size, task.L, task.d), task.tokens, torch.Generator().manual_seed(eval_seed), torch.float32
     )
