@@ -32,15 +32,9 @@ Metric = Callable[[torch.Tensor], torch.Tensor]  # model output → (S,)
 
 def replace_heads(heads: list[int], mode: Literal["zero", "mean"]) -> Callable[[torch.Tensor], torch.Tensor]:
     """A ``hook_z`` hook (S, B, H, L, K) → same: the chosen heads' outputs replaced by zero, or by their mean over
-    the batch at each position (mean ablation)."""
+    the batch at each position (:func:`inductionlab.models.transformer.replace_heads`)."""
     require(mode in ("zero", "mean"), "mode", f"must be 'zero' or 'mean', got {mode!r}")
-
-    def hook(z: torch.Tensor) -> torch.Tensor:
-        z = z.clone()
-        z[:, :, heads] = 0.0 if mode == "zero" else z[:, :, heads].mean(1, keepdim=True)
-        return z
-
-    return hook
+    return lambda z: tf.replace_heads(z, heads, mode)
 
 
 def _mean(losses: torch.Tensor, where: torch.Tensor | None) -> torch.Tensor:

@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from inductionlab import plots
 from inductionlab.analysis.heads import score_columns
@@ -47,6 +46,7 @@ from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.chen import StagedConfig, train_staged
+from inductionlab.train.text import token_losses
 from inductionlab.train.toy import ToyTrainConfig
 
 NAME = "interventions"
@@ -185,7 +185,7 @@ def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: 
         "T_I": float(phases.T_I),
         "T_50": float(phases.T_50),
         "final_w_KQ": float(layer2.groupby("run").w_KQ.last().mean()),
-        "intervention": {k: list(v) for k, v in vars(intervention).items() if isinstance(v, tuple) and v},
+        "intervention": intervention.entries(),
     }
 
 
@@ -201,9 +201,7 @@ def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
     held_out = repeated_random_tokens(cfg.tf_eval_size, T, 2, torch.Generator().manual_seed(2024), vocab=model.vocab)
 
     def per_position(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x (B, 2T) → (S, B, 2T − 1)
-        logits = tf.forward(model, views(theta), x[:, :-1].unsqueeze(0), hooks=fwd)[0]
-        targets = x[:, 1:].expand(logits.shape[0], -1, -1)
-        return F.cross_entropy(logits.flatten(0, 2), targets.flatten(), reduction="none").view(targets.shape)
+        return token_losses(model, views(theta), x, fwd)
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
         losses = per_position(theta, held_out)

@@ -109,7 +109,7 @@ def run_variants(
     headline = runs[variants[0][0]]
     summary = {k: headline[k] for k in ("p_selected", "a_log_slope", "gih_argmax_agreement")} | {"runs": runs}
     if intervene:
-        summary["interventions"] = {k: list(v) for k, v in vars(intervene).items() if isinstance(v, tuple) and v}
+        summary["interventions"] = intervene.entries()
     return Results({"metrics": pd.concat(tables, ignore_index=True), "rpe": pd.concat(rpe, ignore_index=True)}, summary)
 
 
@@ -191,7 +191,7 @@ def _interventions(entries: dict | None) -> str:
     if not entries:
         return ""
     return "\ninterventions (epochs of each stage):\n" + "\n".join(
-        f"  {kind} {entry}" for kind, values in entries.items() if kind != "ablate_mode" for entry in values
+        f"  {kind} {entry}" for kind, values in entries.items() for entry in values
     )
 
 

@@ -113,6 +113,15 @@ def _hook(hooks: Hooks | None, name: str, value: torch.Tensor) -> torch.Tensor:
     return hooks[name](value) if hooks and name in hooks else value
 
 
+def replace_heads(z: torch.Tensor, heads: Sequence[int], mode: Literal["zero", "mean"]) -> torch.Tensor:
+    """Head outputs z (S, B, H, L, K) with the heads ``heads`` replaced by zero, or by their mean over the batch at
+    each position (zero / mean ablation, docs/conventions.md#mech); a new tensor."""
+    require(mode in ("zero", "mean"), "mode", f"must be 'zero' or 'mean', got {mode!r}")
+    z = z.clone()
+    z[:, :, list(heads)] = 0.0 if mode == "zero" else z[:, :, list(heads)].mean(1, keepdim=True)
+    return z
+
+
 def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
     """Name → shape without the run axis."""
     D, H, K = cfg.d_model, cfg.n_heads, cfg.K

@@ -84,6 +84,10 @@ class InterventionConfig:
     def __bool__(self) -> bool:
         return bool(self.freeze or self.clamp or self.ablate)
 
+    def entries(self) -> dict[str, list[str]]:
+        """The non-empty kinds and their entries, e.g. {"freeze": ["layer1@0:5000"]} (for summaries)."""
+        return {k: list(getattr(self, k)) for k in ("freeze", "clamp", "ablate") if getattr(self, k)}
+
 
 def columns(
     shapes: Mapping[str, tuple[int, ...]], entry: Entry, aliases: Mapping[str, Sequence[str]], key: str
@@ -144,10 +148,7 @@ class AblateHeads(Hook):
     def _replace(self, z: torch.Tensor) -> torch.Tensor:  # (S, B, H, L, K)
         if not self.active:
             return z
-        heads = list(range(z.shape[2])) if self.heads is None else list(self.heads)
-        z = z.clone()
-        z[:, :, heads] = 0.0 if self.mode == "zero" else z[:, :, heads].mean(1, keepdim=True)
-        return z
+        return tf.replace_heads(z, range(z.shape[2]) if self.heads is None else self.heads, self.mode)
 
     @property
     def forward_hooks(self) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:

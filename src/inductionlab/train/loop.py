@@ -314,8 +314,10 @@ def _run_stage(r: _Run, resumed: bool) -> None:
                     else f"interrupted in stage {stage.name} at step {step} (no checkpoint configured)"
                 )
         if step in evals:
-            for h in r.hooks:
-                h.before_evaluate(r._view(tensors))
+            if r.hooks:
+                view = r._view(tensors)
+                for h in r.hooks:
+                    h.before_evaluate(view)
             r.pending.append(stepper.evaluate(step))
         if step == stage.steps:
             break
