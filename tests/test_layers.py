@@ -17,7 +17,7 @@ LAYERS = [
     {"train"},
     {"analysis"},
     {"experiments"},
-    {"runner", "sweep", "sweep_report"},
+    {"runner", "sweep", "sweep_report", "claims_report", "reproduce"},
     {"cli", "__main__", "__init__"},
 ]
 

@@ -62,7 +62,7 @@ def run_experiment(
     if resume and not force and (out / SUMMARY).exists():
         return out  # finished already: nothing to resume
     if force:
-        _clear(out)
+        clear(out)
     fresh = not (out / CONFIG).exists()
     write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
     start = time.perf_counter()
@@ -73,7 +73,7 @@ def run_experiment(
         results = exp.run(cfg, ctx)
     except BaseException:
         if fresh and not any((out / "checkpoints").glob("*.pt")):
-            _clear(out)  # nothing to resume: leave no unfinished run behind
+            clear(out)  # nothing to resume: leave no unfinished run behind
         raise
     results.summary = {
         "experiment": name,
@@ -91,7 +91,7 @@ def _ours(path: Path) -> bool:
     return any(path.match(pattern) for pattern in OURS)
 
 
-def _clear(out: Path) -> None:
+def clear(out: Path) -> None:
     """Remove what a run of ours left in ``out`` (refusing if it holds anything else), and ``out`` if empty."""
     if not out.exists():
         return

@@ -74,6 +74,11 @@ def write_json(path: Path, data: Any) -> None:
     _atomic(Path(path), lambda tmp: Path(tmp).write_text(text + "\n"))
 
 
+def write_text(path: Path, text: str) -> None:
+    """Atomic UTF-8 text write."""
+    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
 def write_parquet(path: Path, df: pd.DataFrame) -> None:
     _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
 

@@ -102,7 +102,7 @@ def run_job(job: Job) -> dict[str, Any]:
     return {"hash": job.hash, "dir": Path(job.dir).name, "wall_seconds": time.perf_counter() - start}
 
 
-def _entries(manifest: Path) -> list[dict]:
+def manifest_entries(manifest: Path) -> list[dict]:
     """The manifest's entries; a damaged line (a sweep killed while writing it) is skipped with a warning — the job
     it described is then run again, never counted twice."""
     entries = []
@@ -121,7 +121,7 @@ def _done(out: Path) -> set[str]:
     done = set()
     manifest = out / MANIFEST
     if manifest.exists():
-        for entry in _entries(manifest):
+        for entry in manifest_entries(manifest):
             if entry.get("status") == "done" and (out / entry.get("dir", entry["hash"]) / SUMMARY).exists():
                 done.add(entry["hash"])
     return done
@@ -150,18 +150,8 @@ def run_sweep(
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid)})
-    if executor == "local" and workers <= 1:
-        jobs = [replace(j, threads=2) for j in jobs]
-    done = _done(out)
-    todo = [j for j in jobs if j.hash not in done]
-    for job in todo:
-        _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": Path(job.dir).name, "status": "submitted"})
-    if executor == "local":
-        _run_local(todo, out, workers, progress)
-    else:
-        _run_submitit(todo, out, executor, slurm or {}, progress)
+    failed = execute(jobs, out, workers, executor, slurm, progress)
     table = collect(out, jobs)
-    failed = _failed(out, {j.hash for j in todo})
     if failed:
         raise SweepError(
             f"{len(failed)} of {len(jobs)} jobs failed (the others finished; table: "
@@ -170,10 +160,34 @@ def run_sweep(
     return table
 
 
+def execute(
+    jobs: list[Job],
+    out: Path,
+    workers: int = 1,
+    executor: Executor = "local",
+    slurm: dict[str, Any] | None = None,
+    progress: bool = True,
+    desc: str = "sweep",
+) -> list[tuple[str, str]]:
+    """Run the jobs not yet marked done in ``out``'s manifest (with one worker, each gets both cores); return
+    (dir, error) of those that failed.  Shared by sweeps and ``reproduce``."""
+    if executor == "local" and workers <= 1:
+        jobs = [replace(j, threads=2) for j in jobs]
+    done = _done(out)
+    todo = [j for j in jobs if j.hash not in done]
+    for job in todo:
+        _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": Path(job.dir).name, "status": "submitted"})
+    if executor == "local":
+        _run_local(todo, out, workers, progress, desc)
+    else:
+        _run_submitit(todo, out, executor, slurm or {}, progress)
+    return _failed(out, {j.hash for j in todo})
+
+
 def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
     """(dir, error) of the jobs among ``hashes`` whose last manifest entry is a failure."""
     last: dict[str, dict] = {}
-    for entry in _entries(out / MANIFEST):
+    for entry in manifest_entries(out / MANIFEST):
         if entry.get("hash") in hashes:
             last[entry["hash"]] = {**last.get(entry["hash"], {}), **entry}
     return [(e.get("dir", h), e.get("error", "")) for h, e in last.items() if e.get("status") == "failed"]
@@ -183,9 +197,9 @@ class SweepError(RuntimeError):
     """Some jobs of a sweep failed (the others finished); the message lists them with their errors."""
 
 
-def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool) -> None:
+def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: str) -> None:
     if workers <= 1:
-        for job in tqdm(jobs, desc="sweep", disable=not progress):
+        for job in tqdm(jobs, desc=desc, disable=not progress):
             try:
                 _append(out, {**run_job(job), "status": "done"})
             except Exception as err:  # noqa: BLE001 - recorded; the other jobs go on, as with a process pool
@@ -203,7 +217,7 @@ def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool) -> None
         max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init, initargs=(os.getpid(),)
     ) as pool:
         futures = {pool.submit(run_job, j): j for j in jobs}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc="sweep", disable=not progress):
+        for fut in tqdm(as_completed(futures), total=len(futures), desc=desc, disable=not progress):
             job = futures[fut]
             try:
                 _append(out, {**fut.result(), "status": "done"})

@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
@@ -59,6 +60,27 @@ PRESETS = {
     "smoke": {"model.D": 8, "train.steps": 30, "train.batch_size": 64, "eval_size": 64, "train.eval_every": 10},
     "reading-b": {"model.reading": "B", "train.steps": 6000},
 }
+
+CLAIMS = (
+    Claim(
+        "wang-ws4-gd-plateau",
+        "wang",
+        "workshop Fig. 4",
+        "Online GD in D = 100 stays on the induction-head plateau",
+        "gd_ih_fraction_of_plateau",
+        "≈ 1 (on the plateau)",
+        Between(lo=0.9),
+    ),
+    Claim(
+        "wang-ws4-adam-escapes",
+        "wang",
+        "workshop Fig. 4",
+        "Adam escapes the plateau in the same budget",
+        "adam_ih_fraction_of_plateau",
+        "≪ 1",
+        Between(hi=0.01),
+    ),
+)
 
 
 def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:

@@ -21,6 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import generalized_induction_head, rbf, sample_tokens
@@ -81,6 +82,19 @@ PRESETS = {
         "heads_per_group": 4,
     },
 }
+
+CLAIMS = (
+    Claim(
+        "wang-thm4.4-rate",
+        "wang",
+        "Thm 4.4",
+        "The GIH_n construction's error falls with the FFN width m at least at the bound's rate m^{−γ/(2γ+1)}",
+        "measured_rate",
+        "measured rate / predicted ≥ 1",
+        Between(lo=1.0),
+        over="predicted_rate",
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

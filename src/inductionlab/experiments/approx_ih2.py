@@ -16,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Near
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
@@ -59,6 +60,27 @@ PRESETS = {
     "quick": {},  # the default already takes about a minute
     "smoke": {"L_values": "5,20", "n_samples": 8, "p_values": "1,2,7"},
 }
+
+CLAIMS = (
+    Claim(
+        "wang-thm4.1-bound",
+        "wang",
+        "Thm 4.1",
+        "The two-layer construction fits IH_2 within 4B³‖W*‖e^{−p}, at every L",
+        "max_error_over_bound",
+        "error / bound ≤ 1",
+        Between(hi=1.0),
+    ),
+    Claim(
+        "wang-thm4.1-rate",
+        "wang",
+        "Thm 4.1",
+        "The error decays like e^{−p} in the layer-1 slope, free of L",
+        "decay_rate_fit",
+        "rate 1",
+        Near(1.0, atol=0.1),
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

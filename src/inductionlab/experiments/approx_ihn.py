@@ -21,6 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
@@ -65,6 +66,36 @@ PRESETS = {
     "quick": {},  # the default already takes about a minute
     "smoke": {"n_values": "2,3", "heads_per_group": "1,4", "L_values": "8", "n_samples": 8, "pad": 10},
 }
+
+CLAIMS = (
+    Claim(
+        "wang-thm4.3-bound",
+        "wang",
+        "Thm 4.3",
+        "The H-head construction fits IH_n within the C/H^q bound",
+        "max_error_over_bound",
+        "error / bound ≤ 1",
+        Between(hi=1.0),
+    ),
+    Claim(
+        "wang-thm4.3-rate",
+        "wang",
+        "Thm 4.3",
+        "The error falls with H faster than a fixed power (C_q/H^q for every q)",
+        "power_law_q_fit.2",
+        "any q; fitted q ≥ 2",
+        Between(lo=2.0),
+    ),
+    Claim(
+        "wang-thm4.3-monotone",
+        "wang",
+        "Thm 4.3",
+        "More heads give a smaller error (n = 3)",
+        "error_decreases_with_H.3",
+        "decreasing in H",
+        Is(True),
+    ),
+)
 
 
 def _max_error(model_cfg, params, w_star, n, x, pad) -> tuple[float, float]:

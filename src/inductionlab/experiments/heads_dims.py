@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import Results, RunContext
@@ -65,6 +66,19 @@ PRESETS = {
     },
     "smoke": {"train.steps": 10, "train.eval_every": 5, "eval_size": 16, "task.L": 10, "train.batch_size": 8},
 }
+
+CLAIMS = (
+    Claim(
+        "wang-fig4-heads-dims",
+        "wang",
+        "Fig. 4",
+        "Enough heads and width are needed: H = D = 8 fits IH_4, H = D = 2 does not",
+        "final_loss.8x8",
+        "loss(8×8) ≤ 10% of loss(2×2)",
+        Between(hi=0.1),
+        over="final_loss.2x2",
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

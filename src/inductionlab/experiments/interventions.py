@@ -1,23 +1,17 @@
-"""The papers' mechanisms tested causally: interventions during training (docs/conventions.md#mech), each run beside
-the same run without it, on the same data and initialisation.
+"""The papers' mechanisms tested causally (docs/conventions.md#mech): each intervention beside the same run
+without it, on the same data and initialisation; phase times in t = lr × step from the start of layer-2 training
+(docs/conventions.md#wang-5-5), ``T_50`` None where the induction loss never halves within the budget.
 
-* **Toy, layer 1 held back** (joint training of all six parameters, docs/conventions.md#wang-5-3): p̃ clamped
-  at its initial value σ_init for the whole run, and clamped only until t₀.  Wang et al.'s explanation: the
-  induction head needs layer 1 to become a previous-token head first (y_s ≈ x_{s−1}); with p̃ small layer 1
-  averages the past, so w_KQ has nothing to match and should stay at its initial order.
-* **Toy, w_KQ held until t₀** (layerwise, Stage II on the ideal layer 1): w_Q, w_K frozen at σ_init for t < t₀.
-  The 4-gram part does not depend on them (T_I does not move); emergence waits for their release (T_50 moves by
-  ≈ t₀, less where the other parameters' progress during the hold speeds the escape).
-* **Transformer, layer-1 heads ablated** (two layers × two attention-only heads with learnable slopes,
-  docs/conventions.md#wang-1; random tokens repeated twice; Adam): every layer-1 head's output zeroed.  With no
-  previous-token head an induction head has nothing to match: its score should stay near its start, and the loss
+* **Toy, layer 1 held back** (joint training, docs/conventions.md#wang-5-3): p̃ clamped at σ_init throughout, and
+  until t₀.  The induction head needs a previous-token layer 1 (y_s ≈ x_{s−1}); with p̃ small, layer 1 averages
+  the past and w_KQ has nothing to match.
+* **Toy, w_KQ held until t₀** (layerwise, ideal layer 1): T_I should not move (the 4-gram part does not need
+  w_KQ); T_50 should move by ≈ t₀ (less where the other parameters progress during the hold).
+* **Transformer, layer-1 heads ablated** (two layers × two attention-only heads, learnable slopes,
+  docs/conventions.md#wang-1; random tokens repeated twice; Adam): no induction head should form, and the loss
   on the first copy (nothing to copy there) should not change.
-* **Chen model, the copier's RPE frozen** (stage c of the staged training, docs/conventions.md#chen-3-2): the
-  selector's p_{1,2} with the RPE weights w frozen at the paper's initialisation (head h on lag h), and at a
-  lag-agnostic one (w_+ = w_−: every head the same uniform average).
-
-Phase times are in t = lr × step from the start of layer-2 training (docs/conventions.md#wang-5-5); ``T_50``
-is None where the induction loss never falls to half its plateau within the budget.
+* **Chen model, the copier's RPE frozen** (stage c, docs/conventions.md#chen-3-2): the selector's p_{1,2} with w
+  frozen at the paper's initialisation (head h on lag h) and at a lag-agnostic one (w_+ = w_−).
 """
 
 from __future__ import annotations
@@ -32,20 +26,21 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Is
 from inductionlab.analysis.heads import score_columns
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.markov_common import copier_frozen, plot_copier_frozen
 from inductionlab.experiments.toy_common import train_and_time
-from inductionlab.models import chen
 from inductionlab.models import transformer as tf
 from inductionlab.models.chen import ChenConfig
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
-from inductionlab.tasks.markov import MarkovConfig, datasets
+from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.chen import StagedConfig, train_staged
+from inductionlab.train.chen import StagedConfig
 from inductionlab.train.text import token_losses
 from inductionlab.train.toy import ToyTrainConfig
 
@@ -165,6 +160,45 @@ PRESETS = {
     },
 }
 
+CLAIMS = (
+    Claim(
+        "mech-layer1-clamped",
+        "wang",
+        "§5 (causal)",
+        "With layer 1 held back (p̃ clamped) the induction head never emerges",
+        "checks.layer1_clamped_never_emerges",
+        "no emergence",
+        Is(True),
+    ),
+    Claim(
+        "mech-wkq-held",
+        "wang",
+        "§5 (causal)",
+        "Holding w_KQ until t₀ delays emergence by ≈ t₀ and leaves T_I alone",
+        "checks.wkq_held_T_50_shift_near_t0",
+        "T_50 shifts by ≈ t₀",
+        Is(True),
+    ),
+    Claim(
+        "mech-layer1-ablated",
+        "wang",
+        "§5 (causal)",
+        "With layer 1's heads ablated no induction head forms in a transformer",
+        "checks.layer1_ablated_no_induction_head",
+        "score stays near its start",
+        Is(True),
+    ),
+    Claim(
+        "mech-chen-rpe-frozen",
+        "chen",
+        "§3 (causal)",
+        "Freezing the copier's RPE at initialisation keeps the selector from reaching p_{1,2} = 0.99",
+        "chen_rpe_frozen.p_selected",
+        "p_{1,2} < 0.99",
+        Between(hi=0.99),
+    ),
+)
+
 
 def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: I.InterventionConfig) -> dict:
     tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
@@ -225,32 +259,6 @@ def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
 
 def _null(x: float) -> float | None:
     return None if math.isnan(x) else x
-
-
-def _chen(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict]:
-    tr, va = datasets(cfg.chen_task, cfg.seeds, cfg.chen_n_samples, cfg.chen_n_val)
-    label = chen.subset_label((0, 1))
-    uniform = replace(cfg.chen_model, w_plus=cfg.chen_model.w_minus)
-    variants = (
-        ("free", cfg.chen_model, ()),
-        ("frozen", cfg.chen_model, ("copier",)),
-        ("uniform_frozen", uniform, ("copier",)),
-    )
-    tables, p = [], {}
-    for name, model, freeze in variants:
-        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(model))
-        _, m = train_staged(
-            model, cfg.chen_train, cfg.chen_task, tr, va, ctx.child(f"chen_{name}", threads=1), hooks, desc=name
-        )
-        tables.append(m.assign(variant=name))
-        p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())
-    summary = {
-        "p_selected": p["frozen"],
-        "p_selected_unintervened": p["free"],
-        "p_selected_uniform_init_frozen": p["uniform_frozen"],
-        "reaches_0.99": {k: v >= 0.99 for k, v in p.items()},
-    }
-    return pd.concat(tables, ignore_index=True), summary
 
 
 def _toy_summary(cfg: Config, joint: dict, layerwise: dict) -> tuple[dict, dict]:
@@ -323,7 +331,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             cfg, ctx, "layerwise, w_KQ held until t0", "layerwise", I.InterventionConfig(freeze=("w_KQ" + window,))
         ),
     }
-    chen_metrics, chen_summary = _chen(cfg, ctx)
+    chen_metrics, chen_summary = copier_frozen(
+        cfg.chen_task, cfg.chen_model, cfg.chen_train, cfg.seeds, cfg.chen_n_samples, cfg.chen_n_val, ctx
+    )
     tfm = pd.concat([_transformer(cfg, ctx, ablate) for ablate in (False, True)], ignore_index=True)
     toy_sections, toy_checks = _toy_summary(cfg, joint, layerwise)
     tf_section, tf_checks = _transformer_summary(tfm)
@@ -362,22 +372,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.set(xlabel="t = lr × step (layer-2 training)", ylabel=r"$\mathcal{L}_{IH_2}$, $w_{KQ}$")
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=6)
-    cx = axes[2]
-    c = results.tables["chen"]
-    label = chen.subset_label((0, 1))
-    for k, (style, (variant, g)) in enumerate(zip(styles, c.groupby("variant", sort=False))):
-        mean = g.groupby("epoch")[f"p_{label}"].mean()
-        cx.plot(np.maximum(mean.index, 1), mean.values, style, color=f"C{k}", label=f"RPE {variant.replace('_', ' ')}")
-    cx.axhline(0.99, color="0.5", lw=0.8, ls=":")
-    cx.set_xscale("log")
-    cx.set_xlabel("epoch (stage c)"), cx.set_ylabel(f"selector $p_{{{label[1:-1]}}}$")
-    p = s["chen_rpe_frozen"]
-    cx.set_title(
-        f"Chen model, copier RPE frozen: $p_{{{label[1:-1]}}}$ free {p['p_selected_unintervened']:.2f}, "
-        f"frozen {p['p_selected']:.2f}, uniform-init frozen {p['p_selected_uniform_init_frozen']:.2f}",
-        fontsize=8,
-    )
-    cx.legend(fontsize=7)
+    plot_copier_frozen(axes[2], results.tables["chen"], s["chen_rpe_frozen"], styles)
     dx, t = axes[3], results.tables.get("transformer")
     if t is not None and len(t):
         lx = dx.twinx()

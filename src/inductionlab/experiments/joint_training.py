@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds
 from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models.toy import ToyConfig
@@ -60,6 +61,19 @@ PRESETS = {
         "task.L": 8,
     },
 }
+
+CLAIMS = (
+    Claim(
+        "wang-s5-joint",
+        "wang",
+        "§5 (stages)",
+        "Joint training passes through the same transition as the idealised layerwise protocol, at a similar time",
+        "joint.T_III",
+        "T_III(joint) ≈ T_III(layerwise)",
+        Between(0.8, 1.25),
+        over="layerwise-ideal.T_III",
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

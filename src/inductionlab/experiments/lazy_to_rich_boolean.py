@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from inductionlab.analysis.claims import Between, Claim, Near
 from inductionlab.experiments.toy_common import PRESETS, Config, plot, run
 from inductionlab.tasks.mixed import MixedTaskConfig
 
@@ -20,7 +21,30 @@ CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is 
 HEADLINE = ("T_I", "T_II", "T_50", "T_III", "final.loss_IH2", "final.w_KQ")
 CONFIG = replace(Config(), task=MixedTaskConfig(tokens="boolean"), gf="exact")
 
+CLAIMS = (
+    Claim(
+        "wang-ws3-lazy-first",
+        "wang",
+        "workshop Fig. 3",
+        "With ±1 tokens the 4-gram part is learned long before the induction head",
+        "T_I",
+        "T_I ≪ T_50",
+        Between(hi=0.5),
+        over="T_50",
+    ),
+    Claim(
+        "wang-ws3-ih-fit",
+        "wang",
+        "workshop Fig. 3",
+        "With ±1 tokens the induction head forms: w_KQ reaches w*",
+        "final.w_KQ",
+        "w* = 0.49",
+        Near(0.49, rtol=0.05),
+    ),
+)
+
 __all__ = [
+    "CLAIMS",
     "CONFIG",
     "CPU_ONLY",
     "DESCRIPTION",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import plot_variants, run_variants
 from inductionlab.models.chen import ChenConfig
@@ -53,6 +54,18 @@ PRESETS = {
     "smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
     "long": {"train.epochs": "50000"},
 }
+
+CLAIMS = (
+    Claim(
+        "chen-appB-select",
+        "chen",
+        "App. B",
+        "The full model (W_Q, W_K, W_OV, LayerNorm) gives {1,2} the largest selection weight",
+        "p_selected.{1,2}",
+        "authors' run: {1,2} 0.57, {1,3} 0.22, {2,3} 0.21",
+        Between(lo=0.4),
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import Loss, plot_variants, run_variants
 from inductionlab.models.chen import ChenConfig
@@ -62,6 +63,27 @@ PRESETS = {
     "shared": {"model.windows": "shared", "model.window": 3},
     "cw-a": {"train.stages": "cw,a", "train.lrs": "1,1", "train.epochs": "20000,5000"},
 }
+
+CLAIMS = (
+    Claim(
+        "chen-fig6-select",
+        "chen",
+        "Fig. 6",
+        "Joint training selects {1,2} as well",
+        "p_selected.{1,2}",
+        "p_{1,2} = 1.000",
+        Between(lo=0.99),
+    ),
+    Claim(
+        "chen-fig6-a-log",
+        "chen",
+        "Fig. 6",
+        "Under joint training a grows like ln t",
+        "a_log_slope",
+        "a 0.70, 4.28, 7.28, 9.69 at epochs 10…10k: slope ≈ 1",
+        Between(0.7, 1.5),
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

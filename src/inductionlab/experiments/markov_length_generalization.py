@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Claim, Is
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import selected_lags
@@ -85,6 +86,18 @@ PRESETS = {
         "train.eval_log_points": 4,
     },
 }
+
+CLAIMS = (
+    Claim(
+        "chen-fig21-length",
+        "chen",
+        "Fig. 21",
+        "A model trained at L = 100 generalises to longer sequences: its loss falls with L",
+        "loss_decreases_with_L.0.1",
+        "decreasing in L",
+        Is(True),
+    ),
+)
 
 
 def evaluate(

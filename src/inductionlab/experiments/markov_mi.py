@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
@@ -62,6 +63,27 @@ PRESETS = {
     "quick": {},  # the default already takes about a minute
     "smoke": {"n_draws": 20, "grad_samples": 50, "task.L": 20},
 }
+
+CLAIMS = (
+    Claim(
+        "chen-s4.2-mi-argmax",
+        "chen",
+        "§4.2",
+        "The modified χ² mutual information is largest for the true parents",
+        "argmax_modified_mi",
+        "{1,2}",
+        Is("{1,2}"),
+    ),
+    Claim(
+        "chen-s4.2-gradient",
+        "chen",
+        "§4.2",
+        "At initialisation the selector's gradient is proportional to the modified χ² MI",
+        "grad_mi_correlation",
+        "correlation 1",
+        Between(lo=0.99),
+    ),
+)
 
 
 def gradient_over_a(cfg: Config) -> dict[tuple[int, ...], float]:

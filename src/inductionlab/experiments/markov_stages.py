@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import Loss, plot_variants, run_variants
 from inductionlab.models.chen import ChenConfig
@@ -58,6 +59,36 @@ PRESETS = {
     "smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
     "submission": {"train.lrs": "1,100,100", "train.epochs": "500,500,500", "degrees": "3"},
 }
+
+CLAIMS = (
+    Claim(
+        "chen-thm3.3-select",
+        "chen",
+        "Thm 3.3, Fig. 3",
+        "The selector converges to the true parent set {1,2}",
+        "p_selected.{1,2}",
+        "p_{1,2} → 1",
+        Between(lo=0.99),
+    ),
+    Claim(
+        "chen-thm3.3-a-log",
+        "chen",
+        "Thm 3.3, Fig. 5",
+        "The classifier's a grows like ln t",
+        "a_log_slope",
+        "slope ≈ 1 per ln t",
+        Between(0.7, 1.5),
+    ),
+    Claim(
+        "chen-s4-gih",
+        "chen",
+        "§4.1",
+        "The trained model predicts like the generalised induction head",
+        "gih_argmax_agreement",
+        "= GIH",
+        Between(lo=0.99),
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

@@ -19,6 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Near
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.toy_common import train_and_time
@@ -118,6 +119,45 @@ PRESETS = {
         "train.batch_size": 64,
     },
 }
+
+CLAIMS = (
+    Claim(
+        "wang-thm5.5-L",
+        "wang",
+        "Thm 5.5",
+        "The plateau length grows linearly in L",
+        "exponents.L",
+        "exponent 1",
+        Near(1.0, atol=0.15),
+    ),
+    Claim(
+        "wang-thm5.5-alpha",
+        "wang",
+        "Thm 5.5",
+        "The plateau length grows like (1 + α*)²",
+        "exponents.one_plus_alpha",
+        "exponent 2",
+        Near(2.0, atol=0.2),
+    ),
+    Claim(
+        "wang-thm5.5-wstar",
+        "wang",
+        "Thm 5.5",
+        "The plateau length falls like 1/w*²",
+        "exponents.w_star",
+        "exponent −2",
+        Near(-2.0, atol=0.2),
+    ),
+    Claim(
+        "wang-thm5.5-sigma",
+        "wang",
+        "Thm 5.5",
+        "The plateau length is linear in log(1/σ_init)",
+        "log_inv_sigma_r2",
+        "linear (R² → 1)",
+        Between(lo=0.99),
+    ),
+)
 
 
 def _points(cfg: Config) -> list[dict]:

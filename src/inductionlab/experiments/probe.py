@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models.transformer import TransformerConfig
@@ -72,6 +73,19 @@ PRESETS = {
         "train.batch_size": 16,
     },
 }
+
+CLAIMS = (
+    Claim(
+        "wang-fig3-probe",
+        "wang",
+        "Fig. 3",
+        "Layer 1 learns to hold the previous n − 1 tokens: the probe distance falls sharply",
+        "probe_distance_final",
+        "falls to a small fraction of its start",
+        Between(hi=0.2),
+        over="probe_distance_initial",
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from inductionlab import plots
 from inductionlab.analysis.ablation import head_ablation
+from inductionlab.analysis.claims import Between, Claim, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments.text_common import (
@@ -85,6 +86,36 @@ CONFIG = Config(
     ),
 )
 PRESETS = {"quick": {"train.steps": 800}, "smoke": SMOKE}
+
+CLAIMS = (
+    Claim(
+        "wang-fig5r-p-first",
+        "wang",
+        "Fig. 5 (repeat)",
+        "‖p‖ is learned before ‖(W_K, W_Q)‖ doubles",
+        "p_learned_first",
+        "p first",
+        Is(True),
+    ),
+    Claim(
+        "wang-fig5r-induction",
+        "wang",
+        "Fig. 5 (repeat)",
+        "An induction head forms on real text with a repeated half",
+        "final_induction_score",
+        "an induction head forms",
+        Between(lo=0.3),
+    ),
+    Claim(
+        "wang-fig5r-drop",
+        "wang",
+        "Fig. 5 (repeat)",
+        "The loss drop on repeated tokens coincides with the induction head's formation",
+        "drop_vs_induction_gap_fraction",
+        "same time (within 10% of training)",
+        Between(hi=0.1),
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

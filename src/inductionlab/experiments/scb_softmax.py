@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.models.linear import softmax_attention
 from inductionlab.runs import Results, RunContext
@@ -53,6 +54,27 @@ PRESETS = {
     "quick": {"train.steps": 8000},
     "smoke": {"task.T": 40, "train.steps": 60, "train.stage1_steps": 20, "train.eval_every": 20},
 }
+
+CLAIMS = (
+    Claim(
+        "ren-fig2-patterns",
+        "ren",
+        "Fig. 2",
+        "Softmax attention learns the same pattern as the linear model",
+        "attention_cosine_linear_vs_softmax",
+        "similar patterns",
+        Between(lo=0.9),
+    ),
+    Claim(
+        "ren-fig2-loss",
+        "ren",
+        "Fig. 2",
+        "Softmax and linear attention reach the same loss",
+        "loss_gap",
+        "similar losses",
+        Between(-0.01, 0.01),
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

@@ -29,6 +29,7 @@ import torch
 from matplotlib.ticker import NullFormatter
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
@@ -89,6 +90,27 @@ PRESETS = {
         "transfer_steps": 20,
     },
 }
+
+CLAIMS = (
+    Claim(
+        "ren-s4-scratch-grows",
+        "ren",
+        "§4, Thm 4.1",
+        "From scratch, the samples needed grow with T",
+        "log_log_slope.scratch",
+        "poly(T): slope > 0",
+        Between(lo=0.05),
+    ),
+    Claim(
+        "ren-s4-transfer-flat",
+        "ren",
+        "§4, Thm 4.1",
+        "After transfer, the samples needed do not grow with T (only log T)",
+        "log_log_slope.transfer",
+        "flat: slope ≈ 0",
+        Between(-0.1, 0.1),
+    ),
+)
 
 
 def _first_hit(metrics: pd.DataFrame, target: float, offset: int) -> list[float]:

@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 
 from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim
 from inductionlab.analysis.phases import plateau
 from inductionlab.experiments.text_common import (
     SMOKE,
@@ -55,6 +56,28 @@ PRESETS = {
     },
     "smoke": SMOKE,
 }
+
+CLAIMS = (
+    Claim(
+        "wang-fig5-p-first-cpu",
+        "wang",
+        "Fig. 5",
+        "On WikiText-2, layer 1's slopes ‖p‖ move before ‖(W_K, W_Q)‖ does (CPU preset: partial evidence)",
+        "wkq_relative_growth",
+        "W_K, W_Q stay near init while p grows",
+        Between(hi=0.01),
+    ),
+    Claim(
+        "wang-fig5-induction",
+        "wang",
+        "Fig. 5",
+        "At paper scale an induction head forms on WikiText-2 once W_K, W_Q grow",
+        "final.induction_score",
+        "an induction head forms",
+        Between(lo=0.3),
+        needs="a GPU: the paper preset (full vocabulary, 1500 epochs)",
+    ),
+)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:

@@ -1,0 +1,124 @@
+"""``report.html`` of a reproduce directory: one self-contained page (docs/conventions.md#claims).
+
+Every figure is embedded as a base64 PNG and the styles are inline, so the page needs no network and reads the
+same when mailed.  Layout: a header (budget, wall time, host, versions), a summary bar (counts per status), then
+one section per paper, and in it one block per experiment: its claims (status, claim, measured, expected, test,
+note) beside the run's figures.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from inductionlab import experiments
+from inductionlab.analysis.claims import PAPERS, STATUSES
+from inductionlab.runs import write_text
+
+COLORS = {"passed": "#1a7f37", "failed": "#cf222e", "not run": "#6e7781", "smoke, not judged": "#bf8700"}
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; color: #1f2328; padding: 0 1em; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #d0d7de; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { margin: 1.4em 0 0.4em; } .meta { color: #57606a; font-size: 0.9em; }
+.bar { display: flex; height: 28px; border-radius: 6px; overflow: hidden; margin: 1em 0 0.4em; }
+.bar div { color: white; font-size: 0.85em; display: flex; align-items: center; justify-content: center; }
+.counts span { margin-right: 1.4em; font-weight: 600; }
+.block { display: flex; gap: 1.2em; align-items: flex-start; flex-wrap: wrap; }
+.block table { flex: 1 1 620px; border-collapse: collapse; font-size: 0.9em; }
+.block th, .block td { border-bottom: 1px solid #d0d7de; padding: 0.35em 0.5em; text-align: left; vertical-align: top; }
+.figs { flex: 0 1 520px; } .figs img { width: 100%; border: 1px solid #d0d7de; margin-bottom: 0.5em; }
+.badge { color: white; border-radius: 4px; padding: 0.1em 0.45em; font-size: 0.8em; white-space: nowrap; }
+.id { font-family: ui-monospace, monospace; font-size: 0.85em; color: #57606a; }
+code { font-size: 0.85em; } table.versions td { padding: 0.1em 1em 0.1em 0; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def embed_png(path: Path) -> str:
+    """An <img> with the PNG at ``path`` as a data URI."""
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return (
+        f'<img alt="{_e(path.name)}" title="{_e(path.parent.name)}/{_e(path.name)}" src="data:image/png;base64,{data}">'
+    )
+
+
+def _badge(status: str) -> str:
+    return f'<span class="badge" style="background:{COLORS[status]}">{_e(status)}</span>'
+
+
+def summary_bar(table: pd.DataFrame) -> str:
+    """The stacked bar and the counts per status."""
+    counts = {s: int((table.status == s).sum()) for s in STATUSES} if len(table) else dict.fromkeys(STATUSES, 0)
+    total = max(sum(counts.values()), 1)
+    parts = "".join(
+        f'<div style="width:{100 * n / total:.2f}%;background:{COLORS[s]}" title="{_e(s)}">{n}</div>'
+        for s, n in counts.items()
+        if n
+    )
+    text = "".join(f'<span style="color:{COLORS[s]}">{n} {_e(s)}</span>' for s, n in counts.items())
+    return f'<div class="bar">{parts}</div><div class="counts">{sum(counts.values())} claims: {text}</div>'
+
+
+def _row(r: pd.Series) -> str:
+    note = "" if r["status"] == "smoke, not judged" else _e(r["reason"])
+    return (
+        f"<tr><td>{_badge(r['status'])}</td><td><div>{_e(r['statement'])}</div>"
+        f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div></td>'
+        f"<td>{_e(r['measured_text'])}</td><td>{_e(r['expected'])}</td><td>{_e(r['test'])}</td><td>{note}</td></tr>"
+    )
+
+
+def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
+    exp = experiments.get(name)
+    figures = [f for f in rows.figures.iloc[0].split(",") if f]
+    imgs = "".join(embed_png(out / name / f) for f in figures if (out / name / f).exists())
+    head = "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th><th>note</th></tr>"
+    return (
+        f'<h3 id="{_e(name)}">{_e(name)} <span class="meta">— {_e(exp.FIGURE)}; run directory <code>{_e(name)}/</code>'
+        f"</span></h3>"
+        f'<div class="block"><table>{head}{"".join(_row(r) for _, r in rows.iterrows())}</table>'
+        f'<div class="figs">{imgs or "<p class=meta>no figure</p>"}</div></div>'
+    )
+
+
+def _header(info: dict) -> str:
+    wall = info.get("wall_seconds")
+    versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in info.get("versions", {}).items())
+    skipped = "".join(f"<li><code>{_e(k)}</code>: {_e(v)}</li>" for k, v in info.get("skipped", {}).items())
+    return (
+        f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
+        f"{_e(info['budget'])}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
+        f"{'—' if wall is None else f'{wall / 60:.1f} min'}; host {_e(info.get('host', '—'))}.</p>"
+        f'<table class="versions meta">{versions}</table>' + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
+    )
+
+
+def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
+    """The whole page as a string."""
+    sections = []
+    for paper, title in PAPERS.items():
+        rows = table[table.paper == paper] if len(table) else table
+        if not len(rows):
+            continue
+        blocks = "".join(_block(out, name, g) for name, g in rows.groupby("experiment", sort=False))
+        sections.append(f'<h2 id="{paper}">{_e(title)}</h2>{summary_bar(rows)}{blocks}')
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>inductionlab: claims</title>'
+        f"<style>{STYLE}</style></head><body><h1>inductionlab — the papers' claims, measured</h1>"
+        f"{_header(info)}{summary_bar(table)}{''.join(sections)}</body></html>\n"
+    )
+
+
+def write_report(out: Path, table: pd.DataFrame, info: dict) -> Path:
+    """Write ``out/report.html`` (atomically); return its path."""
+    path = Path(out) / "report.html"
+    write_text(path, render_html(Path(out), table, info))
+    return path

@@ -1,0 +1,177 @@
+"""``inductionlab reproduce``: run the experiments that the chosen papers' claims need, judge every claim, and
+write ``claims.parquet`` and a self-contained ``report.html`` (docs/conventions.md#claims).
+
+Layout of a reproduce directory::
+
+    reproduce.json     {"paper", "budget", "experiments", "wall_seconds", "versions", "host"}
+    manifest.jsonl     the sweep manifest: one line per job event (a finished run is never run twice)
+    <experiment>/      one run directory per experiment (see :mod:`inductionlab.runs`)
+    claims.parquet     one row per claim: measured, expected, test, status, reason, run directory
+    report.html        one page: a summary bar, one section per paper, each claim beside its run's figures
+
+Budgets: ``smoke`` runs each experiment's smoke preset (the path is checked, no claim is judged), ``quick`` its
+quick preset, ``full`` its default.  Re-running with the same paper and budget reuses the finished runs and
+resumes an interrupted one; a run directory left by another config is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from inductionlab import experiments
+from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, judge
+from inductionlab.config import ConfigError, config_hash, to_dict
+from inductionlab.runner import clear, saved_config
+from inductionlab.runs import CONFIG, SUMMARY, versions, write_json, write_parquet
+from inductionlab.sweep import MANIFEST, Job, execute, manifest_entries
+from inductionlab.tasks.text import MissingDataError, data_root
+
+log = logging.getLogger(__name__)
+Budget = Literal["smoke", "quick", "full"]
+BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": None}
+INFO = "reproduce.json"
+CLAIMS_FILE = "claims.parquet"
+
+
+def claims_of(name: str) -> tuple[Claim, ...]:
+    return tuple(getattr(experiments.get(name), "CLAIMS", ()))
+
+
+def experiments_for(paper: str) -> list[str]:
+    """The experiments with at least one claim of ``paper`` ("all": any), in the registry's order."""
+    if paper != "all" and paper not in PAPERS:
+        raise ConfigError(f"--paper: unknown paper {paper!r}; allowed: all, {', '.join(PAPERS)}")
+    return [n for n in experiments.REGISTRY if any(paper in ("all", c.paper) for c in claims_of(n))]
+
+
+def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Job], dict[str, str]]:
+    """The jobs (one per experiment, its preset for ``budget``) and, per experiment that cannot run here, why."""
+    if budget not in BUDGETS:
+        raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
+    jobs, skipped = [], {}
+    for name in experiments_for(paper):
+        cfg = experiments.configure(name, preset=BUDGETS[budget])
+        if hasattr(cfg, "data"):
+            if data:
+                cfg = experiments.configure(name, preset=BUDGETS[budget], overrides={"data.path": data})
+            try:
+                data_root(cfg.data)
+            except MissingDataError:
+                skipped[name] = "no text data here: pass --data DIR (WikiText-2) or set INDUCTIONLAB_DATA"
+                continue
+        jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name)))
+    return jobs, skipped
+
+
+def _replace_stale(jobs: list[Job]) -> None:
+    """Remove a job's run directory when it holds a run of another config (an older budget or code default)."""
+    for job in jobs:
+        saved = saved_config(Path(job.dir))
+        if saved is not None:
+            saved.pop("experiment", None)
+            if saved != job.config:
+                log.info("%s holds a run of another config; replacing it", job.dir)
+                clear(Path(job.dir))
+
+
+def reproduce(
+    paper: str = "all", budget: Budget = "full", out: str | Path = "reproduce", workers: int = 1, data: str = ""
+) -> pd.DataFrame:
+    """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
+    ``claims.parquet`` and ``report.html``; returns the claims table."""
+    out = Path(out)
+    jobs, skipped = plan(paper, budget, out, data)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
+    out.mkdir(parents=True, exist_ok=True)
+    _replace_stale(jobs)
+    start = time.perf_counter()
+    info = {"paper": paper, "budget": budget, "experiments": [j.experiment for j in jobs], "skipped": skipped}
+    write_json(out / INFO, info)
+    execute(jobs, out, workers, progress=True, desc="reproduce")
+    info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
+    write_json(out / INFO, info)
+    return render(out)
+
+
+def host() -> str:
+    """The CPU model and the number of cores (for the report)."""
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
+        model = names[0] if names else model
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def _failures(out: Path) -> dict[str, str]:
+    """The last error of each failed run in ``out``'s manifest, by directory name."""
+    errors: dict[str, str] = {}
+    if (out / MANIFEST).exists():
+        for entry in manifest_entries(out / MANIFEST):
+            if entry.get("status") == "failed":
+                errors[entry.get("dir", "")] = entry.get("error", "")
+            elif entry.get("status") == "done":
+                errors.pop(entry.get("dir", ""), None)
+    return errors
+
+
+def judge_all(out: Path) -> pd.DataFrame:
+    """One row per claim of the experiments in ``out``'s reproduce.json, judged against their saved runs."""
+    info = json.loads((Path(out) / INFO).read_text())
+    failures, rows = _failures(Path(out)), []
+    names = [*info["experiments"], *info.get("skipped", {})]
+    for name in [n for n in experiments.REGISTRY if n in names]:
+        run_dir = Path(out) / name
+        summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).exists() else None
+        config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
+        reason = info.get("skipped", {}).get(name) or (
+            f"the run failed: {failures[name]}" if name in failures else "the run has not finished"
+        )
+        gpu = str(config.get("device", "cpu")).startswith("cuda")
+        for claim in claims_of(name):
+            if info["paper"] in ("all", claim.paper):
+                row = judge(claim, summary, smoke=info["budget"] == "smoke", gpu=gpu, reason=reason)
+                rows.append({**row, "experiment": name, "run_dir": name, "figures": _figures(run_dir)})
+    return pd.DataFrame(rows)
+
+
+def _figures(run_dir: Path) -> str:
+    """The run's figures, comma-separated file names (the report embeds them)."""
+    return ",".join(sorted(p.name for p in run_dir.glob("*.png"))) if run_dir.is_dir() else ""
+
+
+def render(out: str | Path) -> pd.DataFrame:
+    """Judge the claims against the saved runs of ``out`` and (re)write claims.parquet and report.html."""
+    from inductionlab.claims_report import write_report
+
+    out = Path(out)
+    if not (out / INFO).exists():
+        raise FileNotFoundError(f"{out}: no {INFO} — not a reproduce directory (run `inductionlab reproduce`)")
+    table = judge_all(out)
+    write_parquet(out / CLAIMS_FILE, table)
+    write_report(out, table, json.loads((out / INFO).read_text()))
+    return table
+
+
+def is_reproduce(out: str | Path) -> bool:
+    return (Path(out) / INFO).exists()
+
+
+def exit_status(table: pd.DataFrame) -> int:
+    """0 when every judged claim passed, 1 when one failed."""
+    return int(bool((table.status == "failed").any())) if len(table) else 0
+
+
+def totals(table: pd.DataFrame) -> dict[str, Any]:
+    """Counts per status (every status, zeros included)."""
+    counts = table.status.value_counts() if len(table) else pd.Series(dtype=int)
+    return {s: int(counts.get(s, 0)) for s in STATUSES}
