@@ -12,8 +12,9 @@ The public API, on one screen (each name is imported when first used, so ``impor
                WandbLogger
     theory     FlowProblem, solve_flow, PhaseTimes
     analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
-               direct_logit_attribution, to_hooked_transformer (TransformerLens)
-    runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run, load_sweep
+               direct_logit_attribution, to_hooked_transformer (TransformerLens); Claim, judge (claims registry)
+    runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run, load_sweep,
+               and the module reproduce (reproduce.reproduce / render: every claim judged, report.html)
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ _EXPORTS = {
     "to_hooked_transformer": "analysis.tl_export",
     "run_experiment": "runner",
     "run_sweep": "sweep",
+    "Claim": "analysis.claims",
+    "judge": "analysis.claims",
     "load_sweep": "sweep",
 }
 _ALIASES = {

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from PIL import Image
 
 from inductionlab import experiments
 from inductionlab.analysis.claims import PAPERS, STATUSES
 from inductionlab.runs import write_text
 
+MAX_WIDTH = 1400  # pixels of an embedded figure
 COLORS = {"passed": "#1a7f37", "failed": "#cf222e", "not run": "#6e7781", "smoke, not judged": "#bf8700"}
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; color: #1f2328; padding: 0 1em; }
@@ -31,10 +34,11 @@ h3 { margin: 1.4em 0 0.4em; } .meta { color: #57606a; font-size: 0.9em; }
 .block { display: flex; gap: 1.2em; align-items: flex-start; flex-wrap: wrap; }
 .block table { flex: 1 1 620px; border-collapse: collapse; font-size: 0.9em; }
 .block th, .block td { border-bottom: 1px solid #d0d7de; padding: 0.35em 0.5em; text-align: left; vertical-align: top; }
-.figs { flex: 0 1 520px; } .figs img { width: 100%; border: 1px solid #d0d7de; margin-bottom: 0.5em; }
+.figs { flex: 0 1 640px; } .figs img { width: 100%; max-height: 480px; object-fit: contain; border: 1px solid #d0d7de;
+  margin-bottom: 0.5em; }
 .badge { color: white; border-radius: 4px; padding: 0.1em 0.45em; font-size: 0.8em; white-space: nowrap; }
 .id { font-family: ui-monospace, monospace; font-size: 0.85em; color: #57606a; }
-code { font-size: 0.85em; } table.versions td { padding: 0.1em 1em 0.1em 0; }
+code { font-size: 0.85em; }
 """
 
 
@@ -42,9 +46,15 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
-def embed_png(path: Path) -> str:
-    """An <img> with the PNG at ``path`` as a data URI."""
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+def embed_png(path: Path, max_width: int = MAX_WIDTH) -> str:
+    """An <img> with the PNG at ``path`` as a data URI, scaled down to ``max_width`` pixels and to a 256-colour
+    palette (Pillow, which matplotlib requires) so that the page stays a few megabytes."""
+    image = Image.open(path).convert("RGB")
+    if image.width > max_width:
+        image = image.resize((max_width, round(image.height * max_width / image.width)), Image.LANCZOS)
+    buffer = io.BytesIO()
+    image.quantize(256).save(buffer, format="PNG")  # a 256-colour palette: line plots lose nothing visible
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return (
         f'<img alt="{_e(path.name)}" title="{_e(path.parent.name)}/{_e(path.name)}" src="data:image/png;base64,{data}">'
     )
@@ -91,13 +101,13 @@ def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
 
 def _header(info: dict) -> str:
     wall = info.get("wall_seconds")
-    versions = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in info.get("versions", {}).items())
+    versions = " · ".join(f"{_e(k)} {_e(v)}" for k, v in info.get("versions", {}).items())
     skipped = "".join(f"<li><code>{_e(k)}</code>: {_e(v)}</li>" for k, v in info.get("skipped", {}).items())
     return (
         f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
         f"{_e(info['budget'])}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
         f"{'—' if wall is None else f'{wall / 60:.1f} min'}; host {_e(info.get('host', '—'))}.</p>"
-        f'<table class="versions meta">{versions}</table>' + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
+        f'<p class="meta">Versions: {versions}.</p>' + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
     )
 
 

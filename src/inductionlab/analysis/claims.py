@@ -44,6 +44,10 @@ class Between:
     lo: float | None = None
     hi: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.lo is None and self.hi is None:
+            raise ValueError("Between needs a bound: lo, hi or both")
+
     def holds(self, value: Any) -> bool:
         x = _number(value)
         return x is not None and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)

@@ -13,9 +13,15 @@ reached within the budget (or diverged — listed under ``diverged``).
 
 Choices [P] (the paper leaves them open): P̄ = ρ_mix P + (1 − ρ_mix) D_μPᵀD_μ⁻¹ (P mixed with its time
 reversal, which shares μ; κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ is reported), V̄ = P̄ (pretraining assumed solved), γ = 0.5,
-α* = 1, a fixed transfer batch (the theory's poly(N, Q)·log T, with log T taken as constant over the T grid).
-η₁ = 0.01: at 0.03 Stage 1 diverged at T = 4000 — the largest stable η₁ shrinks with T, which is the
+α* = 1.  η₁ = 0.01: at 0.03 Stage 1 diverged at T = 4000 — the largest stable η₁ shrinks with T, which is the
 mechanism of the poly(T) cost.
+
+**The one-step batch** (the theory's poly(N, Q)·log T samples): ``transfer_samples = 0`` (the default) chooses
+it per T by a stated rule — the smallest power of two 2^k, k = ``batch_log2`` range, whose step lands α₁ within
+``calibration_tol``·α* on every instance of a calibration draw (its own seed, not the instances measured);
+``transfer_samples > 0`` fixes it.  ``crossing_T``: the T where log-log fits of the two median costs meet.
+**κ sweep**: at T = ``kappa_T``, pretraining tasks with ρ_mix in ``kappa_mixes`` (κ falls with ρ_mix), each with
+its own calibrated batch; the transfer cost against κ.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
+from inductionlab.theory.scb import signal
 from inductionlab.train.loop import NonFiniteError
 from inductionlab.train.proximal import SCBTrainConfig, reversal, train_scb, transfer_start
 
@@ -51,14 +58,18 @@ class Config:
             eta1=0.01, eta2=0.003, steps=4000, stage1_steps=4000, stage1_end="signal", rho=0.1, eval_every=50
         )
     )
-    T_values: tuple[int, ...] = (250, 1000, 4000)
+    T_values: tuple[int, ...] = (250, 1000, 4000, 16_000)
     n_instances: int = 4
     target: float = 0.05
-    transfer_samples: int = 65_536
+    transfer_samples: int = 0  # 0: the calibrated batch per T (module docstring); > 0: this fixed batch
+    batch_log2: tuple[int, int] = (6, 18)  # the powers of two the calibration tries
+    calibration_tol: float = 0.1  # |α₁ − α*| ≤ tol·α*
     transfer_steps: int = 1000
     gamma: float = 0.5
     alpha_target: float = 1.0
     pretrain_mix: float = 0.5
+    kappa_T: int = 1000
+    kappa_mixes: tuple[float, ...] = (1.0, 0.75, 0.5, 0.25)
     seeds: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
@@ -69,17 +80,22 @@ class Config:
             f"give ≥ 2 context lengths, each ≥ Q = {self.task.Q}",
         )
         require(
-            self.n_instances >= 1 and self.transfer_samples >= 1 and self.transfer_steps >= 1,
+            self.n_instances >= 1 and self.transfer_samples >= 0 and self.transfer_steps >= 1,
             "n_instances",
-            "n_instances, transfer_samples and transfer_steps must be ≥ 1",
+            "n_instances and transfer_steps must be ≥ 1, transfer_samples ≥ 0 (0: calibrated)",
         )
         require(self.target > 0, "target", "must be > 0")
         require(0 < self.pretrain_mix <= 1, "pretrain_mix", "must lie in (0, 1]")
+        require(all(0 < m <= 1 for m in self.kappa_mixes), "kappa_mixes", "each must lie in (0, 1]")
+        lo, hi = self.batch_log2
+        require(0 <= lo <= hi <= 24, "batch_log2", f"needs 0 ≤ lo ≤ hi ≤ 24, got {self.batch_log2}")
+        require(self.calibration_tol > 0, "calibration_tol", "must be > 0")
+        require(self.kappa_T >= self.task.Q, "kappa_T", f"must be ≥ Q = {self.task.Q}")
 
 
 CONFIG = Config()
 PRESETS = {
-    "quick": {"T_values": "250,1000", "n_instances": 2},
+    "quick": {"T_values": "250,1000", "n_instances": 2, "kappa_mixes": "1,0.5"},
     "smoke": {
         "T_values": (20, 40),
         "n_instances": 2,
@@ -88,6 +104,9 @@ PRESETS = {
         "train.eval_every": 10,
         "transfer_samples": 256,
         "transfer_steps": 20,
+        "kappa_T": 40,
+        "kappa_mixes": "1,0.5",
+        "batch_log2": "4,8",
     },
 }
 
@@ -110,6 +129,16 @@ CLAIMS = (
         "flat: slope ≈ 0",
         Between(-0.1, 0.1),
     ),
+    Claim(
+        "ren-s4-transfer-cheaper",
+        "ren",
+        "§4, Thm 4.1",
+        "At the largest T tested (16 000) transfer needs fewer samples than training from scratch",
+        "samples_to_target.transfer.16000",
+        "transfer < scratch once poly(T) exceeds poly(N, Q)·log T",
+        Between(hi=1.0),
+        over="samples_to_target.scratch.16000",
+    ),
 )
 
 
@@ -119,24 +148,60 @@ def _first_hit(metrics: pd.DataFrame, target: float, offset: int) -> list[float]
     return [float(hits.get(r, np.nan)) for r in sorted(metrics.run.unique())]
 
 
+def _pretrain(cfg: Config, inst, mix: float) -> torch.Tensor:
+    """P̄ = ρ_mix P + (1 − ρ_mix) D_μPᵀD_μ⁻¹ (S, N, N)."""
+    return mix * inst.P + (1 - mix) * reversal(inst.P, inst.mu)
+
+
+def one_step_batch(cfg: Config, T: int, mix: float) -> tuple[int, list[dict]]:
+    """The smallest 2^k (k in ``batch_log2``) whose transfer step lands α₁ within ``calibration_tol``·α* on every
+    instance of a calibration draw at T; the largest tried if none does.  Also each try's worst relative error."""
+    inst = random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.seeds[0], T, 7]))
+    P_bar, tries = _pretrain(cfg, inst, mix), []
+    for k in range(cfg.batch_log2[0], cfg.batch_log2[1] + 1):
+        g = torch.Generator().manual_seed(cfg.train.seed + 7)
+        V0, A1, _ = transfer_start(inst, P_bar, cfg.gamma, cfg.alpha_target, 2**k, g)
+        error = float((signal(V0, A1, inst)["alpha"] / cfg.alpha_target - 1).abs().max())
+        tries.append({"T": T, "mix": mix, "batch": 2**k, "alpha_error": error})
+        if error <= cfg.calibration_tol:
+            break
+    return tries[-1]["batch"], tries
+
+
+def _transfer(cfg: Config, inst, T: int, mix: float, ctx: RunContext, name: str) -> tuple[pd.DataFrame, int, list]:
+    """One transfer run at T from P̄(mix): its metrics (samples include the one-step batch), the batch, the tries."""
+    batch, tries = one_step_batch(cfg, T, mix) if cfg.transfer_samples == 0 else (cfg.transfer_samples, [])
+    V0, A1, _ = transfer_start(
+        inst,
+        _pretrain(cfg, inst, mix),
+        cfg.gamma,
+        cfg.alpha_target,
+        batch,
+        torch.Generator().manual_seed(cfg.train.seed + 1),
+    )
+    transfer_cfg = replace(cfg.train, steps=cfg.transfer_steps, stage1_steps=0, stage1_end="steps")
+    _, _, m = train_scb(transfer_cfg, inst, cfg.task.Q, ctx.child(name), init=(V0, A1))
+    return m.assign(T=T, method="transfer", samples=m.samples + batch), batch, tries
+
+
+def _instances(cfg: Config, T: int):
+    return random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.seeds[0], T]))
+
+
+def _kappa(cfg: Config, inst, mix: float) -> list[float]:
+    mu = inst.mu.unsqueeze(-1)
+    return mu_inner(_pretrain(cfg, inst, mix) - mu, inst.P - mu, inst.mu).tolist()
+
+
 def run(cfg: Config, ctx: RunContext) -> Results:
-    tables, found, kappa, diverged = [], {"scratch": {}, "transfer": {}}, {}, []
+    tables, found, kappa, diverged, batches, tries = [], {"scratch": {}, "transfer": {}}, {}, [], {}, []
     for T in cfg.T_values:
-        inst = random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.seeds[0], T]))
-        P_bar = cfg.pretrain_mix * inst.P + (1 - cfg.pretrain_mix) * reversal(inst.P, inst.mu)
-        kappa[T] = mu_inner(P_bar - inst.mu.unsqueeze(-1), inst.P - inst.mu.unsqueeze(-1), inst.mu).tolist()
-        V0, A1, beta0 = transfer_start(
-            inst,
-            P_bar,
-            cfg.gamma,
-            cfg.alpha_target,
-            cfg.transfer_samples,
-            torch.Generator().manual_seed(cfg.train.seed + 1),
-        )
-        transfer_cfg = replace(cfg.train, steps=cfg.transfer_steps, stage1_steps=0, stage1_end="steps")
-        _, _, m_tr = train_scb(transfer_cfg, inst, cfg.task.Q, ctx.child(f"transfer_T{T}"), init=(V0, A1))
-        found["transfer"][T] = _first_hit(m_tr, cfg.target, cfg.transfer_samples)
-        tables.append(m_tr.assign(T=T, method="transfer", samples=m_tr.samples + cfg.transfer_samples))
+        inst = _instances(cfg, T)
+        kappa[T] = _kappa(cfg, inst, cfg.pretrain_mix)
+        m_tr, batches[T], t = _transfer(cfg, inst, T, cfg.pretrain_mix, ctx, f"transfer_T{T}")
+        tries += t
+        found["transfer"][T] = _first_hit(m_tr, cfg.target, 0)
+        tables.append(m_tr)
         try:
             _, _, m_sc = train_scb(cfg.train, inst, cfg.task.Q, ctx.child(f"scratch_T{T}"))
         except NonFiniteError:
@@ -145,26 +210,68 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             continue
         found["scratch"][T] = _first_hit(m_sc, cfg.target, 0)
         tables.append(m_sc.assign(T=T, method="scratch"))
-    median = {
-        k: {T: (None if np.isnan(v).any() else float(np.median(v))) for T, v in d.items()} for k, d in found.items()
-    }
+    median = {k: {T: _median(v) for T, v in d.items()} for k, d in found.items()}
+    sweep, sweep_tables = _kappa_sweep(cfg, ctx)
     summary = {
         "samples_to_target": median,
         "samples_to_target_per_instance": found,
+        "one_step_batch": batches,
         "kappa": kappa,
         "diverged_scratch_T": diverged,
         "log_log_slope": {},
+        **crossing(median),
+        "kappa_T": cfg.kappa_T,
+        "kappa_sweep": sweep,
     }
     for method, d in median.items():
         pts = [(T, n) for T, n in d.items() if n is not None]
         if len(pts) >= 2:
             summary["log_log_slope"][method] = float(np.polyfit(*np.log(np.asarray(pts, float)).T, 1)[0])
-    return Results({"metrics": pd.concat(tables, ignore_index=True)}, summary)
+    tables = {"metrics": pd.concat(tables, ignore_index=True), "kappa_sweep": sweep_tables}
+    return Results(
+        {**tables, "calibration": pd.DataFrame(tries, columns=["T", "mix", "batch", "alpha_error"])}, summary
+    )
+
+
+def _median(values: list[float]) -> float | None:
+    return None if np.isnan(values).any() else float(np.median(values))
+
+
+def _kappa_sweep(cfg: Config, ctx: RunContext) -> tuple[dict, pd.DataFrame]:
+    """Transfer at T = kappa_T from pretraining tasks of decreasing κ: median κ, batch and samples per ρ_mix."""
+    inst, out, tables = _instances(cfg, cfg.kappa_T), {}, []
+    for mix in cfg.kappa_mixes:
+        m, batch, _ = _transfer(cfg, inst, cfg.kappa_T, mix, ctx, f"kappa_mix{mix:g}")
+        hits = _first_hit(m, cfg.target, 0)
+        out[f"{mix:g}"] = {"kappa": float(np.median(_kappa(cfg, inst, mix))), "batch": batch, "samples": _median(hits)}
+        tables.append(m.assign(mix=mix))
+    return out, pd.concat(tables, ignore_index=True)
+
+
+def crossing(median: dict[str, dict]) -> dict:
+    """``crossing_T``: where log-log fits of the scratch and transfer median costs meet (None with
+    ``crossing_reason`` where there are fewer than two points each, or the fits are parallel)."""
+    fits = {}
+    for method, d in median.items():
+        pts = np.log(np.asarray([(float(T), n) for T, n in d.items() if n is not None], float).reshape(-1, 2))
+        if len(pts) < 2:
+            return {"crossing_T": None, "crossing_reason": f"{method} reached the target at fewer than two T"}
+        fits[method] = np.polyfit(pts[:, 0], pts[:, 1], 1)
+    (b_s, a_s), (b_t, a_t) = fits["scratch"], fits["transfer"]
+    if abs(b_s - b_t) < 1e-9:
+        return {"crossing_T": None, "crossing_reason": "the two fitted lines are parallel"}
+    T_cross = float(np.exp((a_t - a_s) / (b_s - b_t)))
+    cheaper = [
+        T
+        for T in median["scratch"]
+        if None not in (median["scratch"][T], median["transfer"][T]) and median["transfer"][T] < median["scratch"][T]
+    ]
+    return {"crossing_T": T_cross, "crossing_reason": "", "transfer_cheaper_at_T": cheaper}
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     metrics, s = results.tables["metrics"], results.summary
-    fig, (ax, ax2) = plots.subplots(2, width=4.6, height=3.6)
+    fig, (ax, ax2, ax3) = plots.subplots(3, width=4.6, height=3.6)
     colors = {"scratch": "#d95f02", "transfer": "#1b9e77"}
     for method, per_T in s["samples_to_target_per_instance"].items():
         Ts = sorted(per_T, key=float)
@@ -195,4 +302,21 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     ax2.set_yscale("log"), ax2.set_xlabel("samples"), ax2.set_ylabel("‖Ā − Q‖_μ (normalised)")
     ax2.set_title(f"T = {T_max}", fontsize=9)
     ax2.legend(fontsize=8)
+    _plot_kappa(ax3, s)
     return [plots.save(fig, Path(out_dir) / "scb_transfer.png")]
+
+
+def _plot_kappa(ax, s: dict) -> None:
+    """Transfer cost (median samples, one-step batch included) against the pretraining task's κ."""
+    sweep = s.get("kappa_sweep", {})
+    kappa = [v["kappa"] for v in sweep.values()]
+    ax.plot(kappa, [plots.num(v["samples"]) for v in sweep.values()], "o-", color="#1b9e77", label="transfer, total")
+    ax.plot(kappa, [v["batch"] for v in sweep.values()], "s--", color="#7570b3", label="its one-step batch")
+    for mix, v in sweep.items():
+        ax.annotate(f"ρ_mix {mix}", (v["kappa"], v["batch"]), fontsize=7, textcoords="offset points", xytext=(3, 3))
+    ax.set_yscale("log"), ax.set_xlabel("κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ (median over instances)")
+    ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target")
+    crossing = s.get("crossing_T")
+    where = f"fits cross at T ≈ {crossing:.3g}" if crossing else (s.get("crossing_reason") or "")
+    ax.set_title(f"transfer cost against κ (T = {s.get('kappa_T', '')}); {where}", fontsize=8)
+    ax.legend(fontsize=8)

@@ -1,0 +1,87 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from inductionlab import experiments
+from inductionlab.analysis.claims import MISSING, Between, Claim, Is, Near, judge, lookup
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+# claims whose keys exist only at the default size (the T grid's slopes, the N = 10 and 50 runs)
+DEFAULT_ONLY = {
+    "ren-s4-scratch-grows",
+    "ren-s4-transfer-flat",
+    "ren-s4-transfer-cheaper",
+    "ren-noise-prox-n10",
+    "ren-noise-n50",
+}
+
+
+def _claim(**kw):
+    base = dict(id="x", paper="wang", where="Fig. 1", statement="s", key="a.b", expected="1", test=Between(0.5, 1.5))
+    return Claim(**{**base, **kw})
+
+
+def test_lookup_takes_keys_that_hold_dots():
+    s = {"final": {"SGD η=0.03": {"alpha": 1.0}, "10": {"proximal": {"x": 2}}}, "gap.0.1": {"10": 3}, "p": {"{1,2}": 4}}
+    assert lookup(s, "final.SGD η=0.03.alpha") == 1.0
+    assert lookup(s, "final.10.proximal.x") == 2
+    assert lookup(s, "gap.0.1.10") == 3
+    assert lookup(s, "p.{1,2}") == 4
+    assert lookup(s, "final.11.proximal.x") is MISSING and lookup(s, "nothing") is MISSING
+
+
+@pytest.mark.parametrize(
+    "test,yes,no",
+    [
+        (Between(0.5, 1.5), [0.5, 1.0, 1.5], [0.49, 1.51, None, float("nan"), True, "1"]),
+        (Between(hi=0.1), [-5.0, 0.1], [0.11, None]),
+        (Near(2.0, atol=0.2), [1.81, 2.19], [1.79, 2.21, None]),
+        (Near(-2.0, rtol=0.1), [-1.81, -2.19], [-1.7, 2.0]),
+        (Is(True), [True], [False, None, 1.5]),
+        (Is("{1,2}"), ["{1,2}"], ["{1,3}"]),
+        (Is(None), [None], [0.0, False]),
+    ],
+)
+def test_tests_hold_exactly_on_their_range(test, yes, no):
+    assert all(test.holds(v) for v in yes)
+    assert not any(test.holds(v) for v in no)
+
+
+def test_judge_statuses_and_reasons():
+    summary = {"a": {"b": 1.0}, "c": 4.0}
+    assert judge(_claim(), summary)["status"] == "passed"
+    failed = judge(_claim(test=Between(lo=2)), summary)
+    assert failed["status"] == "failed" and failed["reason"] == "measured 1" and failed["measured"] == 1.0
+    assert judge(_claim(key="a.z"), summary)["status"] == "failed"  # a key the summary lacks fails, never passes
+    assert judge(_claim(), summary, smoke=True)["status"] == "smoke, not judged"
+    gpu = _claim(needs="a GPU: the paper preset")
+    assert judge(gpu, summary)["status"] == "not run" and "needs a GPU" in judge(gpu, summary)["reason"]
+    assert judge(gpu, summary, gpu=True)["status"] == "passed"
+    missing = judge(_claim(), None, reason="the run failed: boom")
+    assert missing["status"] == "not run" and missing["reason"] == "the run failed: boom"
+    ratio = judge(_claim(over="c", test=Near(0.25, atol=1e-12)), summary)
+    assert ratio["status"] == "passed" and ratio["measured"] == 0.25
+    assert judge(_claim(over="zero", test=Between(lo=0)), {**summary, "zero": 0})["measured"] is None
+
+
+def test_claims_are_refused_when_malformed():
+    with pytest.raises(ValueError, match="paper must be one of"):
+        _claim(paper="vaswani")
+    with pytest.raises(ValueError, match="required"):
+        _claim(key="")
+    with pytest.raises(ValueError, match="needs a bound"):
+        Between()
+
+
+def test_the_registry_covers_the_papers_with_unique_ids_and_real_keys():
+    claims = [(n, c) for n, e in experiments.REGISTRY.items() for c in getattr(e, "CLAIMS", ())]
+    assert len(claims) >= 30
+    ids = [c.id for _, c in claims]
+    assert len(ids) == len(set(ids)), "claim ids must be unique"
+    assert {c.paper for _, c in claims} == {"wang", "chen", "ren"}
+    assert any(c.needs for _, c in claims), "the GPU-scale WikiText claim is registered as such"
+    for name, claim in claims:  # every key is one the experiment writes (its smoke golden summary)
+        summary = json.loads((GOLDEN / f"{name}.json").read_text())["summary"]
+        for key in filter(None, (claim.key, claim.over)):
+            assert lookup(summary, key) is not MISSING or claim.id in DEFAULT_ONLY, (name, key)

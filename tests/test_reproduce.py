@@ -1,0 +1,114 @@
+"""``inductionlab reproduce --budget smoke``: the whole path, and the page as its readers see it."""
+
+import base64
+import io
+import re
+import shutil
+import subprocess
+
+import matplotlib.image as mpimg
+import pandas as pd
+import pytest
+
+from inductionlab import experiments
+from inductionlab.cli import main
+from inductionlab.reproduce import experiments_for, plan
+from inductionlab.tasks.text import ENV
+from tests.conftest import write_corpus
+
+ALL_IDS = [c.id for e in experiments.REGISTRY.values() for c in getattr(e, "CLAIMS", ())]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    data = write_corpus(out.parent / "corpus")
+    code = main(["reproduce", "--budget", "smoke", "--out", str(out / "r"), "--data", str(data)])
+    return out / "r", code
+
+
+def test_smoke_runs_every_experiment_and_judges_nothing(smoke):
+    out, code = smoke
+    table = pd.read_parquet(out / "claims.parquet")
+    assert code == 0
+    assert sorted(table.id) == sorted(ALL_IDS)
+    assert set(table.status) <= {"smoke, not judged", "not run"}
+    assert set(table[table.status == "not run"].reason) == {
+        "not run here: needs a GPU: the paper preset (full vocabulary, 1500 epochs)"
+    }
+    assert {"measured", "expected", "test", "status", "reason", "run_dir"} <= set(table.columns)
+
+
+def test_the_report_is_one_self_contained_page_with_every_claim_once(smoke):
+    out, _ = smoke
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for claim_id in ALL_IDS:
+        assert len(re.findall(rf">{re.escape(claim_id)} ·", page)) == 1, claim_id
+    assert not re.search(r"https?://|<script|<link|src=\"(?!data:)", page), "the page must need no network"
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    blocks = pd.read_parquet(out / "claims.parquet").groupby(["paper", "experiment"]).run_dir.first()
+    on_disk = [p for (_, _), name in blocks.items() for p in (out / name).glob("*.png")]  # once per paper's block
+    assert len(images) == len(on_disk) >= len(experiments_for("all"))
+    for data in images:
+        pixels = mpimg.imread(io.BytesIO(base64.b64decode(data)), format="png")
+        assert pixels.ndim == 3 and pixels.shape[0] > 100
+    for section in ("Wang, Yu, E &amp; Wu", "Chen, Sheen, Wang &amp; Yang", "Ren, Wang &amp; Lee"):
+        assert section in page
+    assert f"{len(ALL_IDS)} claims:" in page and "torch" in page and "wall time" in page
+
+
+def test_report_rerenders_from_the_saved_runs_without_running_anything(smoke, capsys):
+    out, _ = smoke
+    before = pd.read_parquet(out / "claims.parquet")
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").exists()
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "claims.parquet"), before)
+    assert "smoke, not judged" in capsys.readouterr().out
+
+
+def test_a_second_reproduce_reuses_the_finished_runs(smoke):
+    out, _ = smoke
+    stamps = {p: p.stat().st_mtime_ns for p in out.glob("*/summary.json")}
+    assert main(["reproduce", "--budget", "smoke", "--paper", "ren", "--out", str(out)]) == 0
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+
+
+def test_text_experiments_without_data_are_not_run_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    jobs, skipped = plan("wang", "smoke", tmp_path)
+    assert set(skipped) == {"wikitext", "repeated-text"} and "--data DIR" in skipped["wikitext"]
+    assert {j.experiment for j in jobs} == set(experiments_for("wang")) - set(skipped)
+
+
+def test_bad_paper_or_budget_is_one_clear_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "--paper", "nobody", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2 and "invalid choice: 'nobody'" in capsys.readouterr().err
+    assert main(["reproduce", "--budget", "smoke", "--workers", "0", "--out", str(tmp_path)]) == 2
+    assert "--workers: must be ≥ 1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
+)
+def test_the_report_renders_in_headless_chromium(smoke, tmp_path):
+    out, _ = smoke
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--screenshot={shot}",
+            "--window-size=1400,2000",
+            (out / "report.html").resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    pixels = mpimg.imread(shot)
+    assert pixels.shape[:2] == (2000, 1400)
+    assert pixels[..., :3].std() > 0.05, "the screenshot is blank"
