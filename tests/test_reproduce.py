@@ -2,6 +2,7 @@
 
 import base64
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import main
-from inductionlab.reproduce import experiments_for, plan
+from inductionlab.reproduce import exit_status, experiments_for, judge_all, plan
 from inductionlab.tasks.text import ENV
 from tests.conftest import write_corpus
 
@@ -112,3 +113,17 @@ def test_the_report_renders_in_headless_chromium(smoke, tmp_path):
     pixels = mpimg.imread(shot)
     assert pixels.shape[:2] == (2000, 1400)
     assert pixels[..., :3].std() > 0.05, "the screenshot is blank"
+
+
+def test_a_failed_run_leaves_its_claims_not_run_with_the_error(tmp_path):
+    (tmp_path / "reproduce.json").write_text(
+        json.dumps({"paper": "all", "budget": "full", "experiments": ["approx-ih2"]})
+    )
+    (tmp_path / "manifest.jsonl").write_text(
+        json.dumps({"hash": "h", "dir": "approx-ih2", "status": "failed", "error": "RuntimeError: boom"}) + "\n"
+    )
+    table = judge_all(tmp_path)
+    assert len(table) == len(experiments.get("approx-ih2").CLAIMS)
+    assert set(table.status) == {"not run"} and set(table.reason) == {"the run failed: RuntimeError: boom"}
+    assert exit_status(table) == 0
+    assert exit_status(table.assign(status="failed")) == 1

@@ -60,8 +60,7 @@ def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Jo
     for name in experiments_for(paper):
         cfg = experiments.configure(name, preset=BUDGETS[budget])
         if hasattr(cfg, "data"):
-            if data:
-                cfg = experiments.configure(name, preset=BUDGETS[budget], overrides={"data.path": data})
+            cfg = experiments.configure(name, preset=BUDGETS[budget], overrides={"data.path": data} if data else {})
             try:
                 data_root(cfg.data)
             except MissingDataError:
@@ -158,7 +157,10 @@ def render(out: str | Path) -> pd.DataFrame:
         raise FileNotFoundError(f"{out}: no {INFO} — not a reproduce directory (run `inductionlab reproduce`)")
     table = judge_all(out)
     write_parquet(out / CLAIMS_FILE, table)
-    write_report(out, table, json.loads((out / INFO).read_text()))
+    info = json.loads((out / INFO).read_text())
+    info.setdefault("versions", versions())  # an interrupted reproduce: this process's versions and host
+    info.setdefault("host", host())
+    write_report(out, table, info)
     return table
 
 

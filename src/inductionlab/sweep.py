@@ -203,15 +203,7 @@ def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: s
             try:
                 _append(out, {**run_job(job), "status": "done"})
             except Exception as err:  # noqa: BLE001 - recorded; the other jobs go on, as with a process pool
-                _append(
-                    out,
-                    {
-                        "hash": job.hash,
-                        "dir": Path(job.dir).name,
-                        "status": "failed",
-                        "error": f"{type(err).__name__}: {err}",
-                    },
-                )
+                _append(out, _failure(job, err))
         return
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init, initargs=(os.getpid(),)
@@ -222,7 +214,12 @@ def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: s
             try:
                 _append(out, {**fut.result(), "status": "done"})
             except Exception as err:  # noqa: BLE001 - recorded in the manifest, the sweep goes on
-                _append(out, {"hash": job.hash, "status": "failed", "error": f"{type(err).__name__}: {err}"})
+                _append(out, _failure(job, err))
+
+
+def _failure(job: Job, err: BaseException) -> dict[str, str]:
+    """The manifest entry of a job that failed."""
+    return {"hash": job.hash, "dir": Path(job.dir).name, "status": "failed", "error": f"{type(err).__name__}: {err}"}
 
 
 def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool) -> None:
@@ -242,7 +239,7 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
         try:
             _append(out, {**handle.result(), "status": "done"})
         except Exception as err:  # noqa: BLE001
-            _append(out, {"hash": job.hash, "status": "failed", "error": f"{type(err).__name__}: {err}"})
+            _append(out, _failure(job, err))
 
 
 def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:

@@ -16,12 +16,12 @@ def test_crossing_is_where_the_two_log_log_fits_meet():
     assert parallel["crossing_T"] is None and "parallel" in parallel["crossing_reason"]
 
 
-def test_the_one_step_batch_is_the_smallest_power_of_two_that_lands_alpha_within_tolerance():
+def test_the_one_step_batch_is_the_smallest_power_of_two_that_lands_in_stage_two_s_basin():
     cfg = experiments.configure("scb-transfer", preset="smoke", overrides={"batch_log2": "4,12", "transfer_samples": 0})
     batch, tries = one_step_batch(cfg, 40, 0.5)
     assert [t["batch"] for t in tries] == [2**k for k in range(4, 4 + len(tries))]
     assert batch == tries[-1]["batch"]
-    assert all(t["alpha_error"] > cfg.calibration_tol for t in tries[:-1])
-    assert tries[-1]["alpha_error"] <= cfg.calibration_tol or batch == 2**12
+    assert all(t["dist_A_norm"] > cfg.calibration_tol for t in tries[:-1])
+    assert tries[-1]["dist_A_norm"] <= cfg.calibration_tol or batch == 2**12
     again, _ = one_step_batch(cfg, 40, 0.5)
     assert again == batch  # the calibration draw is seeded

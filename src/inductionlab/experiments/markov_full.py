@@ -31,7 +31,7 @@ from inductionlab.train.chen import StagedConfig
 NAME = "markov-full"
 DESCRIPTION = "Chen et al. App. B: the full model (W_Q, W_K, W_OV, LayerNorm) trained jointly"
 FIGURE = "Chen et al. App. B (full)"
-WALL = "~1 min"  # default preset, 2 cores
+WALL = "~7 min"  # default preset, 2 cores (8 seeds)
 CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
 HEADLINE = ("p_selected.{1,2}", "p_selected.{1,3}", "p_selected.{2,3}", "a_log_slope")
 

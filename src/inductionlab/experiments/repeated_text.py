@@ -115,6 +115,24 @@ CLAIMS = (
         "same time (within 10% of training)",
         Between(hi=0.1),
     ),
+    Claim(
+        "mech-ablation-last-layer",
+        "wang",
+        "§4 (mechanism)",
+        "Ablating the last layer's top induction head costs the most copying loss of that layer's heads",
+        "top_ablation_is_top_induction",
+        "the induction head carries the copying",
+        Is(True),
+    ),
+    Claim(
+        "mech-ablation-overall",
+        "wang",
+        "§4 (mechanism)",
+        "Over all heads, the head whose ablation costs the most copying loss is the top induction head",
+        "top_ablation_overall_is_top_induction",
+        "the induction head (not the previous-token head it reads)",
+        Is(True),
+    ),
 )
 
 
