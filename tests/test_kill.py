@@ -76,6 +76,30 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(family, tmp_path):
         assert _summary(out) == _summary(tmp_path / "full"), when
 
 
+def test_sigterm_checkpoints_says_resume_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    """`timeout` and schedulers stop a run with SIGTERM: it must end like Ctrl-C, not like SIGKILL."""
+    argv = ["run", *RUNS["autograd"], "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    out = tmp_path / "stopped"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inductionlab", *argv, "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(out.glob("**/*.pt")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "--resume" in err, err
+    assert not (out / "summary.json").exists()
+    assert main([*argv, "--out", str(out), "--resume"]) == 0
+    assert pd.read_parquet(out / "metrics.parquet").equals(pd.read_parquet(tmp_path / "full" / "metrics.parquet"))
+    assert _summary(out) == _summary(tmp_path / "full")
+
+
 def _children(pid: int) -> set[int]:
     kids = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -105,21 +105,23 @@ def compiled(fn) -> Compiled:
 
 
 class StopFlag:
-    """Context manager: SIGINT (Ctrl-C) sets ``raised``, which a training loop checks at step boundaries to
-    checkpoint and stop cleanly (installed from the main thread only)."""
+    """Context manager: SIGINT (Ctrl-C) or SIGTERM (``timeout``, a scheduler's time limit) sets ``raised``, which a
+    training loop checks at step boundaries to checkpoint and stop cleanly (installed from the main thread only)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.raised = False
-        self._old = None
+        self._old: dict = {}
 
     def __enter__(self) -> StopFlag:
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
+            self._old = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
         return self
 
     def _handle(self, signum, frame) -> None:
         self.raised = True
 
     def __exit__(self, *exc) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)

@@ -58,9 +58,11 @@ def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Jo
         raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
     jobs, skipped = [], {}
     for name in experiments_for(paper):
-        cfg = experiments.configure(name, preset=BUDGETS[budget])
-        if hasattr(cfg, "data"):
-            cfg = experiments.configure(name, preset=BUDGETS[budget], overrides={"data.path": data} if data else {})
+        reads_text = hasattr(experiments.get(name).CONFIG, "data")
+        cfg = experiments.configure(
+            name, preset=BUDGETS[budget], overrides={"data.path": data} if reads_text and data else {}
+        )
+        if reads_text:
             try:
                 data_root(cfg.data)
             except MissingDataError:

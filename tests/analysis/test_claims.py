@@ -14,6 +14,7 @@ DEFAULT_ONLY = {
     "ren-s4-transfer-cheaper",
     "ren-noise-prox-n10",
     "ren-noise-n50",
+    "ren-noise-stage1-poly",
 }
 
 

@@ -110,7 +110,8 @@ def test_prefetch_gives_identical_numbers():
     assert torch.equal(runs[0].theta, runs[1].theta) and runs[0].metrics.equals(runs[1].metrics)
 
 
-def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])  # Ctrl-C; `timeout` or a scheduler's limit
+def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch, sig):
     target = MixedTarget.per_run([1.0, 1.5], [0.49, 0.4], L)
     theta0 = toy.init_params(0.01, 2)
     full = train_toy(_cfg(), target, theta0, [1, 2], RunContext(threads=1))
@@ -121,7 +122,7 @@ def test_interrupt_then_resume_is_bit_identical(tmp_path, monkeypatch):
     def step_then_ctrl_c(*args):
         calls[0] += 1
         if calls[0] == 70:
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), sig)
         return real_step(*args)
 
     monkeypatch.setattr(trainer.optim, "step", step_then_ctrl_c)

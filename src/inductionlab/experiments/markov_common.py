@@ -93,6 +93,9 @@ def run_variants(
             model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1), hooks, desc=label
         )
         tables.append(metrics.assign(variant=label))
+        allowed = (
+            chen.allowed_lags(model)[:, -model.window :].numpy().ravel()
+        )  # lags 1..M, as w (the full variant adds 0)
         for when, w in (("initial", chen.init_params(model, 1)["w"][0]), ("final", params["w"][0])):
             h, j = np.indices(w.shape)
             rpe.append(
@@ -103,6 +106,7 @@ def run_variants(
                         "head": h.ravel() + 1,
                         "lag": j.ravel() + 1,
                         "w": w.double().numpy().ravel(),
+                        "allowed": allowed,
                     }
                 )
             )
@@ -117,7 +121,8 @@ def run_variants(
 def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
     """One row per variant: p_S(t) early in training, final p_S, RPE before/after, a(t) on a log-t axis with
     its ln t fit, and the losses on a log-epoch axis beside the Bayes loss.  A second figure shows the
-    headline variant's layer-1 attention over the first 10 positions, per head (grey: no attention)."""
+    headline variant's layer-1 attention over the first 10 positions, per head (grey: no attention); a third
+    (:func:`_lag_weights`) each head's attention over its lags and p_S through the whole of training."""
     metrics, rpe, runs = results.tables["metrics"], results.tables["rpe"], results.summary["runs"]
     labels = list(runs)
     fig, axes = plots.subplots(2, 3 * len(labels), width=3.9, height=3.0)  # per variant: 3 rows of 2 panels
@@ -141,15 +146,7 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
         )
         ax[1].set_xticks(range(len(ps)), list(ps), rotation=45, fontsize=7)
         ax[1].set(xlabel="subset S", ylabel=r"final $p_S$", title=f"final selection: {s['selected_subset']}")
-        g = rpe[rpe.variant == label]
-        mats = [g[g.when == w].pivot(index="head", columns="lag", values="w").to_numpy() for w in ("initial", "final")]
-        im = ax[2].imshow(
-            np.vstack([mats[0], np.full((1, mats[0].shape[1]), np.nan), mats[1]]), cmap="viridis", aspect="auto"
-        )
-        ax[2].set(title="copier RPE weights of run 0\n(top: initial, bottom: final)", xlabel="lag", ylabel="head")
-        ax[2].set_xticks(range(mats[0].shape[1]), range(1, mats[0].shape[1] + 1))
-        ax[2].set_yticks([])
-        fig.colorbar(im, ax=ax[2], shrink=0.8, label="RPE weight $w$")
+        _rpe_panel(fig, ax[2], rpe[rpe.variant == label])
         trains_a = m[m.stage_name.str.contains("a")]
         a_stage = trains_a[(trains_a.stage == trains_a.stage.max()) & (trains_a.step > 0)]
         ax[3].semilogx(a_stage.step, a_stage.a, "o-", ms=3, color=plots.CURVE_COLORS["w_KQ"])
@@ -166,13 +163,52 @@ def plot_variants(results: Results, out_dir: Path, name: str) -> list[Path]:
         ax[5].axis("off")
         text = _numbers(s) + _interventions(results.summary.get("interventions"))
         ax[5].text(0.02, 0.95, text, va="top", fontsize=8, family="monospace", transform=ax[5].transAxes)
-    paths = [plots.save(fig, Path(out_dir) / f"{name}.png")]
-    paths.append(
-        _attention_maps(
-            rpe[(rpe.variant == labels[0]) & (rpe.when == "final")], Path(out_dir) / f"{name}_attention.png"
-        )
-    )
+    final = rpe[(rpe.variant == labels[0]) & (rpe.when == "final")]
+    paths = [
+        plots.save(fig, Path(out_dir) / f"{name}.png"),
+        _attention_maps(final, Path(out_dir) / f"{name}_attention.png"),
+    ]
+    if "allowed" in rpe:  # runs saved before the column was added have no lag-weight figure
+        paths.append(_lag_weights(metrics, rpe, runs, Path(out_dir) / f"{name}_lags.png"))
     return paths
+
+
+def _rpe_panel(fig, ax, g: pd.DataFrame) -> None:
+    """The copier RPE weights w (head × lag) of one variant, initial above final."""
+    mats = [g[g.when == w].pivot(index="head", columns="lag", values="w").to_numpy() for w in ("initial", "final")]
+    im = ax.imshow(np.vstack([mats[0], np.full((1, mats[0].shape[1]), np.nan), mats[1]]), cmap="viridis", aspect="auto")
+    ax.set(title="copier RPE weights of run 0\n(top: initial, bottom: final)", xlabel="lag", ylabel="head")
+    ax.set_xticks(range(mats[0].shape[1]), range(1, mats[0].shape[1] + 1))
+    ax.set_yticks([])
+    fig.colorbar(im, ax=ax, shrink=0.8, label="RPE weight $w$")
+
+
+def _lag_weights(metrics: pd.DataFrame, rpe: pd.DataFrame, runs: dict, path: Path) -> Path:
+    """One row per variant: per head, softmax(w_h) over the lags the head may attend to (the simplified model's
+    attention once all of them are in the sequence; the full one adds its dot-product scores), and p_S on a log scale (a subset's ln p_S moves at the rate of its marginal
+    gain, as p_S = c_S² / Σ c²), both over every epoch on a log axis (run 0)."""
+    heads = sorted(rpe["head"].unique())
+    fig, axes = plots.subplots(len(heads) + 1, len(runs), width=3.3, height=2.8)
+    for row, label in enumerate(runs):
+        m = metrics[(metrics.variant == label) & (metrics.run == 0)].sort_values("epoch")
+        epoch = m.epoch.clip(lower=1)
+        ax = axes[row * (len(heads) + 1) : (row + 1) * (len(heads) + 1)]
+        g = rpe[(rpe.variant == label) & (rpe.when == "initial")]
+        for i, h in enumerate(heads):
+            lags = g[(g["head"] == h) & g.allowed].lag.tolist()
+            w = m[[f"w_h{h}_lag{lag}" for lag in lags]].to_numpy()
+            weights = np.exp(w - w.max(1, keepdims=True))
+            weights /= weights.sum(1, keepdims=True)
+            for k, lag in enumerate(lags):
+                ax[i].semilogx(epoch, weights[:, k], label=f"lag {lag}", color=f"C{lag - 1}")
+            ax[i].set(xlabel="epoch", ylabel="softmax of the RPE $w_h$", ylim=(-0.02, 1.02), title=f"{label}\nhead {h}")
+            ax[i].legend(fontsize=6)
+        selected = runs[label]["selected_subset"]
+        for col in (c for c in m.columns if c.startswith("p_")):
+            ax[-1].loglog(epoch, m[col].clip(lower=1e-100), label=col[2:], lw=2.5 if col[2:] == selected else 1)
+        ax[-1].set(xlabel="epoch", ylabel=r"$p_S$ (log scale)", ylim=(1e-100, 3), title="selection weights $p_S$")
+        ax[-1].legend(fontsize=6, ncol=2, title="subset S", title_fontsize=6)
+    return plots.save(fig, path)
 
 
 def _numbers(s: dict) -> str:

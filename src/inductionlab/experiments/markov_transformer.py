@@ -40,7 +40,7 @@ from inductionlab.train.text import token_losses
 NAME = "markov-transformer"
 DESCRIPTION = "Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags"
 FIGURE = "Wang et al. × Chen et al. (stages)"
-WALL = "~7 min"  # default preset, 2 cores
+WALL = "~11 min"  # default preset, 2 cores (measured 643 s with another job on the second core)
 CPU_ONLY = "a d = 32 two-layer model on 3 tokens: the step is Python and sampling overhead"
 HEADLINE = ("t_unigram", "t_bigram", "t_bayes", "final_kl_to_bayes", "final_induction_score", "layer1_top_lags")
 REFERENCES = ("uniform", "unigram", "bigram", "bayes")  # the stage order

@@ -141,7 +141,7 @@ def _state_tokens(cfg: ChenConfig, states: torch.Tensor) -> torch.Tensor:
     return torch.stack([(states // base**j) % base for j in range(J)], 1)
 
 
-def _allowed(cfg: ChenConfig) -> torch.Tensor:
+def allowed_lags(cfg: ChenConfig) -> torch.Tensor:
     """(H, J) which lags each head may attend to (the shifted scheme masks all but h..h+H−1)."""
     lags = torch.tensor(cfg.lags)
     heads = torch.arange(cfg.n_heads).view(-1, 1)
@@ -164,7 +164,7 @@ def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch
         qk = torch.einsum("shde,shfe->shdf", params["W_Q"], params["W_K"])  # (S, H, d, d)
         logits = logits + torch.einsum("zd,shdf,zjf->shzj", E[:, 0], qk, E)  # the query is the lag-0 token
     present = (toks < d) | (torch.tensor(cfg.lags) == 0)  # lag 0: the query attends to its own empty slot too
-    mask = present.unsqueeze(0) & _allowed(cfg).unsqueeze(1)  # (H, Z, J)
+    mask = present.unsqueeze(0) & allowed_lags(cfg).unsqueeze(1)  # (H, Z, J)
     shift = logits.detach().masked_fill(~mask, float("-inf")).amax(-1, keepdim=True).nan_to_num(neginf=0.0)
     weights = torch.where(mask, logits - shift, float("-inf")).exp()  # (S, H, Z, J); no lag valid → all 0
     attn = weights / weights.sum(-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)

@@ -1,0 +1,46 @@
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from inductionlab import experiments
+from inductionlab.experiments.scb_noise_sim import _batch_sweep, _sweep_summary
+from inductionlab.runs import RunContext
+from inductionlab.tasks.scb import random_instance
+from inductionlab.theory.scb import gaussian_noise_oracle
+from inductionlab.train.proximal import train_scb
+
+
+def test_each_sweep_run_is_the_single_run_at_its_batch():
+    cfg = experiments.configure(
+        "scb-noise-sim",
+        preset="smoke",
+        overrides={"sweep_batches": "4,64", "train.steps": 30, "train.stage1_steps": 10},
+    )
+    inst = random_instance(replace(cfg.task, N=4, T=4 * cfg.task.Q), 1, np.random.default_rng(0))
+    sigma_V, sigma_A = torch.tensor(0.5, dtype=torch.float64), torch.tensor(0.2, dtype=torch.float64)
+    sweep = _batch_sweep(cfg, inst, sigma_V, sigma_A, RunContext(threads=1))
+    for batch in (4, 64):
+        alone = train_scb(cfg.train, inst, cfg.task.Q, oracle=gaussian_noise_oracle(sigma_V, sigma_A, batch))[2]
+        got = sweep[sweep.batch == batch]
+        np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-10)
+        assert (got.samples == got.step * batch).all()
+    last = sweep[sweep.step == sweep.step.max()].set_index("batch")
+    assert last.loc[4, "dist_V"] != last.loc[64, "dist_V"]  # the noise scale differs
+
+
+def test_sweep_summary_finds_the_exit_the_smallest_recovering_batch_and_its_growth():
+    rows = []
+    for N, exits in {10: {16: 5, 64: 3}, 40: {16: None, 64: None, 256: 4}}.items():
+        for batch, exit_step in exits.items():
+            for step in range(7):
+                stage = 2 if exit_step is not None and step >= exit_step else 1
+                final = 0.01 if exit_step is not None else 0.5
+                rows.append(dict(N=N, batch=batch, step=step, stage=stage, dist_A_norm=final if step == 6 else 0.5))
+    out = _sweep_summary(pd.DataFrame(rows), target=0.05)
+    assert out["stage1_exit_step"] == {10: {16: 5, 64: 3}, 40: {16: None, 64: None, 256: 4}}
+    assert out["min_batch_to_recover"] == {10: 16, 40: 256}
+    assert out["min_batch_log_log_slope"] == pytest.approx(2.0)  # 16 → 256 over 10 → 40
+    assert _sweep_summary(pd.DataFrame(rows).query("N == 40"), 0.05)["min_batch_log_log_slope"] is None
