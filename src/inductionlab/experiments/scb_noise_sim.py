@@ -179,7 +179,7 @@ def _sweep_summary(sweep: pd.DataFrame, target: float) -> dict:
         recovered = [int(b) for b, d in last.items() if d <= target]
         smallest[int(N)] = min(recovered) if recovered else None
     found = {N: b for N, b in smallest.items() if b is not None}
-    slope = power_law_exponent(list(found), list(found.values())) if len(found) >= 2 else float("nan")
+    slope = power_law_exponent(list(found), list(found.values()))  # NaN with fewer than two
     return {
         "stage1_exit_step": exit_step,
         "final_dist_A_norm_by_batch": final,
