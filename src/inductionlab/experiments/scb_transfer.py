@@ -9,7 +9,8 @@ For each context length T, ``n_instances`` random SCB instances train on the run
 
 Samples to target: the first logged sample count at which the normalised attention is within ``target`` of
 Q (‖Ā − Q‖_μ, docs/conventions.md#ren-10 (b)); the transfer count includes its one-step batch.  ``None`` in the summary: not
-reached within the budget (or diverged — listed under ``diverged_scratch_T`` / ``diverged_transfer_T``).
+reached within the budget (or diverged — listed under ``diverged_scratch_T`` / ``diverged_transfer_T``) by half
+the instances or more; an instance that never reaches it counts as costlier than all that do.
 
 Choices [P] (the paper leaves them open): P̄ = ρ_mix P + (1 − ρ_mix) D_μPᵀD_μ⁻¹ (P mixed with its time
 reversal, which shares μ; κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ is reported), V̄ = P̄ (pretraining assumed solved), γ = 0.5,
@@ -258,7 +259,11 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 
 
 def _median(values: list[float]) -> float | None:
-    return None if np.isnan(values).any() else float(np.median(values))
+    """The median cost over instances, a run that never reached the target (NaN) counting as costlier than every
+    one that did (a censored median); None when half or more never reached it."""
+    values = np.asarray(values, dtype=float)
+    median = float(np.median(np.where(np.isnan(values), np.inf, values)))
+    return median if np.isfinite(median) else None
 
 
 def _kappa_sweep(cfg: Config, ctx: RunContext) -> tuple[dict, pd.DataFrame]:
@@ -295,7 +300,10 @@ def crossing(median: dict[str, dict]) -> dict:
         for T in median["scratch"]
         if None not in (median["scratch"][T], median["transfer"][T]) and median["transfer"][T] < median["scratch"][T]
     ]
-    return {"crossing_T": T_cross, "crossing_reason": "", "transfer_cheaper_at_T": cheaper}
+    reason = ""
+    if b_s < b_t and T_cross < min(float(T) for T in median["scratch"]):
+        reason = "the fits meet below the T grid and transfer's fitted cost grows faster: no crossing ahead"
+    return {"crossing_T": T_cross, "crossing_reason": reason, "transfer_cheaper_at_T": cheaper}
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
