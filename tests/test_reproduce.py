@@ -56,6 +56,8 @@ def test_the_report_is_one_self_contained_page_with_every_claim_once(smoke):
     for section in ("Wang, Yu, E &amp; Wu", "Chen, Sheen, Wang &amp; Yang", "Ren, Wang &amp; Lee"):
         assert section in page
     assert f"{len(ALL_IDS)} claims:" in page and "torch" in page and "wall time" in page
+    runs = sum(json.loads(p.read_text())["wall_seconds"] for p in out.glob("*/summary.json"))
+    assert f"the runs' own wall times add up to {runs / 60:.1f} min" in page
 
 
 def test_report_rerenders_from_the_saved_runs_without_running_anything(smoke, capsys):

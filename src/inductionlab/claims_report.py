@@ -106,7 +106,8 @@ def _header(info: dict) -> str:
     return (
         f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
         f"{_e(info['budget'])}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
-        f"{'—' if wall is None else f'{wall / 60:.1f} min'}; host {_e(info.get('host', '—'))}.</p>"
+        f"{'—' if wall is None else f'{wall / 60:.1f} min'} (runs it reused cost nothing; the runs' own wall "
+        f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min); host {_e(info.get('host', '—'))}.</p>"
         f'<p class="meta">Versions: {versions}.</p>' + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
     )
 

@@ -162,8 +162,15 @@ def render(out: str | Path) -> pd.DataFrame:
     info = json.loads((out / INFO).read_text())
     info.setdefault("versions", versions())  # an interrupted reproduce: this process's versions and host
     info.setdefault("host", host())
+    info["runs_wall_seconds"] = sum(_run_wall(out / name) for name in info["experiments"])
     write_report(out, table, info)
     return table
+
+
+def _run_wall(run_dir: Path) -> float:
+    """The run's own wall time (its summary's), 0 where it has none."""
+    path = run_dir / SUMMARY
+    return float(json.loads(path.read_text()).get("wall_seconds", 0.0)) if path.exists() else 0.0
 
 
 def is_reproduce(out: str | Path) -> bool:
