@@ -200,7 +200,9 @@ def _lag_weights(metrics: pd.DataFrame, rpe: pd.DataFrame, runs: dict, path: Pat
             weights = np.exp(w - w.max(1, keepdims=True))
             weights /= weights.sum(1, keepdims=True)
             for k, lag in enumerate(lags):
-                ax[i].semilogx(epoch, weights[:, k], label=f"lag {lag}", color=f"C{lag - 1}")
+                ax[i].semilogx(
+                    epoch, weights[:, k], label=f"lag {lag}", color=f"C{lag - 1}", ls=("-", "--", ":")[k % 3]
+                )
             ax[i].set(xlabel="epoch", ylabel="softmax of the RPE $w_h$", ylim=(-0.02, 1.02), title=f"{label}\nhead {h}")
             ax[i].legend(fontsize=6)
         selected = runs[label]["selected_subset"]
