@@ -93,9 +93,8 @@ def run_variants(
             model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1), hooks, desc=label
         )
         tables.append(metrics.assign(variant=label))
-        allowed = (
-            chen.allowed_lags(model)[:, -model.window :].numpy().ravel()
-        )  # lags 1..M, as w (the full variant adds 0)
+        # which lags each head may attend to, over lags 1..M as w has them (the full variant's lags add 0)
+        allowed = chen.allowed_lags(model)[:, -model.window :].numpy().ravel()
         for when, w in (("initial", chen.init_params(model, 1)["w"][0]), ("final", params["w"][0])):
             h, j = np.indices(w.shape)
             rpe.append(
@@ -185,8 +184,9 @@ def _rpe_panel(fig, ax, g: pd.DataFrame) -> None:
 
 def _lag_weights(metrics: pd.DataFrame, rpe: pd.DataFrame, runs: dict, path: Path) -> Path:
     """One row per variant: per head, softmax(w_h) over the lags the head may attend to (the simplified model's
-    attention once all of them are in the sequence; the full one adds its dot-product scores), and p_S on a log scale (a subset's ln p_S moves at the rate of its marginal
-    gain, as p_S = c_S² / Σ c²), both over every epoch on a log axis (run 0)."""
+    attention once all of them are in the sequence; the full one adds its dot-product scores), and p_S on a log
+    scale (a subset's ln p_S moves at the rate of its marginal gain, as p_S = c_S² / Σ c²), both over every epoch
+    on a log axis (run 0)."""
     heads = sorted(rpe["head"].unique())
     fig, axes = plots.subplots(len(heads) + 1, len(runs), width=3.3, height=2.8)
     for row, label in enumerate(runs):
