@@ -331,7 +331,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.set_xticks(T_all, [f"{T:g}" for T in T_all])
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("context length T"), ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target")
-    ax.set_title("scratch pays a T-dependent first stage; transfer does not", fontsize=9)
+    ax.set_title("samples to the target against T: scratch and after transfer", fontsize=9)
     ax.legend(fontsize=8)
     T_max = metrics["T"].max()
     for (method, run), g in metrics[metrics["T"] == T_max].groupby(["method", "run"]):
@@ -354,6 +354,8 @@ def _plot_kappa(ax, s: dict) -> None:
     ax.set_yscale("log"), ax.set_xlabel("κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ (median over instances)")
     ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target")
     crossing = s.get("crossing_T")
-    where = f"fits cross at T ≈ {crossing:.3g}" if crossing else (s.get("crossing_reason") or "")
+    where = (
+        "fits do not cross ahead" if s.get("crossing_reason") or not crossing else f"fits cross at T ≈ {crossing:.3g}"
+    )
     ax.set_title(f"transfer cost against κ (T = {s.get('kappa_T', '')}); {where}", fontsize=8)
     ax.legend(fontsize=8)
