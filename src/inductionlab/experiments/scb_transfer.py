@@ -22,9 +22,8 @@ it per T by a stated rule — the smallest power of two 2^k, k = ``batch_log2`` 
 attention within ``calibration_tol`` of Q (‖Ā₁ − Q‖_μ: inside Stage 2's basin) on every instance of a calibration
 draw (its own seed, not the instances measured).  Landing α₁ within 10 % of α* is not enough: measured, batches
 of 1k–8k did that at T = 250–4000, but the off-line noise they leave kept every transfer run from the target;
-``transfer_samples > 0`` fixes the batch.
-``transfer_samples > 0`` fixes it.  ``crossing_T``: the T where log-log fits of the two median costs meet.  The default T grid is 250, 1000, 4000;
-``--preset long`` adds 16 000.
+``transfer_samples > 0`` fixes the batch.  ``crossing_T``: the T where log-log fits of the two median costs meet.
+The default T grid is 250, 1000, 4000; ``--preset long`` adds 16 000.
 **κ sweep**: at T = ``kappa_T``, pretraining tasks with ρ_mix in ``kappa_mixes`` (κ falls with ρ_mix), each with
 its own calibrated batch; the transfer cost against κ.
 """
@@ -41,6 +40,7 @@ from matplotlib.ticker import NullFormatter
 
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
+from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
@@ -248,9 +248,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         "kappa_sweep": sweep,
     }
     for method, d in median.items():
-        pts = [(T, n) for T, n in d.items() if n is not None]
-        if len(pts) >= 2:
-            summary["log_log_slope"][method] = float(np.polyfit(*np.log(np.asarray(pts, float)).T, 1)[0])
+        slope = power_law_exponent(list(d), [np.nan if n is None else n for n in d.values()])
+        if not np.isnan(slope):
+            summary["log_log_slope"][method] = slope
     tables = {"metrics": pd.concat(tables, ignore_index=True), "kappa_sweep": sweep_tables}
     return Results(
         {**tables, "calibration": pd.DataFrame(tries, columns=["T", "mix", "batch", "dist_A_norm", "alpha_error"])},
