@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test test-portable bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ test: setup
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/python -m pytest
+
+# The golden and runtime tests again on the AVX2 kernels (docs/conventions.md#portable-numbers).
+test-portable: setup
+	ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \
+		$(BIN)/python -m pytest tests/test_golden.py tests/test_runtime.py -k "not bit_for_bit"
 
 bench: setup
 	$(BIN)/python benchmarks/bench_toy.py

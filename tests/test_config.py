@@ -80,3 +80,22 @@ def test_every_experiment_has_one_run_axis_called_seeds_and_can_be_reseeded():
 def test_bad_seeds_are_refused(seeds, words):
     with pytest.raises(ConfigError, match=words):
         override(lazy_to_rich.CONFIG, {"seeds": seeds})
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400"])
+def test_non_finite_floats_are_refused_naming_the_field(value):
+    with pytest.raises(ConfigError, match="task.alpha_star: .*finite"):
+        override(lazy_to_rich.CONFIG, {"task.alpha_star": value})
+
+
+def test_per_layer_unions_take_one_value_or_one_per_layer_and_never_none():
+    cfg = resolve("wikitext", "smoke", {"model.key_start": "1,2", "model.residual": "true,false"})
+    assert cfg.model.key_start == (1, 2) and cfg.model.residual == (True, False)
+    assert resolve("wikitext", "smoke", {"model.key_start": "2"}).model.key_start == 2
+    with pytest.raises(ConfigError, match="model.key_start: expected int or list of int"):
+        resolve("wikitext", "smoke", {"model.key_start": "none"})
+
+
+def test_a_shared_section_class_names_the_key_of_its_section():
+    with pytest.raises(ConfigError, match=r"^tf_train\.lr: "):
+        resolve("interventions", "smoke", {"tf_train.lr": "0"})

@@ -18,7 +18,7 @@ LAYERS = [
     {"analysis"},
     {"experiments"},
     {"runner", "sweep", "sweep_report", "claims_report", "reproduce"},
-    {"cli", "__main__", "__init__"},
+    {"cli", "cli_errors", "__main__", "__init__"},
 ]
 
 

@@ -1,5 +1,9 @@
 import logging
+import os
+import subprocess
+import sys
 
+import pytest
 import torch
 
 from inductionlab import _runtime
@@ -8,21 +12,46 @@ from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
 from inductionlab.train.toy_batches import make_batch
 
 
-def test_compiled_straight_step_equals_eager():
-    target = MixedTarget.per_run([1.0, 2.0], [0.49, 0.3], 10)
-    x = new_tokens(2, 10, 64, make_generators([0, 1]), "gaussian")
-    batch = make_batch(x, target, "ideal")
-    theta = torch.tensor([[0.0, 0.3, 0.2, 0.4, 0.7, 0.6], [0.0, -0.1, 0.5, 0.2, -0.3, 0.8]])
-    for args in (
-        (theta, batch.x, batch.targets, False, batch.keys, batch.scores),
-        (theta, batch.x, batch.targets, True),
-    ):
-        for got, want in zip(_runtime.compiled(toy.straight_step)(*args), toy.straight_step(*args)):
-            assert torch.allclose(got, want, rtol=1e-5, atol=1e-7)
+def _toy_args(runs: int, L: int, n: int):
+    """Arguments of ``toy.straight_step`` at ``runs`` runs, sequence length ``L`` and ``n`` sequences."""
+    target = MixedTarget.per_run([1.0 + r for r in range(runs)], [0.49 - 0.1 * r for r in range(runs)], L)
+    batch = make_batch(new_tokens(runs, L, n, make_generators(list(range(runs))), "gaussian"), target, "ideal")
+    theta = torch.linspace(-0.3, 0.8, 6 * runs).reshape(runs, 6)
+    return (theta, batch.x, batch.targets, False, batch.keys, batch.scores), (theta, batch.x, batch.targets, True)
+
+
+def test_compiled_straight_step_equals_eager_at_several_shapes_in_one_process(caplog):
+    """Two shapes, then a third (each compiled statically): the same numbers as eager, and no fallback."""
+    step = _runtime.compiled(toy.straight_step)
+    with caplog.at_level(logging.WARNING):
+        for runs, L, n in ((2, 10, 64), (3, 12, 32), (1, 20, 48)):
+            for args in _toy_args(runs, L, n):
+                for got, want in zip(step(*args), toy.straight_step(*args)):
+                    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)  # float32: |Δ| ≤ 3e-8 measured
+    assert "running eagerly" not in caplog.text
+
+
+def test_a_compile_failure_at_a_later_call_falls_back_to_eager(monkeypatch, caplog):
+    calls = []
+
+    def flaky_compile(fn, **kwargs):
+        def run(*args):
+            calls.append(args)
+            if len(calls) > 1:  # compiles at the first shape, fails at the second
+                raise AssertionError("sources must not be empty for symbol s21")
+            return fn(*args)
+
+        return run
+
+    monkeypatch.setattr(torch, "compile", flaky_compile)
+    wrapped = _runtime.Compiled(lambda a: a + 1)
+    with caplog.at_level(logging.WARNING):
+        assert [wrapped(1), wrapped(2), wrapped(3)] == [2, 3, 4]
+    assert len(calls) == 2 and caplog.text.count("running eagerly") == 1
 
 
 def test_compile_failure_falls_back_to_eager_with_a_warning(monkeypatch, caplog):
-    def broken_compile(fn):
+    def broken_compile(fn, **kwargs):
         def run(*args):
             raise RuntimeError("no C++ compiler")
 
@@ -35,7 +64,7 @@ def test_compile_failure_falls_back_to_eager_with_a_warning(monkeypatch, caplog)
     assert "no C++ compiler" in caplog.text and caplog.text.count("running eagerly") == 1
 
 
-def test_errors_of_the_function_itself_are_not_hidden_after_the_first_call():
+def test_errors_of_the_function_itself_are_not_hidden():
     def f(a):
         if a < 0:
             raise ValueError("negative")
@@ -44,9 +73,29 @@ def test_errors_of_the_function_itself_are_not_hidden_after_the_first_call():
     wrapped = _runtime.Compiled(f)
     wrapped._compiled = f  # stands in for the compiled function
     assert wrapped(1) == 1
-    try:
+    with pytest.raises(ValueError, match="negative"):
         wrapped(-1)
-    except ValueError as err:
-        assert "negative" in str(err)
-    else:
-        raise AssertionError("the error was swallowed")
+    assert wrapped._compiled is f  # the function's own error is no compile failure
+
+
+STEP = """
+import torch
+from inductionlab import _runtime
+from inductionlab.models import toy
+from tests.test_runtime import _toy_args
+for args in _toy_args(2, 10, 64):
+    _runtime.compiled(toy.straight_step)(*args)
+print("ok")
+"""
+
+
+def test_a_kernel_cached_on_the_avx2_path_is_never_loaded_on_another(tmp_path):
+    """Inductor's cache does not key on ATEN_CPU_CAPABILITY; sharing it across kernel paths corrupted the heap on an
+    AVX-512 CPU, so each path gets its own folder (under a test TMPDIR here, not the user's cache)."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    env.update(TMPDIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    avx2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    for extra in (avx2, {}):
+        done = subprocess.run([sys.executable, "-c", STEP], env={**env, **extra}, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    assert len(list(tmp_path.glob("torchinductor_*/inductionlab-*"))) == 2  # one folder per kernel path

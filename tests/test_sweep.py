@@ -5,7 +5,9 @@ import pytest
 
 from inductionlab import experiments, load_sweep
 from inductionlab.cli import main, resolve
-from inductionlab.sweep import parse_grid, plan, run_sweep
+from inductionlab.config import ConfigError
+from inductionlab.sweep import count_jobs, parse_grid, plan, run_sweep
+from inductionlab.sweep_report import estimate
 
 
 def test_grid_and_seeds_plan_jobs_on_the_run_axis(tmp_path):
@@ -21,6 +23,21 @@ def test_grid_and_seeds_plan_jobs_on_the_run_axis(tmp_path):
     assert [j.config["seeds"] for j in tuple_axis] == [[0], [1], [0], [1]] and tuple_axis[0].overrides["seed"] == "0"
     scb = plan("scb-convergence", resolve("scb-convergence", "smoke", {}), {}, 2, tmp_path)
     assert [j.config["seeds"] for j in scb] == [[0], [1]]
+
+
+def test_jobs_are_counted_before_any_config_is_built_and_equal_configs_are_one_job(tmp_path):
+    cfg = resolve("lazy-to-rich", "smoke", {})
+    grid = parse_grid(["task.L=8,8.0,08", "task.alpha_star=1,2", "task.L=8,9"])
+    assert grid["task.L"] == ["8", "8.0", "08", "9"]
+    jobs = plan("lazy-to-rich", cfg, grid, 3, tmp_path)
+    assert count_jobs(cfg, grid, 3) == 24 and len(jobs) == 12 == len({j.hash for j in jobs}) == len(
+        {j.dir for j in jobs}
+    )
+    assert count_jobs(cfg, parse_grid(["seeds=0,1,2"]), 1) == 3
+    with pytest.raises(ConfigError, match="--n-seeds 2 with --grid seeds"):
+        plan("lazy-to-rich", cfg, parse_grid(["seeds=0,1"]), 2, tmp_path)
+    assert estimate("markov-mi", 10, 2).startswith("10 jobs on 2 workers: about 5 s (~1 s a job, markov-mi's WALL")
+    assert "about 2.5 h" in estimate("lazy-to-rich", 100, 1, "smoke")
 
 
 def test_local_sweep_resumes_and_skips_finished_jobs(tmp_path, capsys):

@@ -8,13 +8,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
+import getpass
 import logging
 import os
+import re
 import signal
+import tempfile
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -74,28 +80,51 @@ def native_bf16(device: str = "cpu") -> bool:
 
 
 class Compiled:
-    """``torch.compile(fn)`` that falls back to eager ``fn`` if compiling fails (Inductor's CPU kernels
-    need a C++ compiler); the failure is logged once.  Only the first call can fall back, so an error
-    raised by ``fn`` itself later is never hidden."""
+    """``torch.compile(fn, dynamic=False)`` — one compiled graph per input shape, so a second experiment size in
+    the same process compiles afresh instead of guessing dynamic shapes — that falls back to eager ``fn`` whenever
+    compiling fails, at the first call or any later one (a new shape compiles anew; Inductor's CPU kernels need
+    a C++ compiler).  The failure is logged once and ``fn`` runs eagerly from then on.  An error that ``fn``
+    raises itself is never hidden: the failed call is repeated eagerly, and an eager error propagates."""
 
     def __init__(self, fn):
-        self.fn, self._compiled, self._checked = fn, torch.compile(fn), False
+        _separate_inductor_cache()
+        self.fn, self._compiled = fn, torch.compile(fn, dynamic=False)
 
     def __call__(self, *args):
-        if self._checked:
-            return self._compiled(*args) if self._compiled is not None else self.fn(*args)
+        if self._compiled is None:
+            return self.fn(*args)
         try:
-            out = self._compiled(*args)
+            return self._compiled(*args)
         except Exception as err:  # noqa: BLE001 - any compiler failure: run eagerly instead
+            out = self.fn(*args)  # raises here if the error is fn's own
             logging.getLogger(__name__).warning(
                 "torch.compile of %s failed (%s: %s); running eagerly",
                 getattr(self.fn, "__name__", self.fn),
                 type(err).__name__,
-                err,
+                str(err).splitlines()[0] if str(err) else "",
             )
-            self._compiled, out = None, self.fn(*args)
-        self._checked = True
-        return out
+            self._compiled = None
+            return out
+
+
+def _separate_inductor_cache() -> None:
+    """Give Inductor's on-disk cache one folder per CPU kernel path, unless ``TORCHINDUCTOR_CACHE_DIR`` is set.
+    Its keys do not include ``ATEN_CPU_CAPABILITY``: a kernel cached by a process on the AVX2 path and loaded by
+    one on the AVX-512 path corrupted the heap (measured with torch 2.13 on an AVX-512 CPU:
+    docs/conventions.md#portable-numbers)."""
+    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        return
+    path = "-".join(
+        [torch.backends.cpu.get_cpu_capability()]
+        + [os.environ.get(k, "") for k in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")]
+    )
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "user"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(
+        tempfile.gettempdir(), f"torchinductor_{user}", re.sub(r"[^A-Za-z0-9_.-]", "_", f"inductionlab-{path}")
+    )
 
 
 @functools.cache
@@ -125,3 +154,47 @@ class StopFlag:
     def __exit__(self, *exc) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+
+class Worker:
+    """A spawned process that runs ``fn`` on each item sent through its own pipe (:func:`_serve`), so that a pool
+    of them can tell which item a worker that died (killed, out of memory) was running: that one fails, no other."""
+
+    def __init__(self, ctx: Any, fn: Callable[[Any], Any]) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(child, os.getpid(), fn))
+        self.process.start()
+        child.close()
+
+    def outcome(self) -> tuple[str, Any]:
+        """("done", fn's result) or ("failed", the error) of the item this worker was running, also if it died."""
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join()
+            code = self.process.exitcode or 0
+            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+            return "failed", f"WorkerDied: the process running it died ({how}); re-run the sweep to retry it"
+
+    def stop(self) -> None:
+        """End the process: at once when idle; when busy, SIGTERM (a training loop checkpoints on it), then kill."""
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        for end, wait_s in ((None, 1), (self.process.terminate, 30), (self.process.kill, None)):
+            if end is not None and self.process.is_alive():
+                end()
+            self.process.join(wait_s)
+        self.conn.close()
+
+
+def _serve(conn: Any, parent: int, fn: Callable[[Any], Any]) -> None:
+    """A pool worker: run ``fn`` on each item received until None comes, replying ("done", result) or ("failed",
+    error); a Ctrl-C ends it quietly (an interrupted sweep job resumes when the sweep is run again)."""
+    worker_init(parent)
+    with contextlib.suppress(KeyboardInterrupt, EOFError):  # Ctrl-C, or the parent is gone
+        while (item := conn.recv()) is not None:
+            try:
+                reply: tuple[str, Any] = ("done", fn(item))
+            except Exception as err:  # noqa: BLE001 - sent back and recorded; the worker takes the next item
+                reply = ("failed", f"{type(err).__name__}: {err}")
+            conn.send(reply)

@@ -89,7 +89,8 @@ def _row(r: pd.Series) -> str:
 def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
     exp = experiments.get(name)
     figures = [f for f in rows.figures.iloc[0].split(",") if f]
-    imgs = "".join(embed_png(out / name / f) for f in figures if (out / name / f).exists())
+    run_dir = out / rows.run_dir.iloc[0]
+    imgs = "".join(embed_png(run_dir / f) for f in figures if (run_dir / f).exists())
     head = "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th><th>note</th></tr>"
     return (
         f'<h3 id="{_e(name)}">{_e(name)} <span class="meta">— {_e(exp.FIGURE)}; run directory <code>{_e(name)}/</code>'

@@ -8,30 +8,23 @@ Config values are set by dotted keys, before or after the experiment's name, e.g
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from inductionlab._version import __version__
+from inductionlab.cli_errors import exit_code, message
 from inductionlab.config import ConfigError
 
 RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--log.tensorboard", "--log.wandb"}
 RUN_FLAGS = {"--resume", "--force", "--no-progress"}
-SWEEP_VALUED = {
-    "--out",
-    "--preset",
-    "--seed",
-    "--grid",
-    "--n-seeds",
-    "--workers",
-    "--executor",
-    "--slurm-partition",
-    "--slurm-timeout-min",
-}
+SLURM_VALUED = {"--slurm-partition", "--slurm-timeout-min"}
+SWEEP_VALUED = {"--out", "--preset", "--seed", "--grid", "--n-seeds", "--workers", "--executor", *SLURM_VALUED}
+SWEEP_FLAGS = {"--no-progress", "--yes"}
 VOLATILE = {"wall_seconds", "config_hash", "experiment"}
 
 
@@ -111,39 +104,52 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_file(source: Path) -> dict[str, Any]:
+    """The keys of a ``--config`` file: any JSON object of (nested) config keys, such as a run's config.json."""
+    if not source.is_file():
+        raise ConfigError(
+            f"--config {source}: no such file (give a JSON file of config keys, e.g. a run's config.json)"
+        )
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"--config {source}: not a JSON file ({type(err).__name__}: {err})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {source}: expected a JSON object of config keys, got {type(data).__name__}")
+    return data
+
+
 def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[str, Any, Path]:
-    """The experiment name, its resolved config and the output directory of ``run``."""
+    """The experiment name, its resolved config and the output directory of ``run``.  Precedence: the
+    experiment's default < ``--preset`` < ``--config`` file < command-line keys; ``--resume`` starts from the
+    saved run's config instead of the default."""
     from inductionlab import experiments
     from inductionlab.config import differences, from_dict, to_dict, with_seeds
     from inductionlab.runner import saved_config
+    from inductionlab.runs import check_free
 
-    source = Path(args.config) if args.config else None
-    saved = None
-    if source is not None:
-        if not source.is_file():
-            raise ConfigError(f"--config {source}: no such file (give a run's config.json)")
-        saved = saved_config(source.parent) if source.name == "config.json" else None
-        if saved is None:
-            raise ConfigError(f"--config {source}: expected a run directory's config.json")
-    name = args.name or (saved or {}).get("experiment")
+    file = _config_file(Path(args.config)) if args.config else None
+    name = args.name or (file or {}).get("experiment")
     if name is None and args.out and args.resume:
         name = (saved_config(Path(args.out)) or {}).get("experiment")
     if name is None:
         raise ConfigError("run: name an experiment (inductionlab list shows them), or give --config RUN/config.json")
-    out = Path(args.out or Path("runs") / name)
+    if file is not None and file.get("experiment", name) != name:
+        raise ConfigError(f"--config {args.config}: the file is for {file['experiment']!r}, not {name!r}")
     if args.out == "":
         raise ConfigError("--out: empty path; give a directory")
-    if args.resume and not args.force and saved is None:
-        saved = saved_config(out)
+    out = Path(args.out or Path("runs") / name)
+    check_free(out)  # a live writer is named first, whatever else the command asks
+    saved = saved_config(out) if args.resume and not args.force and file is None else None
     base = None
     if saved is not None:
         if saved.get("experiment") != name:
             raise ConfigError(f"the saved config is for {saved.get('experiment')!r}, not {name!r}")
         base = from_dict(experiments.get(name).Config, {k: v for k, v in saved.items() if k != "experiment"})
-    cfg = resolve(name, args.preset, values, base)
+    cfg = experiments.configure(name, args.preset, values, base, file)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
-    if args.resume and base is not None and not args.config:
+    if base is not None:
         diff = differences(to_dict(base), to_dict(cfg))
         if diff:
             raise ConfigError(
@@ -187,7 +193,8 @@ def _print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
 
 def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     from inductionlab.config import with_seeds
-    from inductionlab.sweep import parse_grid, run_sweep
+    from inductionlab.sweep import count_jobs, parse_grid, run_sweep
+    from inductionlab.sweep_report import MANY_JOBS, estimate
 
     if args.n_seeds < 1:
         raise ConfigError(f"--n-seeds: must be ≥ 1, got {args.n_seeds}")
@@ -202,20 +209,26 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     cfg = resolve(args.name, args.preset, values)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
-    out = Path(args.out or Path("sweeps") / args.name)
+    out, grid = Path(args.out or Path("sweeps") / args.name), parse_grid(args.grid or [])
+    count = count_jobs(cfg, grid, args.n_seeds)  # arithmetic: a huge request is refused before any config is built
+    if count > MANY_JOBS and not args.yes:
+        raise ConfigError(f"--yes: {estimate(args.name, count, args.workers, args.preset)}; add --yes to start them")
     slurm = {"timeout_min": args.slurm_timeout_min}
     if args.slurm_partition:
         slurm["slurm_partition"] = args.slurm_partition
     table = run_sweep(
         args.name,
         cfg,
-        parse_grid(args.grid or []),
+        grid,
         out,
         seeds=args.n_seeds,
         workers=args.workers,
         executor=args.executor,
         slurm=slurm,
         progress=not args.no_progress,
+        on_plan=lambda todo: print(
+            "sweep:", estimate(args.name, len(todo), args.workers, args.preset), file=sys.stderr
+        ),
     )
     print(f"{len(table)} finished runs; table: {out / 'sweep.parquet'}; manifest: {out / 'manifest.jsonl'}")
     return 0
@@ -310,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
     sw.add_argument("--slurm-partition")
     sw.add_argument("--slurm-timeout-min", type=int, default=60)
+    sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
     rr = sub.add_parser("reproduce", help="run what the papers' claims need, judge them, write report.html")
     rr.add_argument("--paper", choices=("all", "wang", "chen", "ren"), default="all")
     rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
@@ -321,64 +335,40 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _exit_code(err: BaseException) -> int | None:
-    """2 for bad input (config, run directory, missing file), 3 for a NaN/inf stop, None for a bug."""
-    runner, loop = sys.modules.get("inductionlab.runner"), sys.modules.get("inductionlab.train.loop")
-    sweep = sys.modules.get("inductionlab.sweep")
-    if isinstance(err, (ConfigError, FileNotFoundError)) or (runner and isinstance(err, runner.RunDirError)):
-        return 2
-    if isinstance(err, (PermissionError, IsADirectoryError, NotADirectoryError)) or (
-        isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOENT)
-    ):
-        return 2
-    if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra that is not installed
-        return 2
-    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
-        return 2
-    if sweep and isinstance(err, sweep.SweepError):
-        return 1
-    if loop and isinstance(err, loop.CheckpointError):
-        return 2
-    if loop and isinstance(err, loop.NonFiniteError):
-        return 3
-    return None
-
-
-def _message(err: BaseException) -> str:
-    """One line saying what is wrong and what to do."""
-    if isinstance(err, OSError) and err.filename:
-        return f"cannot write or read {err.filename} ({err.strerror}); choose another --out"
-    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
-        return f"out of memory ({str(err).splitlines()[0][:120]}); lower the batch size or the model size"
-    return str(err)
+def _dispatch(argv: list[str]) -> int:
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in ("run", "sweep"):
+        valued, flags = (RUN_VALUED, RUN_FLAGS) if command == "run" else (SWEEP_VALUED, SWEEP_FLAGS)
+        known, values = split_args(argv, valued, flags)
+    else:
+        known, values = argv, {}
+    args = build_parser().parse_args(known)
+    if args.command == "list":
+        return cmd_list(args)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "reproduce":
+        return cmd_reproduce(args)
+    return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, values)
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
     try:
-        if command in ("run", "sweep"):
-            valued, flags = (RUN_VALUED, RUN_FLAGS) if command == "run" else (SWEEP_VALUED, {"--no-progress"})
-            known, values = split_args(argv, valued, flags)
-        else:
-            known, values = argv, {}
-        args = build_parser().parse_args(known)
-        if args.command == "list":
-            return cmd_list(args)
-        if args.command == "report":
-            return cmd_report(args)
-        if args.command == "reproduce":
-            return cmd_reproduce(args)
-        return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, values)
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a reader that went away (`| head`) shows here, not at exit
+        return code
+    except BrokenPipeError:  # stdout's reader went away: stop quietly, as `yes | head` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt as err:
         print(f"inductionlab: {str(err) or 'interrupted'}", file=sys.stderr)
         return 130
     except Exception as err:
-        code = _exit_code(err)
+        code = exit_code(err)
         if code is None:
             raise
-        print(f"inductionlab: {'stopped' if code == 3 else 'error'}: {_message(err)}", file=sys.stderr)
+        print(f"inductionlab: {'stopped' if code == 3 else 'error'}: {message(err)}", file=sys.stderr)
         return code
 
 

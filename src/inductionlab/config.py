@@ -13,6 +13,8 @@ import difflib
 import hashlib
 import inspect
 import json
+import math
+import os
 import re
 import types
 import typing
@@ -61,10 +63,7 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
     """Convert ``value`` (a CLI string or a JSON value) to annotation ``tp``; raise ConfigError if impossible."""
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            return None
-        return coerce(value, args[0], field)
+        return _coerce_union(value, tp, field)
     if origin is Literal:
         allowed = get_args(tp)
         for a in allowed:
@@ -96,10 +95,30 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
                 if not as_float.is_integer():
                     raise ValueError
                 return int(as_float)
-            return tp(value)
-        except (TypeError, ValueError):
+            out = tp(value)
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{field}: expected {_describe(tp)}, got {value!r}") from None
+        if tp is float and not math.isfinite(out):
+            raise ConfigError(f"{field}: must be a finite number, got {value!r}")
+        return out
     raise ConfigError(f"{field}: unsupported field type {tp!r}")
+
+
+def _coerce_union(value: Any, tp: Any, field: str) -> Any:
+    """A value of the first alternative of ``tp`` that accepts it (an int before a list of ints: ``1`` or ``1,2``);
+    ``none`` only where ``tp`` allows None."""
+    args = get_args(tp)
+    options = [a for a in args if a is not type(None)]
+    if type(None) in args and (value is None or (isinstance(value, str) and value.lower() in ("none", "null"))):
+        return None
+    if len(options) == 1:
+        return coerce(value, options[0], field)
+    for option in options:
+        try:
+            return coerce(value, option, field)
+        except ConfigError:
+            continue
+    raise ConfigError(f"{field}: expected {_type_name(tp)}, got {value!r}")
 
 
 def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
@@ -122,7 +141,23 @@ def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
             kwargs[name] = _rebuild(tp, value, f"{prefix}{name}.")
         else:
             kwargs[name] = coerce(value, tp, prefix + name)
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ConfigError as err:
+        raise _in_section(err, prefix, names) from None
+
+
+def _in_section(err: ConfigError, prefix: str, names: set[str]) -> ConfigError:
+    """``err`` with the keys it names moved to section ``prefix``: a class used as two sections (``train`` and
+    ``tf_train``) names its fields by the usual one, e.g. ``train.steps`` where the key is ``tf_train.steps``."""
+    key, sep, rest = str(err).partition(": ")
+    leaf = key.rsplit(".", 1)[-1]
+    if not prefix or not sep or leaf not in names or key == prefix + leaf:
+        return err
+    usual = key[: len(key) - len(leaf)]
+    if usual:
+        rest = re.sub(rf"(?<![\w.]){re.escape(usual)}", prefix, rest)
+    return ConfigError(f"{prefix}{leaf}: {rest}")
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
@@ -160,6 +195,42 @@ def config_hash(cfg: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def physical_memory() -> int:
+    """This machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes as ``12.3 GB`` (powers of 1000; never cut mid-number)."""
+    units, k = ("B", "kB", "MB", "GB", "TB", "PB", "EB"), 0
+    while n >= 1000 and k < len(units) - 1:
+        n, k = n / 1000, k + 1
+    return f"{n:.3g} {units[k]}"
+
+
+def check_memory(field: str, n_bytes: float, what: str) -> None:
+    """Refuse a size before anything is allocated, naming ``field``, where ``what`` it sizes would need ``n_bytes``
+    (an estimate, a lower bound) — more than this machine's physical memory."""
+    total = physical_memory()
+    require(
+        n_bytes <= total,
+        field,
+        f"out of memory: {what} would need about {human_bytes(n_bytes)}, more than this machine's "
+        f"{human_bytes(total)}; lower {field}",
+    )
+
+
+def check_schedule(steps_field: str, steps: int, every_field: str, every: int, runs: int = 1) -> None:
+    """Refuse a training length whose evaluation schedule outgrows memory, naming ``steps_field``: the loop holds
+    the schedule (≈ 100 bytes an evaluation) and one metrics row per run and evaluation (≈ 200 bytes)."""
+    evaluations = steps // every + 1
+    check_memory(
+        steps_field,
+        evaluations * (100 + 200 * runs),
+        f"{steps} steps with an evaluation every {every} ({every_field}), {evaluations} evaluations,",
+    )
+
+
 def check_seeds(seeds: tuple[int, ...], run_axis: bool = True) -> None:
     """Validate an experiment's ``seeds`` — the run axis (``docs/conventions.md#seeds``): at least one, each
     ≥ 0 and distinct; exactly one where the experiment has no run axis."""
@@ -183,7 +254,10 @@ def with_seeds(cfg: Any, first: int, count: int | None = None) -> Any:
 
 
 def format_value(value: Any) -> str:
-    """A value as it is typed on the command line: tuples as ``1,2``, None as ``none``, booleans as ``true``."""
+    """A value as it is typed on the command line: tuples as ``1,2`` (tuples of tuples as JSON,
+    ``[[true,false],[true,true]]``), None as ``none``, booleans as ``true``."""
+    if isinstance(value, tuple) and any(isinstance(v, tuple) for v in value):  # nested: JSON, e.g. [[true,false]]
+        return json.dumps(value, separators=(",", ":"))
     if isinstance(value, tuple):
         return ",".join(format_value(v) for v in value)
     if value is None:
@@ -230,22 +304,29 @@ def _type_name(tp: Any) -> str:
     if origin is Literal:
         return "choice"
     if origin is tuple:
-        return f"list of {_type_name(get_args(tp)[0])}"
+        inner = get_args(tp)[0]
+        if get_origin(inner) is tuple:
+            return f"JSON list of lists of {_type_name(get_args(inner)[0])}"
+        return f"list of {_type_name(inner)}"
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in get_args(tp) if a is not type(None)) + " or none"
+        args = get_args(tp)
+        names = " or ".join(_type_name(a) for a in args if a is not type(None))
+        return names + (" or none" if type(None) in args else "")
     return getattr(tp, "__name__", str(tp))
+
+
+def dotted(nested: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a.b": value}`` for every leaf of a nested dict (such as a saved ``config.json``)."""
+    out: dict[str, Any] = {}
+    for k, v in nested.items():
+        out.update(dotted(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
 
 
 def differences(saved: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
     """``key: saved → wanted`` for every flattened key whose values differ (configs as nested dicts)."""
 
-    def flat(d: dict, prefix: str = "") -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in d.items():
-            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
-        return out
-
-    a, b = flat(saved), flat(wanted)
+    a, b = dotted(saved), dotted(wanted)
     return [
         f"{k}: {a.get(k)!r} in the saved run, {b.get(k)!r} here"
         for k in sorted(set(a) | set(b))

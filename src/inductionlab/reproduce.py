@@ -11,7 +11,8 @@ Layout of a reproduce directory::
 
 Budgets: ``smoke`` runs each experiment's smoke preset (the path is checked, no claim is judged), ``quick`` its
 quick preset, ``full`` its default.  Re-running with the same paper and budget reuses the finished runs and
-resumes an interrupted one; a run directory left by another config is replaced.
+resumes an interrupted one; a run directory this reproduce left with another config is replaced, and one it did
+not write is never touched (the experiment runs beside it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 import os
 import platform
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +32,7 @@ from inductionlab import experiments
 from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, judge
 from inductionlab.config import ConfigError, config_hash, to_dict
 from inductionlab.runner import clear, saved_config
-from inductionlab.runs import CONFIG, SUMMARY, versions, write_json, write_parquet
+from inductionlab.runs import CONFIG, SUMMARY, lock_dir, versions, write_json, write_parquet
 from inductionlab.sweep import MANIFEST, Job, execute, manifest_entries
 from inductionlab.tasks.text import MissingDataError, data_root
 
@@ -53,9 +55,13 @@ def experiments_for(paper: str) -> list[str]:
 
 
 def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Job], dict[str, str]]:
-    """The jobs (one per experiment, its preset for ``budget``) and, per experiment that cannot run here, why."""
+    """The jobs (one per experiment, its preset for ``budget``) and, per experiment that cannot run here, why.
+    Without ``data`` (nor $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is
+    an error."""
     if budget not in BUDGETS:
         raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
+    if data and not Path(data).exists():
+        raise ConfigError(f"--data {data}: no such directory or file; give the WikiText-2 folder, or leave --data out")
     jobs, skipped = [], {}
     for name in experiments_for(paper):
         reads_text = hasattr(experiments.get(name).CONFIG, "data")
@@ -72,35 +78,56 @@ def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Jo
     return jobs, skipped
 
 
-def _replace_stale(jobs: list[Job]) -> None:
-    """Remove a job's run directory when it holds a run of another config (an older budget or code default)."""
+def _place(jobs: list[Job], out: Path) -> list[Job]:
+    """Each job's run directory: ``out/<experiment>``.  A run there of another config that this reproduce
+    directory wrote (its manifest names the directory: an older budget or code default) is replaced; one it did
+    not write — a user's own run — is left alone, and the job runs in ``out/<experiment>--<hash>`` instead."""
+    ours = {e.get("dir") for e in manifest_entries(out / MANIFEST)} if (out / MANIFEST).exists() else set()
+    placed = []
     for job in jobs:
-        saved = saved_config(Path(job.dir))
-        if saved is not None:
-            saved.pop("experiment", None)
-            if saved != job.config:
-                log.info("%s holds a run of another config; replacing it", job.dir)
-                clear(Path(job.dir))
+        run_dir = Path(job.dir)
+        saved = saved_config(run_dir)
+        if saved is not None and {k: v for k, v in saved.items() if k != "experiment"} != job.config:
+            if run_dir.name in ours:
+                log.info("%s holds an earlier run of this reproduce with another config; replacing it", run_dir)
+                with lock_dir(run_dir):
+                    clear(run_dir)
+            else:
+                job = replace(job, dir=str(run_dir.with_name(f"{run_dir.name}--{job.hash[:8]}")))
+                log.warning(
+                    "%s holds a run this reproduce did not write (another config): left alone; running %s in %s",
+                    run_dir,
+                    job.experiment,
+                    job.dir,
+                )
+        placed.append(job)
+    return placed
 
 
 def reproduce(
     paper: str = "all", budget: Budget = "full", out: str | Path = "reproduce", workers: int = 1, data: str = ""
 ) -> pd.DataFrame:
     """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
-    ``claims.parquet`` and ``report.html``; returns the claims table."""
+    ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout."""
     out = Path(out)
     jobs, skipped = plan(paper, budget, out, data)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
-    out.mkdir(parents=True, exist_ok=True)
-    _replace_stale(jobs)
-    start = time.perf_counter()
-    info = {"paper": paper, "budget": budget, "experiments": [j.experiment for j in jobs], "skipped": skipped}
-    write_json(out / INFO, info)
-    execute(jobs, out, workers, progress=True, desc="reproduce")
-    info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
-    write_json(out / INFO, info)
-    return render(out)
+    with lock_dir(out):
+        jobs = _place(jobs, out)
+        start = time.perf_counter()
+        info = {
+            "paper": paper,
+            "budget": budget,
+            "experiments": [j.experiment for j in jobs],
+            "dirs": {j.experiment: Path(j.dir).name for j in jobs},
+            "skipped": skipped,
+        }
+        write_json(out / INFO, info)
+        execute(jobs, out, workers, progress=True, desc="reproduce")
+        info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
+        write_json(out / INFO, info)
+        return render(out)
 
 
 def host() -> str:
@@ -131,17 +158,17 @@ def judge_all(out: Path) -> pd.DataFrame:
     failures, rows = _failures(Path(out)), []
     names = [*info["experiments"], *info.get("skipped", {})]
     for name in [n for n in experiments.REGISTRY if n in names]:
-        run_dir = Path(out) / name
+        run_dir = Path(out) / info.get("dirs", {}).get(name, name)
         summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).exists() else None
         config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
         reason = info.get("skipped", {}).get(name) or (
-            f"the run failed: {failures[name]}" if name in failures else "the run has not finished"
+            f"the run failed: {failures[run_dir.name]}" if run_dir.name in failures else "the run has not finished"
         )
         gpu = str(config.get("device", "cpu")).startswith("cuda")
         for claim in claims_of(name):
             if info["paper"] in ("all", claim.paper):
                 row = judge(claim, summary, smoke=info["budget"] == "smoke", gpu=gpu, reason=reason)
-                rows.append({**row, "experiment": name, "run_dir": name, "figures": _figures(run_dir)})
+                rows.append({**row, "experiment": name, "run_dir": run_dir.name, "figures": _figures(run_dir)})
     return pd.DataFrame(rows)
 
 
@@ -162,7 +189,7 @@ def render(out: str | Path) -> pd.DataFrame:
     info = json.loads((out / INFO).read_text())
     info.setdefault("versions", versions())  # an interrupted reproduce: this process's versions and host
     info.setdefault("host", host())
-    info["runs_wall_seconds"] = sum(_run_wall(out / name) for name in info["experiments"])
+    info["runs_wall_seconds"] = sum(_run_wall(out / info.get("dirs", {}).get(n, n)) for n in info["experiments"])
     write_report(out, table, info)
     return table
 

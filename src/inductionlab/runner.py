@@ -4,21 +4,28 @@ write config.json, run, add wall time and versions to the summary, save the tabl
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 from inductionlab import experiments
 from inductionlab.config import config_hash, differences, to_dict
-from inductionlab.runs import CONFIG, SUMMARY, RunContext, save_results, versions, write_json
+from inductionlab.runs import CONFIG, LOCK, SUMMARY, Results, RunContext, lock_dir, save_tables, versions, write_json
+
+
+class NaNResultsError(RuntimeError):
+    """A measure of the finished run has no finite value: a config value made the numbers meaningless."""
 
 
 class RunDirError(RuntimeError):
     """The output directory holds another run (or an unfinished one, or files that are not ours): say what to do."""
 
 
-OURS = ("config.json", "summary.json", "*.parquet", "*.png", "*.md", "*.csv", "checkpoints", ".*.tmp")
+OURS = ("config.json", "summary.json", "*.parquet", "*.png", "*.md", "*.csv", "checkpoints", ".*.tmp", ".*.tmp.*", LOCK)
+COLLECTIONS = ("sweep.json", "manifest.jsonl", "reproduce.json")  # what marks a sweep or reproduce directory
 
 
 def saved_config(out: Path) -> dict[str, Any] | None:
@@ -50,41 +57,92 @@ def run_experiment(
 ) -> Path:
     """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
 
-    Writes config.json first, then the tables, summary.json (with wall_seconds, versions, config_hash) and the
-    figures.  ``resume`` continues an interrupted run (the same config required; a finished run is left as it
-    is); ``force`` first removes what an earlier run left there (only files this toolkit writes).  A run that
-    fails before it writes its first checkpoint leaves nothing behind, so the corrected command just works.
-    ``hooks`` reach every training loop of the run (:class:`inductionlab.train.loop.Hook`).
+    One writer per directory: the run holds the directory's lock (:func:`inductionlab.runs.lock_dir`) from its
+    first check to its last write, so a second run, ``--resume`` or ``--force`` aimed at it fails at once, naming
+    the PID.  Writes config.json first, then the tables and the figures, and summary.json (with wall_seconds,
+    versions, config_hash) last: a run is finished when its summary exists, so a failure before that leaves it
+    for ``--resume`` to complete.  ``resume`` continues an interrupted run (the same config required; a finished
+    run is left as it is); ``force`` first removes what an earlier run left there (only files this toolkit
+    writes).  A run that fails before it writes its first checkpoint leaves nothing behind, so the corrected
+    command just works.  ``hooks`` reach every training loop of the run (:class:`inductionlab.train.loop.Hook`).
     """
     exp = experiments.get(name)
     out = Path(out_dir)
-    _check_run_dir(out, name, to_dict(cfg), resume, force)
-    if resume and not force and (out / SUMMARY).exists():
-        return out  # finished already: nothing to resume
-    if force:
-        clear(out)
-    fresh = not (out / CONFIG).exists()
-    write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
-    start = time.perf_counter()
-    try:
-        ctx = RunContext(
-            out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg), config=to_dict(cfg)
-        )
-        results = exp.run(cfg, ctx)
-    except BaseException:
-        if fresh and not any((out / "checkpoints").glob("*.pt")):
-            clear(out)  # nothing to resume: leave no unfinished run behind
-        raise
-    results.summary = {
-        "experiment": name,
-        **results.summary,
-        "wall_seconds": time.perf_counter() - start,
-        "config_hash": config_hash(cfg),
-        "versions": versions(),
-    }
-    save_results(out, results)
-    exp.plot(results, out)
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {out} is a file, not a directory. Give a directory path.")
+    with lock_dir(out):
+        _check_run_dir(out, name, to_dict(cfg), resume, force)
+        if resume and not force and (out / SUMMARY).exists():
+            return out  # finished already: nothing to resume
+        if force:
+            clear(out)
+        _remove_temporaries(out)
+        fresh = not (out / CONFIG).exists()
+        write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
+        start = time.perf_counter()
+        try:
+            ctx = RunContext(
+                out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg), config=to_dict(cfg)
+            )
+            results = exp.run(cfg, ctx)
+        except BaseException:
+            if fresh and not any((out / "checkpoints").glob("*.pt")):
+                clear(out)  # nothing to resume: leave no unfinished run behind
+            raise
+        results.summary = {
+            "experiment": name,
+            **results.summary,
+            "wall_seconds": time.perf_counter() - start,
+            "config_hash": config_hash(cfg),
+            "versions": versions(),
+        }
+        save_tables(out, results)
+        check_results(results)
+        exp.plot(results, out)
+        write_json(out / SUMMARY, results.summary)  # last: the mark of a finished run
     return out
+
+
+MEASURES = re.compile(r"loss|score|kl|dist|error|acc", re.I)  # columns and keys that measure the run
+
+
+def check_results(results: Results) -> None:
+    """Stop (:class:`NaNResultsError`, exit 3) when a measure of the run is NaN throughout: a table column of losses,
+    scores, distances or errors with no finite value, or a summary loss that is NaN.  A config value then made the
+    numbers meaningless (an empty average, a NaN in the data); the tables stay for a look and the run unfinished.
+    A phase time or fit that was not reached is None, not a measure, and passes."""
+    empty = [
+        f"{name}.{col}"
+        for name, df in results.tables.items()
+        for col in df.select_dtypes("number").columns
+        if MEASURES.search(str(col)) and len(df) and df[col].isna().all()
+    ]
+    nan = [k for k, v in _leaves(results.summary) if _is_loss(k) and isinstance(v, float) and math.isnan(v)]
+    if empty or nan:
+        raise NaNResultsError(
+            "the run's results are NaN ("
+            + ", ".join((empty + nan)[:6])
+            + "): a config value leaves nothing to measure or puts NaN in the data; check the values you changed"
+        )
+
+
+def _is_loss(key: str) -> bool:
+    """A summary key naming a loss value (``final.val_loss``), not the time of a loss event (``t_loss_drop``)."""
+    name = key.rsplit(".", 1)[-1]
+    return "loss" in name and not name.lower().startswith("t_")
+
+
+def _leaves(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(obj, dict):
+        return [leaf for k, v in obj.items() for leaf in _leaves(v, f"{prefix}{k}.")]
+    return [(prefix.rstrip("."), obj)]
+
+
+def _remove_temporaries(out: Path) -> None:
+    """Remove the temporary files of atomic writes that a killed process left (``.NAME.*.tmp``); under the
+    directory's lock no live writer owns one."""
+    for tmp in [*out.glob(".*.tmp"), *out.glob(".*.tmp.*"), *(out / "checkpoints").glob(".*.tmp")]:
+        tmp.unlink(missing_ok=True)
 
 
 def _ours(path: Path) -> bool:
@@ -92,7 +150,8 @@ def _ours(path: Path) -> bool:
 
 
 def clear(out: Path) -> None:
-    """Remove what a run of ours left in ``out`` (refusing if it holds anything else), and ``out`` if empty."""
+    """Remove what a run of ours left in ``out`` (refusing if it holds anything else), and ``out`` if empty; the
+    lock file of a directory being written stays (:func:`inductionlab.runs.lock_dir` removes it)."""
     if not out.exists():
         return
     foreign = sorted(p.name for p in out.iterdir() if not _ours(p))
@@ -106,14 +165,19 @@ def clear(out: Path) -> None:
             for q in p.iterdir():
                 q.unlink()
             p.rmdir()
-        else:
+        elif p.name != LOCK:
             p.unlink()
-    out.rmdir()
+    if not any(out.iterdir()):
+        out.rmdir()
 
 
 def _check_run_dir(out: Path, name: str, config: dict, resume: bool, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"--out {out} is a file, not a directory. Give a directory path.")
+    marks = [m for m in COLLECTIONS if (out / m).exists()]
+    if marks:
+        raise RunDirError(
+            f"{out} is a sweep or reproduce directory (it holds {marks[0]}); a run needs a directory of its own. "
+            "Use another --out."
+        )
     saved = saved_config(out)
     if saved is None or force:
         return

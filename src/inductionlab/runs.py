@@ -19,12 +19,15 @@ half-written file behind.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import os
 import platform
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -41,9 +44,15 @@ def _umask() -> int:
     return mask
 
 
-def _atomic(path: Path, write: Callable[[str], None]) -> None:
+class WriteError(OSError):
+    """A file of a run could not be written (a full disk, a quota, a lost mount); ``filename`` names it.  The file
+    it was to replace, if any, is untouched: a checkpoint write that fails keeps the last good checkpoint."""
+
+
+def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Write through a temporary file and a rename, with the permissions the umask gives a new file (0644 under
-    022; ``mkstemp`` alone would leave 0600)."""
+    022; ``mkstemp`` alone would leave 0600).  Any failure of the write is a :class:`WriteError` naming ``path``
+    (torch reports a full disk as a ``RuntimeError``, matplotlib as an ``OSError`` without the file's name)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -51,9 +60,72 @@ def _atomic(path: Path, write: Callable[[str], None]) -> None:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except Exception as err:
+        code = getattr(err, "errno", None) or _errno_of(tmp)
+        reason = os.strerror(code) if code else str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise WriteError(code or errno.EIO, reason, str(path)) from err
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _errno_of(tmp: str) -> int | None:
+    """ENOSPC when the file system of ``tmp`` has no space left (what a failed write most often means), else None."""
+    try:
+        stat = os.statvfs(os.path.dirname(tmp) or ".")
+    except OSError:
+        return None
+    return errno.ENOSPC if stat.f_bavail * stat.f_frsize < (1 << 20) else None
+
+
+LOCK = ".lock"
+
+
+class DirectoryInUse(RuntimeError):
+    """Another live process writes this directory (it holds the directory's lock); the message names its PID."""
+
+
+def _take(path: Path, fd: int) -> int:
+    """``fd`` (the open lock file of ``path``) with its exclusive lock taken; :class:`DirectoryInUse` if held."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise DirectoryInUse(
+            f"{path} is being written by process {holder} (it holds {path / LOCK}); wait for it to finish, "
+            f"stop it (kill {holder}), or use another --out"
+        ) from None
+    return fd
+
+
+def check_free(path: Path) -> None:
+    """Raise :class:`DirectoryInUse` at once if a live process holds ``path``'s lock (before any other check)."""
+    try:
+        fd = os.open(Path(path) / LOCK, os.O_RDWR)
+    except OSError:
+        return  # no lock file (or no directory): nobody writes there
+    os.close(_take(Path(path), fd))
+
+
+@contextmanager
+def lock_dir(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path/.lock`` for the block: one writer per run, sweep or reproduce
+    directory.  The kernel releases the lock when its process dies, so a lock left by a dead process is taken over.
+    A directory the block created and left holding only the lock file is removed afterwards."""
+    path = Path(path)
+    created = not path.exists()
+    path.mkdir(parents=True, exist_ok=True)
+    fd = _take(path, os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask()))
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    try:
+        yield
+    finally:
+        if created and path.is_dir() and [p.name for p in path.iterdir()] == [LOCK]:
+            (path / LOCK).unlink()
+            path.rmdir()
+        os.close(fd)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -71,20 +143,20 @@ def _jsonable(obj: Any) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """Atomic JSON write; NaN/inf become null so that the file stays valid JSON."""
     text = json.dumps(_jsonable(data), indent=2, sort_keys=False)
-    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text + "\n"))
+    atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text + "\n"))
 
 
 def write_text(path: Path, text: str) -> None:
     """Atomic UTF-8 text write."""
-    _atomic(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def write_parquet(path: Path, df: pd.DataFrame) -> None:
-    _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
+    atomic_write(Path(path), lambda tmp: df.to_parquet(tmp, index=False))
 
 
 def save_checkpoint(path: Path, state: dict) -> None:
-    _atomic(Path(path), lambda tmp: torch.save(state, tmp))
+    atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
 
 
 def load_checkpoint(path: Path) -> dict:
@@ -118,10 +190,11 @@ class Results:
     summary: dict[str, Any]
 
 
-def save_results(run_dir: Path, results: Results) -> None:
+def save_tables(run_dir: Path, results: Results) -> None:
+    """Write each table of ``results`` to ``<name>.parquet`` (the summary is the caller's: written last, it marks
+    a finished run)."""
     for name, df in results.tables.items():
         write_parquet(Path(run_dir) / f"{name}.parquet", df)
-    write_json(Path(run_dir) / SUMMARY, results.summary)
 
 
 def load_results(run_dir: Path) -> Results:

@@ -14,16 +14,17 @@ seed) gets one job per seed.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
-import os
+import math
 import re
 import time
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,10 +32,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from inductionlab import experiments
-from inductionlab._runtime import tune_process, worker_init
+from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
-from inductionlab.runner import run_experiment
-from inductionlab.runs import SUMMARY, write_json, write_parquet
+from inductionlab.runner import RunDirError, run_experiment
+from inductionlab.runs import CONFIG, SUMMARY, check_free, lock_dir, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -43,16 +44,31 @@ SWEEP_INFO = "sweep.json"  # {"experiment", "grid": [keys]}: what `inductionlab 
 
 
 def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
-    """``["task.L=20,40", "model.sigma_init=0.1,0.01"]`` → {key: [values]}."""
+    """``["task.L=20,40", "model.sigma_init=0.1,0.01"]`` → {key: [values]}; a key given twice gets the values of
+    both (``task.L=8,9`` and ``task.L=10`` → ``[8, 9, 10]``), each once."""
     grid: dict[str, list[str]] = {}
     for spec in specs:
         key, sep, values = spec.partition("=")
-        if not sep or not key or not values:
+        if not sep or not key.strip() or not values:
             raise ConfigError(f"--grid {spec!r}: expected KEY=V1,V2,... (e.g. task.L=20,40)")
-        grid[key.strip()] = [v.strip() for v in values.split(",") if v.strip()]
-        if not grid[key.strip()]:
+        items = [v.strip() for v in values.split(",") if v.strip()]
+        if not items:
             raise ConfigError(f"--grid {spec!r}: no values after '='; expected KEY=V1,V2,... (e.g. task.L=20,40)")
+        merged = grid.setdefault(key.strip(), [])
+        merged += [v for v in dict.fromkeys(items) if v not in merged]
     return grid
+
+
+def count_jobs(base_cfg: Any, grid: dict[str, list[str]], seeds: int) -> int:
+    """How many jobs :func:`plan` makes at most (equal configs are one job), by arithmetic alone, so that a huge
+    request is refused before any config is built.  A grid over ``seeds`` with ``seeds`` > 1 is refused: both
+    choose the seeds (docs/conventions.md#seeds)."""
+    if "seeds" in grid and seeds > 1:
+        raise ConfigError(
+            f"--n-seeds {seeds} with --grid seeds=...: both choose the seeds; give them in one of the two"
+        )
+    per_point = seeds if seeds > 1 else 1 if "seeds" in grid else len(base_cfg.seeds)
+    return math.prod(len(values) for values in grid.values()) * per_point
 
 
 @dataclass(frozen=True)
@@ -67,11 +83,13 @@ class Job:
 
 def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
     """Expand the grid (cartesian product) and the seeds into jobs, one per (grid point, seed), so that every
-    row of the sweep table is one seed's run; every config is validated first.  ``seeds`` > 1: that many seeds
-    from the config's first; 1: the config's own seeds.  (To train several seeds on the run axis in one process,
-    give them to ``run``: ``--seeds 0,1,2``.)"""
+    row of the sweep table is one seed's run; every config is validated first, and grid values that give the
+    same config (``task.L=8,8.0,08``) are one job: the first.  ``seeds`` > 1: that many seeds from the config's
+    first; 1: the config's own seeds.  (To train several seeds on the run axis in one process, give them to
+    ``run``: ``--seeds 0,1,2``.)"""
     experiments.get(name)  # a clear error for an unknown name
-    jobs = []
+    count_jobs(base_cfg, grid, seeds)  # refuses a grid over seeds with seeds > 1
+    jobs: dict[str, Job] = {}
     keys = list(grid)
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         overrides = dict(zip(keys, combo))
@@ -81,8 +99,8 @@ def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: 
             variant = with_seeds(cfg, seed, 1)
             h = config_hash(variant)
             folder = _folder_name({**overrides, "seed": seed}, h)
-            jobs.append(Job(name, to_dict(variant), {**overrides, "seed": str(seed)}, h, str(out / folder)))
-    return jobs
+            jobs.setdefault(h, Job(name, to_dict(variant), {**overrides, "seed": str(seed)}, h, str(out / folder)))
+    return list(jobs.values())
 
 
 def _folder_name(values: dict[str, Any], config_hash: str) -> str:
@@ -118,13 +136,9 @@ def manifest_entries(manifest: Path) -> list[dict]:
 
 
 def _done(out: Path) -> set[str]:
-    done = set()
-    manifest = out / MANIFEST
-    if manifest.exists():
-        for entry in manifest_entries(manifest):
-            if entry.get("status") == "done" and (out / entry.get("dir", entry["hash"]) / SUMMARY).exists():
-                done.add(entry["hash"])
-    return done
+    entries = manifest_entries(out / MANIFEST) if (out / MANIFEST).exists() else []
+    finished = [e for e in entries if e.get("status") == "done"]
+    return {e["hash"] for e in finished if (out / e.get("dir", e["hash"]) / SUMMARY).exists()}
 
 
 def _append(out: Path, entry: dict) -> None:
@@ -143,21 +157,45 @@ def run_sweep(
     executor: Executor = "local",
     slurm: dict[str, Any] | None = None,
     progress: bool = True,
+    on_plan: Callable[[list[Job]], None] | None = None,
 ) -> pd.DataFrame:
-    """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet)."""
+    """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet).  ``on_plan`` sees the
+    jobs still to run before any starts (the command line prints their number and a wall-time estimate)."""
     jobs = plan(name, base_cfg, grid, seeds, out)  # validates every config before anything is written
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid)})
-    failed = execute(jobs, out, workers, executor, slurm, progress)
-    table = collect(out, jobs)
+    check_free(out)
+    held = _foreign(out, name)
+    if held:
+        raise ConfigError(f"--out {out} holds {held}; a sweep needs a directory of its own: use another --out")
+    if on_plan is not None:
+        on_plan([j for j in jobs if j.hash not in _done(out)])
+    with lock_dir(out):  # one sweep process writes the manifest; each job locks its own run directory
+        write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid)})
+        try:
+            failed = execute(jobs, out, workers, executor, slurm, progress)
+        except KeyboardInterrupt:  # Ctrl-C: say how to go on
+            raise KeyboardInterrupt(
+                "interrupted; re-run the same command to continue: finished jobs are kept"
+            ) from None
+        table = collect(out, jobs)
     if failed:
         raise SweepError(
             f"{len(failed)} of {len(jobs)} jobs failed (the others finished; table: "
             f"{out / 'sweep.parquet'}):\n" + "\n".join(f"  {d}: {e}" for d, e in failed)
         )
     return table
+
+
+def _foreign(out: Path, name: str) -> str:
+    """What in ``out`` a sweep of ``name`` must not mix with: a run, or a sweep of another experiment."""
+    for mark, what in ((CONFIG, "a run"), ("reproduce.json", "a reproduce run")):
+        if (out / mark).exists():
+            return f"{what} ({mark})"
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):  # no sweep.json, or a damaged one
+        other = json.loads((out / SWEEP_INFO).read_text())["experiment"]
+        return f"a sweep of {other} ({SWEEP_INFO})" if other != name else ""
+    return ""
 
 
 def execute(
@@ -198,28 +236,48 @@ class SweepError(RuntimeError):
 
 
 def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: str) -> None:
-    if workers <= 1:
-        for job in tqdm(jobs, desc=desc, disable=not progress):
+    with tqdm(total=len(jobs), desc=desc, disable=not progress) as bar:
+        if workers > 1:
+            _run_pool(jobs, out, workers, bar)
+            return
+        for job in jobs:
             try:
                 _append(out, {**run_job(job), "status": "done"})
             except Exception as err:  # noqa: BLE001 - recorded; the other jobs go on, as with a process pool
-                _append(out, _failure(job, err))
-        return
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=get_context("spawn"), initializer=worker_init, initargs=(os.getpid(),)
-    ) as pool:
-        futures = {pool.submit(run_job, j): j for j in jobs}
-        for fut in tqdm(as_completed(futures), total=len(futures), desc=desc, disable=not progress):
-            job = futures[fut]
-            try:
-                _append(out, {**fut.result(), "status": "done"})
-            except Exception as err:  # noqa: BLE001 - recorded in the manifest, the sweep goes on
-                _append(out, _failure(job, err))
+                _append(out, _failure(job, f"{type(err).__name__}: {err}"))
+            bar.update()
 
 
-def _failure(job: Job, err: BaseException) -> dict[str, str]:
+def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm) -> None:
+    """Run ``jobs`` on ``workers`` processes, each sent one job at a time through its own pipe, so that a worker
+    that dies (killed, out of memory) fails the job it was running and no other; a new process takes its place."""
+    ctx, queue, idle, busy = get_context("spawn"), list(reversed(jobs)), [], {}
+    try:
+        while queue or busy:
+            while queue and len(busy) < workers:
+                worker = idle.pop() if idle else Worker(ctx, run_job)
+                try:
+                    worker.conn.send(queue[-1])
+                except OSError:  # it died while idle: the job waits for a new worker
+                    worker.stop()
+                    continue
+                busy[worker] = queue.pop()
+            handles = {w.conn: w for w in busy} | {w.process.sentinel: w for w in busy}
+            for worker in dict.fromkeys(handles[h] for h in wait(list(handles))):
+                job = busy.pop(worker)
+                status, reply = worker.outcome()
+                _append(out, {**reply, "status": "done"} if status == "done" else _failure(job, reply))
+                bar.update()
+                if worker.process.is_alive():
+                    idle.append(worker)
+    finally:
+        for worker in [*idle, *busy]:
+            worker.stop()
+
+
+def _failure(job: Job, error: str) -> dict[str, str]:
     """The manifest entry of a job that failed."""
-    return {"hash": job.hash, "dir": Path(job.dir).name, "status": "failed", "error": f"{type(err).__name__}: {err}"}
+    return {"hash": job.hash, "dir": Path(job.dir).name, "status": "failed", "error": error}
 
 
 def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool) -> None:
@@ -239,7 +297,7 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
         try:
             _append(out, {**handle.result(), "status": "done"})
         except Exception as err:  # noqa: BLE001
-            _append(out, _failure(job, err))
+            _append(out, _failure(job, f"{type(err).__name__}: {err}"))
 
 
 def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
@@ -295,4 +353,7 @@ def load_sweep(out: str | Path) -> pd.DataFrame:
     path = Path(out) / "sweep.parquet"
     if not path.exists():
         raise FileNotFoundError(f"{out}: no sweep.parquet — not a sweep directory (run `inductionlab sweep` into it)")
-    return pd.read_parquet(path)
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as err:  # a damaged file (pyarrow's ArrowInvalid is a ValueError)
+        raise RunDirError(f"{path} cannot be read ({str(err)[:200]!r}); re-run the sweep to rewrite it") from None

@@ -1,32 +1,78 @@
-"""What ``inductionlab report SWEEP_DIR`` writes for a sweep: ``sweep_table.md`` and ``sweep_table.csv`` (mean and
-standard deviation over seeds of each summary number, one row per grid point) and one figure per grid key
+"""What the command line reports about a sweep: before it starts, its job count and an estimate of its wall time
+(:func:`estimate`); afterwards, for ``inductionlab report SWEEP_DIR``, ``sweep_table.md`` and ``sweep_table.csv``
+(mean and standard deviation over seeds of each summary number, one row per grid point) and one figure per grid key
 (``sweep_<key>.png``: each headline number against that key, mean ± one standard deviation over seeds, the
 other grid keys as colours)."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from inductionlab import experiments, plots
+from inductionlab.runner import RunDirError
 from inductionlab.sweep import MANIFEST, SWEEP_INFO, load_sweep
 
 SKIP = {"dir", "hash", "seed", "wall_seconds", "config_hash"}
+MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs than this
+
+
+def estimate(name: str, jobs: int, workers: int, preset: str | None = None) -> str:
+    """``12 jobs on 2 workers: about 9 min (...)``: jobs ÷ workers × the experiment's ``WALL`` (its default
+    preset's time on 2 cores), the basis stated in brackets."""
+    wall = getattr(experiments.get(name), "WALL", "")
+    head = f"{jobs} job{'s' * (jobs != 1)} on {workers} worker{'s' * (workers != 1)}"
+    found = re.search(r"([\d.]+)\s*(s|min|h)\b", wall)
+    if found is None:
+        return f"{head} (no wall-time estimate: {name} declares no WALL)"
+    seconds = math.ceil(jobs / workers) * float(found[1]) * {"s": 1, "min": 60, "h": 3600}[found[2]]
+    total = (
+        f"{seconds:.0f} s"
+        if seconds < 90
+        else f"{seconds / 60:.1f} min"
+        if seconds < 5400
+        else f"{seconds / 3600:.1f} h"
+    )
+    smaller = f"; --preset {preset} may take less" if preset else ""
+    return f"{head}: about {total} ({wall} a job, {name}'s WALL: its default preset on 2 cores{smaller})"
 
 
 def sweep_info(out: Path) -> dict:
-    """{"experiment", "grid": [keys]} of a sweep directory (from sweep.json)."""
+    """{"experiment", "grid": [keys]} of a sweep directory (from sweep.json); one line naming the file if it is
+    damaged."""
     path = Path(out) / SWEEP_INFO
     if not path.exists():
         raise FileNotFoundError(f"{out}: no {SWEEP_INFO} — not a sweep directory")
-    return json.loads(path.read_text())
+    try:
+        info = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise RunDirError(f"{path} is not valid JSON ({err}); re-run the sweep into {out} to rewrite it") from None
+    known = (
+        isinstance(info, dict)
+        and isinstance(info.get("experiment"), str)
+        and info["experiment"] in experiments.REGISTRY
+    )
+    grid = info.get("grid") if known else None
+    if not (isinstance(grid, list) and all(isinstance(k, str) for k in grid)):
+        raise RunDirError(
+            f'{path}: expected {{"experiment": a known experiment, "grid": [keys]}}; re-run the sweep into {out} '
+            "to rewrite it"
+        )
+    return info
 
 
 def is_sweep(out: Path) -> bool:
     return (Path(out) / SWEEP_INFO).exists() and (Path(out) / MANIFEST).exists()
+
+
+def is_sweep_dir(path: str | Path) -> bool:
+    """Whether ``path`` holds a sweep, or a sweep's manifest (a reproduce directory too): no run belongs there."""
+    return (Path(path) / SWEEP_INFO).exists() or (Path(path) / MANIFEST).exists()
 
 
 def metrics_of(table: pd.DataFrame, experiment: str, grid: list[str]) -> list[str]:
@@ -47,6 +93,9 @@ def write_report(out: Path) -> list[Path]:
     """Write the table and the figures of sweep directory ``out``; returns their paths."""
     out = Path(out)
     info, table = sweep_info(out), load_sweep(out)
+    missing = [k for k in info["grid"] if k not in table.columns]
+    if missing:
+        raise RunDirError(f"{out / SWEEP_INFO}: grid keys {missing} are not columns of sweep.parquet; re-run the sweep")
     grid, metrics = info["grid"], metrics_of(table, info["experiment"], info["grid"])
     summary = (
         table.groupby(grid, dropna=False)[metrics].agg(["mean", "std"])

@@ -6,10 +6,11 @@ several experiments share; no experiment imports another (``docs/architecture.md
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints
 
-from inductionlab.config import ConfigError, override
+from inductionlab.config import ConfigError, dotted, override
 from inductionlab.experiments import (
     adam_vs_gd_highdim,
     approx_gihn,
@@ -73,9 +74,16 @@ def get(name: str) -> ModuleType:
     return REGISTRY[name]
 
 
-def configure(name: str, preset: str | None = None, overrides: dict[str, Any] | None = None, base: Any = None) -> Any:
-    """Experiment ``name``'s CONFIG (or ``base``), then its ``preset``, then dotted-key ``overrides`` (each step
-    validated)."""
+def configure(
+    name: str,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    base: Any = None,
+    file: dict[str, Any] | None = None,
+) -> Any:
+    """Experiment ``name``'s CONFIG (or ``base``, a saved run's config), then its ``preset``, then ``file`` (the
+    nested keys of a ``--config`` file), then the dotted-key ``overrides``: each later one wins, and each step is
+    validated."""
     exp = get(name)
     cfg = exp.CONFIG if base is None else base
     overrides = dict(overrides or {})
@@ -85,7 +93,26 @@ def configure(name: str, preset: str | None = None, overrides: dict[str, Any] | 
         if preset not in exp.PRESETS:
             raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.PRESETS)}")
         cfg = override(cfg, exp.PRESETS[preset], name)
-    return override(cfg, overrides, name)
+    if file:
+        cfg = override(cfg, dotted({k: v for k, v in file.items() if k != "experiment"}), name)
+    cfg = override(cfg, overrides, name)
+    _check_distinct(cfg)
+    return cfg
+
+
+def _check_distinct(cfg: Any, prefix: str = "") -> None:
+    """The lists an experiment compares (the ``tuple[X, ...]`` fields of its own config classes, declared in
+    ``experiments/``: degrees, losses, L values, …) hold distinct values: a repeat would run a setting twice and give
+    its tables two rows of one key.  Library sections (a trainer's per-stage rates) may repeat values."""
+    hints = get_type_hints(type(cfg))
+    for f in dataclasses.fields(cfg):
+        tp, value = hints[f.name], getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and type(value).__module__.startswith(__name__):
+            _check_distinct(value, f"{prefix}{f.name}.")
+        elif get_origin(tp) is tuple and get_args(tp)[-1:] == (Ellipsis,) and len(set(value)) != len(value):
+            raise ConfigError(
+                f"{prefix}{f.name}: values must be distinct (a repeat runs a setting twice), got {list(value)}"
+            )
 
 
 def _cpu_only(name: str, device: str) -> None:

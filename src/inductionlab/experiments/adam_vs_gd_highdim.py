@@ -20,6 +20,7 @@ import torch
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_device, check_seeds, require
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import lifted_target
@@ -50,6 +51,7 @@ class Config:
     def __post_init__(self) -> None:
         check_device(self.device)
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"optimizer": "sgd", "lr": 0.1}, "the GD and Adam runs (gd_lr, adam_lr)")
         require(self.gd_lr > 0 and self.adam_lr > 0, "gd_lr", "learning rates must be > 0")
         require(self.eval_size >= 1, "eval_size", f"must be ≥ 1, got {self.eval_size}")
 

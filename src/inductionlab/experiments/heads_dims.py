@@ -19,7 +19,8 @@ import pandas as pd
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_device, check_seeds, require
-from inductionlab.models.transformer import TransformerConfig
+from inductionlab.experiments.keys_common import set_here
+from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
 from inductionlab.train.autograd import TrainConfig
@@ -34,7 +35,7 @@ HEADLINE = ("final_loss.2x2", "final_loss.2x8", "final_loss.8x2", "final_loss.8x
 
 @dataclass(frozen=True)
 class Config:
-    model: TransformerConfig = field(default_factory=lambda: TransformerConfig(d_in=1))
+    model: ArchitectureConfig = field(default_factory=lambda: ArchitectureConfig())  # tokens: task.d
     task: InductionTaskConfig = field(default_factory=lambda: InductionTaskConfig(n=4, d=1, L=40, w_scale=1.0))
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
@@ -50,6 +51,7 @@ class Config:
     def __post_init__(self) -> None:
         check_device(self.device)
         check_seeds(self.seeds)
+        set_here(self.model, "model", {"n_heads": 1, "d_model": 8}, "heads / dims")
         require(min(self.heads) >= 1 and min(self.dims) >= 1, "heads", "H and D must be ≥ 1")
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
 
@@ -85,7 +87,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     tables = []
     for H in cfg.heads:
         for D in cfg.dims:
-            model = replace(cfg.model, n_heads=H, d_model=D)
+            model = replace(cfg.model, n_heads=H, d_model=D).real_valued(cfg.task.d)
             _, metrics = fit_induction(
                 model,
                 cfg.task,

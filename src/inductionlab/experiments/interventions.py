@@ -29,10 +29,11 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Is
 from inductionlab.analysis.heads import score_columns
 from inductionlab.config import check_seeds, require
-from inductionlab.experiments.markov_common import copier_frozen, plot_copier_frozen
+from inductionlab.experiments.keys_common import set_here
+from inductionlab.experiments.lm_common import ArchitectureConfig
+from inductionlab.experiments.markov_common import ChenModelConfig, copier_frozen, plot_copier_frozen
 from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models import transformer as tf
-from inductionlab.models.chen import ChenConfig
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
@@ -80,11 +81,7 @@ class Config:
         )
     )
     t0: float = 1000.0  # release time, t = lr × step (toy)
-    tf_model: tf.TransformerConfig = field(
-        default_factory=lambda: tf.TransformerConfig(
-            vocab=64, d_model=64, n_heads=2, readout="all", init_std=0.1, slope_init=0.01
-        )
-    )
+    tf_model: ArchitectureConfig = ArchitectureConfig(d_model=64, n_heads=2, init_std=0.1, slope_init=0.01)  # tf_vocab
     tf_train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             optimizer="adam",
@@ -96,10 +93,11 @@ class Config:
             checkpoint_every=1000,
         )
     )
+    tf_vocab: int = 64  # the random tokens' vocabulary
     tf_period: int = 12  # T: sequences of T random tokens, then the same T again
     tf_eval_size: int = 256
     chen_task: MarkovConfig = field(default_factory=MarkovConfig)
-    chen_model: ChenConfig = field(default_factory=lambda: ChenConfig(max_degree=2, loss="softmax_of_probs"))
+    chen_model: ChenModelConfig = ChenModelConfig(max_degree=2, loss="softmax_of_probs")  # chen_task's vocabulary
     chen_train: StagedConfig = field(
         default_factory=lambda: StagedConfig(stages=("c",), lrs=(1.0,), epochs=(2000,), eval_log_points=20)
     )
@@ -117,12 +115,18 @@ class Config:
             f"got {self.t0}",
         )
         require(0 < self.chen_n_val < self.chen_n_samples, "chen_n_val", "must lie in 1..chen_n_samples − 1")
-        require(
-            self.tf_model.vocab > 0 and self.tf_model.readout == "all" and self.tf_model.n_layers == 2,
-            "tf_model",
-            "needs discrete tokens (vocab > 0), readout 'all' and 2 layers",
-        )
+        require(self.tf_vocab >= 2, "tf_vocab", f"must be ≥ 2, got {self.tf_vocab}")
+        require(self.tf_model.n_layers == 2, "tf_model.n_layers", "needs 2 layers (the layer-1 heads are ablated)")
+        self.chen_model.build(self.chen_task.vocab_size)  # validates the model over the task's vocabulary
+        set_here(self.train, "train", {"schedule": "layerwise", "stage2_layer1": "ideal"}, "each toy variant")
         require(self.tf_period >= 2, "tf_period", f"must be ≥ 2, got {self.tf_period}")
+        require(
+            self.tf_eval_size >= 1,
+            "tf_eval_size",
+            f"must be ≥ 1 (the held-out sequences the transformer is scored on), got {self.tf_eval_size}",
+        )
+        self.tf_model.check_keys(2 * self.tf_period, "tf_model", "a sequence (2 × tf_period)")
+        self.train.check_sizes(self.task.L, len(self.seeds))
 
     @property
     def t0_steps(self) -> int:
@@ -154,7 +158,7 @@ PRESETS = {
         "tf_train.eval_every": 3,
         "tf_train.batch_size": 4,
         "tf_model.d_model": 8,
-        "tf_model.vocab": 10,
+        "tf_vocab": 10,
         "tf_period": 4,
         "tf_eval_size": 8,
     },
@@ -227,7 +231,7 @@ def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
     """Train the attention-only transformer on twice-repeated random tokens (one model per seed, each initialised
     from its seed), with or without every layer-1 head ablated; metrics: the loss on the first copy, on the
     copyable tokens of the second, and the head scores (:func:`inductionlab.analysis.heads.score_columns`)."""
-    model, T = cfg.tf_model, cfg.tf_period
+    model, T = cfg.tf_model.build(cfg.tf_vocab), cfg.tf_period
     theta0, views = pack(tf.init_per_seed(model, cfg.seeds))
     entry = ("blocks.0.attn",) if ablate else ()
     hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
@@ -332,7 +336,13 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         ),
     }
     chen_metrics, chen_summary = copier_frozen(
-        cfg.chen_task, cfg.chen_model, cfg.chen_train, cfg.seeds, cfg.chen_n_samples, cfg.chen_n_val, ctx
+        cfg.chen_task,
+        cfg.chen_model.build(cfg.chen_task.vocab_size),
+        cfg.chen_train,
+        cfg.seeds,
+        cfg.chen_n_samples,
+        cfg.chen_n_val,
+        ctx,
     )
     tfm = pd.concat([_transformer(cfg, ctx, ablate) for ablate in (False, True)], ignore_index=True)
     toy_sections, toy_checks = _toy_summary(cfg, joint, layerwise)

@@ -20,6 +20,7 @@ import pandas as pd
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
@@ -47,6 +48,9 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
+        set_here(
+            self.train, "train", {"schedule": "layerwise", "stage2_layer1": "trained"}, "each of the three schedules"
+        )
 
 
 CONFIG = Config()

@@ -12,7 +12,7 @@ selected heads copy docs/conventions.md#chen-4-1, acceptance 8.3).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +29,32 @@ from inductionlab.train.chen import StagedConfig, a_log_fit, reference_predictor
 from inductionlab.train.interventions import InterventionConfig, build, chen_family
 
 Variant = tuple[str, chen.ChenConfig, StagedConfig]
+
+
+@dataclass(frozen=True)
+class ChenModelConfig:
+    """The Chen et al. model's keys (docs/conventions.md#chen-3-1; the fields mean what they mean in
+    :class:`inductionlab.models.chen.ChenConfig`) less the vocabulary, which is the task's: :meth:`build` adds it."""
+
+    n_heads: int = 3
+    window: int = 3  # M; "shifted" needs 2H − 1
+    max_degree: int = 2  # D
+    windows: Literal["shared", "shifted"] = "shared"
+    norm: Literal["head_l2", "exact", "layernorm"] = "head_l2"
+    loss: Literal["ce", "softmax_of_probs"] = "ce"
+    variant: Literal["simplified", "full"] = "simplified"
+    w_plus: float = 3.0
+    w_minus: float = 0.1
+    c_init: float = 0.01
+    a_init: float = 0.01
+
+    def __post_init__(self) -> None:
+        self.build(2)  # validates every field as ChenConfig does
+
+    def build(self, vocab_size: int) -> chen.ChenConfig:
+        """The model over the task's ``vocab_size`` tokens."""
+        return chen.ChenConfig(vocab_size=vocab_size, **{f.name: getattr(self, f.name) for f in fields(self)})
+
 
 Loss = Literal["ce", "softmax_of_probs"]
 

@@ -22,8 +22,7 @@ import pandas as pd
 
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
-from inductionlab.experiments.markov_common import plot_variants, run_variants
-from inductionlab.models.chen import ChenConfig
+from inductionlab.experiments.markov_common import ChenModelConfig, plot_variants, run_variants
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
@@ -39,9 +38,9 @@ HEADLINE = ("p_selected.{1,2}", "p_selected.{1,3}", "p_selected.{2,3}", "a_log_s
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
-    model: ChenConfig = field(
-        default_factory=lambda: ChenConfig(variant="full", norm="layernorm", w_plus=1.0, w_minus=0.01)
-    )
+    model: ChenModelConfig = field(
+        default_factory=lambda: ChenModelConfig(variant="full", norm="layernorm", w_plus=1.0, w_minus=0.01)
+    )  # its vocabulary is task.vocab_size
     train: StagedConfig = field(
         default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1e-3,), epochs=(10_000,), eval_log_points=60)
     )
@@ -53,6 +52,7 @@ class Config:
         check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
+        self.model.build(self.task.vocab_size)  # validates the model over the task's vocabulary
 
 
 CONFIG = Config()
@@ -96,7 +96,12 @@ CLAIMS = (
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     results = run_variants(
-        cfg.task, [(f"full, {cfg.model.loss}", cfg.model, cfg.train)], cfg.seeds, cfg.n_samples, cfg.n_val, ctx
+        cfg.task,
+        [(f"full, {cfg.model.loss}", cfg.model.build(cfg.task.vocab_size), cfg.train)],
+        cfg.seeds,
+        cfg.n_samples,
+        cfg.n_val,
+        ctx,
     )
     results.summary.update(seed_spread(results.tables["metrics"]))
     return results

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from inductionlab.analysis.claims import Between, Claim
-from inductionlab.config import check_seeds, require
-from inductionlab.experiments.markov_common import Loss, plot_variants, run_variants
-from inductionlab.models.chen import ChenConfig
+from inductionlab.config import check_memory, check_seeds, require
+from inductionlab.experiments.keys_common import set_here
+from inductionlab.experiments.markov_common import ChenModelConfig, Loss, plot_variants, run_variants
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
-from inductionlab.train.interventions import InterventionConfig
+from inductionlab.train.interventions import InterventionConfig, check, chen_family
 
 NAME = "markov-joint"
 DESCRIPTION = "Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t"
@@ -40,7 +40,9 @@ HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
-    model: ChenConfig = field(default_factory=lambda: ChenConfig(windows="shifted", window=5))
+    model: ChenModelConfig = field(
+        default_factory=lambda: ChenModelConfig(windows="shifted", window=5)
+    )  # vocabulary: task.vocab_size; loss: losses
     train: StagedConfig = field(
         default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1.0,), epochs=(20_000,), eval_log_points=60)
     )
@@ -54,6 +56,18 @@ class Config:
         check_seeds(self.seeds)
         require(len(self.losses) >= 1 and len(self.seeds) >= 1, "losses/seeds", "give at least one of each")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
+        set_here(self.model, "model", {"loss": "ce"}, "losses")
+        set_here(
+            self.intervene,
+            "intervene",
+            {"ablate_mode": "zero"},
+            "no ablation (intervene.ablate is the general transformer's)",
+        )
+        model = self.model.build(self.task.vocab_size)  # validates the model over the task's vocabulary
+        check(self.intervene, chen_family(model), self.train.epochs, "epochs")
+        check_memory(
+            "n_samples", 24 * self.n_samples * (self.task.L + 1) * len(self.seeds), f"{self.n_samples} sequences"
+        )
 
 
 CONFIG = Config()
@@ -89,7 +103,8 @@ CLAIMS = (
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     variants = [
-        (f"{'+'.join(cfg.train.stages)}, {loss}", replace(cfg.model, loss=loss), cfg.train) for loss in cfg.losses
+        (f"{'+'.join(cfg.train.stages)}, {loss}", replace(cfg.model.build(cfg.task.vocab_size), loss=loss), cfg.train)
+        for loss in cfg.losses
     ]
     return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx, cfg.intervene)
 

@@ -30,7 +30,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Claim, Is
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.config import check_seeds, require
-from inductionlab.experiments.markov_common import selected_lags
+from inductionlab.experiments.markov_common import ChenModelConfig, selected_lags
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, datasets, sample
@@ -47,7 +47,7 @@ HEADLINE = ("loss_decreases_with_L", "gap_decreases_with_L", "gih_argmax_agreeme
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
-    model: chen.ChenConfig = field(default_factory=chen.ChenConfig)
+    model: ChenModelConfig = field(default_factory=ChenModelConfig)  # its vocabulary is task.vocab_size
     train: StagedConfig = field(default_factory=StagedConfig)
     lengths: tuple[int, ...] = (10, 20, 50, 100, 200, 400, 1000)
     alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
@@ -70,6 +70,7 @@ class Config:
             "n_eval/n_val",
             "need n_eval ≥ 1, 0 < n_val < n_samples",
         )
+        self.model.build(self.task.vocab_size)  # validates the model over the task's vocabulary
 
 
 CONFIG = Config()
@@ -128,11 +129,12 @@ def evaluate(
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     train_tokens, val_tokens = datasets(cfg.task, (cfg.seeds[0],), cfg.n_samples, cfg.n_val)
+    model = cfg.model.build(cfg.task.vocab_size)
     params, metrics = train_staged(
-        cfg.model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1), desc=NAME
+        model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1), desc=NAME
     )
     best = int(chen.selection_weights(params["c"])[0].argmax())
-    lags = selected_lags(cfg.model, params, cfg.model.subsets[best])  # once: the same model at every L
+    lags = selected_lags(model, params, model.subsets[best])  # once: the same model at every L
     rows = []
     for i, alpha in enumerate(cfg.alphas):  # common random numbers: every L is a window of the same sequences
         longest = replace(cfg.task, L=max(cfg.lengths) + cfg.label_offsets - 1, alpha=alpha)
@@ -140,7 +142,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         for L in cfg.lengths:
             per_offset = pd.DataFrame(
                 [
-                    evaluate(cfg.model, params, replace(longest, L=L), tokens[:, s : s + L + 1], kernels, lags)
+                    evaluate(model, params, replace(longest, L=L), tokens[:, s : s + L + 1], kernels, lags)
                     for s in range(cfg.label_offsets)
                 ]
             )

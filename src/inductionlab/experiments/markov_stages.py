@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from inductionlab.analysis.claims import Between, Claim
-from inductionlab.config import check_seeds, require
-from inductionlab.experiments.markov_common import Loss, plot_variants, run_variants
-from inductionlab.models.chen import ChenConfig
+from inductionlab.config import check_memory, check_seeds, require
+from inductionlab.experiments.keys_common import set_here
+from inductionlab.experiments.markov_common import ChenModelConfig, Loss, plot_variants, run_variants
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
-from inductionlab.train.interventions import InterventionConfig
+from inductionlab.train.interventions import InterventionConfig, check, chen_family
 
 NAME = "markov-stages"
 DESCRIPTION = "Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t"
@@ -35,7 +35,7 @@ HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
-    model: ChenConfig = field(default_factory=ChenConfig)
+    model: ChenModelConfig = field(default_factory=ChenModelConfig)  # vocabulary: task.vocab_size; D and loss: below
     train: StagedConfig = field(default_factory=StagedConfig)
     degrees: tuple[int, ...] = (2, 3)
     losses: tuple[Loss, ...] = ("softmax_of_probs", "ce")
@@ -49,8 +49,23 @@ class Config:
         require(len(self.degrees) >= 1 and len(self.losses) >= 1, "degrees/losses", "give at least one of each")
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
-        for D in self.degrees:
-            replace(self.model, max_degree=D)  # validates D against the heads
+        set_here(self.model, "model", {"max_degree": 2, "loss": "ce"}, "degrees / losses")
+        set_here(
+            self.intervene,
+            "intervene",
+            {"ablate_mode": "zero"},
+            "no ablation (intervene.ablate is the general transformer's)",
+        )
+        for D in self.degrees:  # validates D and the vocabulary, then the interventions on that model
+            check(
+                self.intervene,
+                chen_family(replace(self.model, max_degree=D).build(self.task.vocab_size)),
+                self.train.epochs,
+                "epochs",
+            )
+        check_memory(
+            "n_samples", 24 * self.n_samples * (self.task.L + 1) * len(self.seeds), f"{self.n_samples} sequences"
+        )
 
 
 CONFIG = Config()
@@ -93,7 +108,7 @@ CLAIMS = (
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     variants = [
-        (f"D={D}, {loss}", replace(cfg.model, max_degree=D, loss=loss), cfg.train)
+        (f"D={D}, {loss}", replace(cfg.model.build(cfg.task.vocab_size), max_degree=D, loss=loss), cfg.train)
         for D in cfg.degrees
         for loss in cfg.losses
     ]

@@ -14,7 +14,8 @@ sequences; and each layer-1 head's mean attention at lags 1..``max_lag`` (its le
 that estimator than to the one before it (uniform → unigram → bigram → Bayes); None if never.  For the bigram
 chain the Bayes predictor *is* the bigram estimator, so its ``t_bayes`` is None by definition.  Training: next-
 token cross-entropy at every position on fresh sequences each step (online, seeded), Adam.  Top-level summary
-keys are those of the last chain in ``settings`` (the trigram by default); ``settings`` holds each chain's.
+keys are those of the headline chain ``task.parents`` (the trigram by default); ``settings`` holds each chain's,
+the ``compare`` chains (the bigram by default) first.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.models import transformer as tf
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig, sample
@@ -46,13 +48,17 @@ HEADLINE = ("t_unigram", "t_bigram", "t_bayes", "final_kl_to_bayes", "final_indu
 REFERENCES = ("uniform", "unigram", "bigram", "bayes")  # the stage order
 
 
+def _parents(setting: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in setting.split("+"))
+
+
 @dataclass(frozen=True)
 class Config:
-    task: MarkovConfig = field(default_factory=MarkovConfig)  # vocabulary, L and α; the parents come from settings
-    settings: tuple[str, ...] = ("1", "1+2")  # parent lags of each chain, joined by "+": "1" (bigram), "1+2"
-    model: tf.TransformerConfig = field(
-        default_factory=lambda: tf.TransformerConfig(vocab=3, d_model=32, n_heads=2, readout="all", init_std=0.05)
-    )
+    task: MarkovConfig = field(default_factory=MarkovConfig)  # the headline chain: vocabulary, parents, L and α
+    compare: tuple[str, ...] = ("1",)  # chains trained first, beside it: parent lags joined by "+", e.g. 1 (bigram)
+    model: ArchitectureConfig = field(
+        default_factory=lambda: ArchitectureConfig(d_model=32, n_heads=2, init_std=0.05)
+    )  # its vocabulary is task.vocab_size
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             optimizer="adam", lr=3e-3, steps=3000, batch_size=64, eval_every=100, eval_log_points=10
@@ -64,20 +70,25 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
-        require(len(self.settings) >= 1, "settings", "give at least one chain, e.g. 1 or 1+2")
-        for s in self.settings:
+        for s in self.compare:
             require(
                 all(p.strip().isdigit() and int(p) >= 1 for p in s.split("+")),
-                "settings",
+                "compare",
                 f"each chain is positive lags joined by '+', such as 1+2 (chains are comma-separated); got {s!r}",
             )
+            replace(self.task, parents=_parents(s))  # validates the lags against task.L
         require(
-            self.model.vocab == self.task.vocab_size,
-            "model.vocab",
-            f"must equal task.vocab_size = {self.task.vocab_size}",
+            len(set(self.settings)) == len(self.settings),
+            "compare",
+            f"chains must differ from each other and from task.parents, got {list(self.settings)}",
         )
-        require(self.model.readout == "all" and self.model.n_layers == 2, "model", "needs readout 'all' and 2 layers")
+        require(self.model.n_layers == 2, "model.n_layers", "needs 2 layers (previous-token, then induction)")
         require(self.eval_size >= 1 and 1 <= self.max_lag < self.task.L, "max_lag", "needs 1 ≤ max_lag < task.L")
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """Every chain trained, as parent lags joined by "+": the ``compare`` chains, then ``task.parents``."""
+        return (*("+".join(str(p) for p in _parents(s)) for s in self.compare), "+".join(map(str, self.task.parents)))
 
 
 CONFIG = Config()
@@ -118,34 +129,30 @@ CLAIMS = (
 )
 
 
-def _parents(setting: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in setting.split("+"))
-
-
 def _kl_tv(ref: torch.Tensor, q: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Mean KL(ref ‖ q) and TV over sequences, per run: ref (1 or S, B, d), q (S, B, d)."""
     kl = (ref * (ref.clamp_min(1e-300).log() - q.clamp_min(1e-300).log())).sum(-1).mean(-1)
     return kl.numpy(), (0.5 * (ref - q).abs().sum(-1)).mean(-1).numpy()
 
 
-def _evaluate(cfg: Config, task: MarkovConfig, held_out: torch.Tensor, refs: dict, views):
+def _evaluate(cfg: Config, model: tf.TransformerConfig, held_out: torch.Tensor, refs: dict, views):
     """The evaluation function of one chain: distances to every reference, head scores and layer-1 lag weights."""
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
         params = views(theta)
         with torch.no_grad():
-            logits, cache = tf.forward(cfg.model, params, held_out[:, :-1].unsqueeze(0), keep=True)
+            logits, cache = tf.forward(model, params, held_out[:, :-1].unsqueeze(0), keep=True)
         q = logits[:, :, -1].double().softmax(-1)  # (S, B, d): the prediction of x_{L+1}
         row: dict[str, np.ndarray] = {}
         for name in REFERENCES:
             row[f"kl_{name}"], row[f"tv_{name}"] = _kl_tv(refs[name], q)
-        scores = head_scores(cfg.model, params, held_out[:, :-1], held_out.shape[1] // 2)
+        scores = head_scores(model, params, held_out[:, :-1], held_out.shape[1] // 2)
         row["previous_token_score"] = scores["previous_token"][:, 0].amax(-1).double().numpy()
         row["induction_score"] = scores["induction"][:, 1].amax(-1).double().numpy()
         pattern = cache["blocks.0.attn.hook_pattern"]  # (S, B, H, L, L)
         for j in range(1, cfg.max_lag + 1):
             lag = torch.diagonal(pattern[..., cfg.max_lag :, :], offset=cfg.max_lag - j, dim1=-2, dim2=-1)
-            for h in range(cfg.model.n_heads):
+            for h in range(model.n_heads):
                 row[f"lag_h{h}_{j}"] = lag[:, :, h].mean((1, 2)).double().numpy()
         return row
 
@@ -154,7 +161,8 @@ def _evaluate(cfg: Config, task: MarkovConfig, held_out: torch.Tensor, refs: dic
 
 def _train_chain(cfg: Config, setting: str, ctx: RunContext) -> pd.DataFrame:
     task = replace(cfg.task, parents=_parents(setting))
-    theta0, views = pack(tf.init_per_seed(cfg.model, cfg.seeds))
+    model = cfg.model.build(task.vocab_size)
+    theta0, views = pack(tf.init_per_seed(model, cfg.seeds))
     held_out, _ = sample(task, cfg.eval_size, np.random.default_rng([2024, *task.parents]))
     refs = reference_predictors(task, held_out.unsqueeze(0))
     refs["uniform"] = torch.full_like(refs["bayes"], 1.0 / task.vocab_size)
@@ -166,9 +174,9 @@ def _train_chain(cfg: Config, setting: str, ctx: RunContext) -> pd.DataFrame:
     _, metrics = train(
         cfg.train,
         theta0,
-        lambda theta, x: token_losses(cfg.model, views(theta), x).mean((1, 2)),
+        lambda theta, x: token_losses(model, views(theta), x).mean((1, 2)),
         batch,
-        _evaluate(cfg, task, held_out, refs, views),
+        _evaluate(cfg, model, held_out, refs, views),
         ctx.child(f"parents_{setting.replace('+', '_')}", threads=1),
         desc=f"parents {{{setting.replace('+', ',')}}}",
     )

@@ -22,6 +22,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Near
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
@@ -84,6 +85,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"stage2_steps": 100_000}, "each run's predicted plateau length")
         require(self.task.tokens == "gaussian", "task.tokens", "the closed forms hold for Gaussian tokens only")
         check_ih_domain(self.task.w_star)
         require(

@@ -23,7 +23,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import check_device, check_seeds, require
-from inductionlab.models.transformer import TransformerConfig
+from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
 from inductionlab.train.autograd import TrainConfig
@@ -38,7 +38,9 @@ HEADLINE = ("probe_distance_initial", "probe_distance_final", "loss_initial", "l
 
 @dataclass(frozen=True)
 class Config:
-    model: TransformerConfig = field(default_factory=lambda: TransformerConfig(d_in=1, d_model=8, n_heads=8))
+    model: ArchitectureConfig = field(
+        default_factory=lambda: ArchitectureConfig(d_model=8, n_heads=8)
+    )  # tokens: task.d
     task: InductionTaskConfig = field(default_factory=lambda: InductionTaskConfig(n=4, d=1, L=40, w_scale=1.0))
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(lr=1e-2, steps=5000, batch_size=128, eval_every=200, eval_log_points=20)
@@ -52,11 +54,6 @@ class Config:
         check_device(self.device)
         check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
-        require(
-            self.model.d_in == self.task.d and self.model.out_dim == self.task.d,
-            "model.d_in",
-            f"the model's token dimension must equal task.d = {self.task.d}",
-        )
         require(1 <= self.probe_size <= self.eval_size, "probe_size", "must be in 1..eval_size")
 
 
@@ -90,7 +87,7 @@ CLAIMS = (
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     _, metrics = fit_induction(
-        cfg.model,
+        cfg.model.real_valued(cfg.task.d),
         cfg.task,
         cfg.train,
         cfg.seeds,

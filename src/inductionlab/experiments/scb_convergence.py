@@ -26,6 +26,7 @@ import pandas as pd
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.train.proximal import SCBTrainConfig, train_scb
@@ -54,6 +55,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"method": "proximal"}, "each compared method")
         require(0 < self.small_lr_factor < 1, "small_lr_factor", f"must be in (0, 1), got {self.small_lr_factor}")
 
 

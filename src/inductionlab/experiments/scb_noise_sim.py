@@ -31,6 +31,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle, noise_scales
@@ -62,6 +63,8 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"method": "proximal"}, "each compared method")
+        set_here(self.task, "task", {"N": 5, "T": 500}, "N_values / T_per_NQ")
         require(len(self.N_values) >= 1 and min(self.N_values) >= 2, "N_values", "give vocabulary sizes ≥ 2")
         require(
             self.T_per_NQ >= 1 and self.calibration_samples >= 2, "T_per_NQ", "T_per_NQ ≥ 1, calibration_samples ≥ 2"

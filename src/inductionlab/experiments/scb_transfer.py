@@ -42,6 +42,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
 from inductionlab.train.loop import NonFiniteError
@@ -78,6 +79,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.task, "task", {"T": 500}, "T_values")
         require(
             len(self.T_values) >= 2 and min(self.T_values) >= self.task.Q,
             "T_values",

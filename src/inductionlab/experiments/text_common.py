@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -15,23 +15,31 @@ from inductionlab._runtime import native_bf16
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import check_device, check_seeds, require
+from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
 from inductionlab.train.autograd import TrainConfig
-from inductionlab.train.interventions import InterventionConfig, build, forward_hooks, transformer_family, windows
+from inductionlab.train.interventions import (
+    InterventionConfig,
+    build,
+    check,
+    forward_hooks,
+    transformer_family,
+    windows,
+)
 from inductionlab.train.text import EvalConfig, fit_lm
 
-LM_MODEL = TransformerConfig(
-    d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, readout="all", init_std=0.01, slope_init=0.01
+LM_MODEL = ArchitectureConfig(
+    d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, init_std=0.01, slope_init=0.01
 )
 
 
 @dataclass(frozen=True)
 class Config:
     data: TextConfig = field(default_factory=TextConfig)
-    model: TransformerConfig = LM_MODEL  # vocab is set from the data
+    model: ArchitectureConfig = LM_MODEL  # its vocabulary is the corpus's
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             optimizer="sgd", lr=0.1, steps=3000, batch_size=32, eval_every=100, eval_log_points=25, checkpoint_every=100
@@ -48,6 +56,9 @@ class Config:
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
         require(self.data.L >= 8, "data.L", f"must be ≥ 8 (room for a repeat in repeated-text), got {self.data.L}")
         check_device(self.device)
+        self.model.check_keys(self.data.L, where="a training sequence (data.L)")
+        self.model.check_keys(2 * self.eval.score_period, where="a head-diagnostic sequence (2 × eval.score_period)")
+        check(self.intervene, transformer_family(self.model.build(2)), [self.train.steps])  # layout: any vocabulary
 
 
 SMOKE = {
@@ -81,7 +92,7 @@ def train_on_text(
     head diagnostics of :func:`inductionlab.analysis.heads.score_columns`; returns the corpus, the model's config,
     its final parameters (CPU) and the metrics."""
     corpus = load_corpus(cfg.data)
-    model = replace(cfg.model, vocab=len(corpus.vocab))
+    model = cfg.model.build(len(corpus.vocab))
     hooks, ablations = build(cfg.intervene, transformer_family(model))
     params, metrics = fit_lm(
         model,

@@ -25,13 +25,14 @@ import torch
 
 from inductionlab import plots
 from inductionlab.analysis.phases import PHASE_NAMES, phase_times
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_memory, check_seeds, require
+from inductionlab.experiments.keys_common import set_here
 from inductionlab.models.toy import PARAMS, ToyConfig, init_params
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train.flow import FlowProblem, solve_flow
-from inductionlab.train.interventions import InterventionConfig, build, toy_family, windows
-from inductionlab.train.toy import ToyTrainConfig, TrainResult, train_toy
+from inductionlab.train.interventions import InterventionConfig, build, check, toy_family, windows
+from inductionlab.train.toy import ToyTrainConfig, TrainResult, stages_of, train_toy
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,17 @@ class Config:
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
         require(self.gf_mc_samples >= 16, "gf_mc_samples", f"must be ≥ 16, got {self.gf_mc_samples}")
+        check(self.intervene, toy_family(), [s.steps for s in stages_of(self.train)])
+        set_here(
+            self.intervene,
+            "intervene",
+            {"ablate_mode": "zero"},
+            "no ablation (intervene.ablate is the general transformer's)",
+        )
+        self.train.check_sizes(self.task.L, len(self.seeds))
+        check_memory(
+            "gf_mc_samples", 32 * self.gf_mc_samples * self.task.L, f"{self.gf_mc_samples} Monte-Carlo sequences"
+        )
         if self.gf in ("both", "closed"):
             require(
                 self.task.tokens == "gaussian",

@@ -34,7 +34,7 @@ from typing import Literal
 
 import torch
 
-from inductionlab.config import require
+from inductionlab.config import format_value, require
 
 PerLayer = bool | tuple[bool, ...]
 PerHead = bool | tuple[tuple[bool, ...], ...]
@@ -51,11 +51,13 @@ class TransformerConfig:
     n_layers: int = 2
     n_heads: int = 1
     d_head: int = 0  # 0: d_model
-    dp: PerHead = True
-    rpe: PerHead = True
-    residual: PerLayer = True
-    ffn_width: int | tuple[int, ...] = 0
-    key_start: int | tuple[int, ...] = 1
+    dp: PerHead = (
+        True  # one bool for every head, or per layer a JSON list of per-head bools: [[true,false],[true,true]]
+    )
+    rpe: PerHead = True  # as dp
+    residual: PerLayer = True  # one bool for every layer, or one per layer: true,false
+    ffn_width: int | tuple[int, ...] = 0  # FFN width (0: none), one for every layer or one per layer: 512,0
+    key_start: int | tuple[int, ...] = 1  # first key position (1-indexed), one for every layer or one per layer: 1,2
     scale: bool = False
     readout: Literal["last", "all"] = "last"
     d_out: int = 0  # 0: d_in (real tokens) or vocab (discrete)
@@ -84,6 +86,17 @@ class TransformerConfig:
             )
         require(all(k >= 1 for k in self.layer("key_start")), "model.key_start", "key positions start at 1 (1-indexed)")
         require(all(m >= 0 for m in self.layer("ffn_width")), "model.ffn_width", "must be ≥ 0 (0: no FFN)")
+
+    def check_keys(self, L: int, prefix: str = "model", where: str = "a sequence") -> None:
+        """Refuse a ``key_start`` beyond the last key of ``L`` positions: query i attends to keys key_start ≤ j < i
+        (docs/conventions.md#wang-a1), so such a layer attends to nothing and every score averaged over its
+        attention is empty (NaN)."""
+        require(
+            max(self.layer("key_start")) <= L - 1,
+            f"{prefix}.key_start",
+            f"must be ≤ {L - 1}: {where} has {L} positions and queries attend to keys key_start ≤ j < i, "
+            f"got {format_value(self.key_start)}",
+        )
 
     def layer(self, name: str) -> tuple:
         """The per-layer value of ``name``, expanded to one entry per layer."""

@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from inductionlab.runs import atomic_write  # noqa: E402
+
 PHASE_COLORS = ("#fdd9b5", "#e6e6e6", "#c7e9c0", "#d6e2f5")
 PHASE_LABELS = ("I: partial learning", "II: plateau", "III: emergence", "IV: convergence")
 CURVE_COLORS = {
@@ -55,12 +57,12 @@ def shade_phases(ax, spans: list[tuple[float, float]], labels: bool = False) -> 
 
 
 def save(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` atomically (a failure names the file: :class:`inductionlab.runs.WriteError`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=130)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=130, format=path.suffix.lstrip(".") or "png"))
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 import torch
 
-from inductionlab.config import require
+from inductionlab.config import ConfigError, require
 
 ENV = "INDUCTIONLAB_DATA"
 UNK, EOS = "<unk>", "<eos>"
@@ -90,15 +90,26 @@ def split_file(root: Path, split: str) -> Path:
     )
 
 
+def read_lines(path: Path) -> list[str]:
+    """The lines of the UTF-8 text file ``path``; a binary or otherwise encoded file is refused naming it."""
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"data.path: {path} is not UTF-8 text (byte {err.start}: {err.reason}); give UTF-8 text files "
+            "(convert with e.g. iconv -f latin1 -t utf-8)"
+        ) from None
+
+
 def read_splits(cfg: TextConfig) -> tuple[list[str], list[str]]:
     """(train lines, validation lines)."""
     root = data_root(cfg)
     if root.is_file():
-        lines = root.read_text(encoding="utf-8").splitlines()
+        lines = read_lines(root)
         require(len(lines) >= 2, "data.path", f"{root} needs at least 2 lines")
         cut = max(1, int(0.9 * len(lines)))
         return lines[:cut], lines[cut:]
-    return tuple(split_file(root, s).read_text(encoding="utf-8").splitlines() for s in (cfg.train_split, cfg.val_split))
+    return tuple(read_lines(split_file(root, s)) for s in (cfg.train_split, cfg.val_split))
 
 
 def _words(lines: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from inductionlab._runtime import tune_process
-from inductionlab.config import require
+from inductionlab.config import check_schedule, require
 from inductionlab.runs import RunContext
 from inductionlab.train import loop, optim
 
@@ -69,6 +69,7 @@ class TrainConfig:
             f"must be 'constant' or 'cosine', got {self.schedule!r}",
         )
         require(0 < self.lr_final_fraction <= 1, "train.lr_final_fraction", "must lie in (0, 1]")
+        check_schedule("train.steps", self.steps, "train.eval_every", self.eval_every)
 
     def lr_factor(self, step: int) -> float:
         """The learning-rate multiplier at ``step``."""

@@ -12,7 +12,9 @@ A *selector* names parameters: an exact name (``w_Q``, ``blocks.1.attn.p``), a d
 parameter of layer 1), an alias of the model family (``layer1``, ``w_KQ``), optionally one entry of the first
 axis (``blocks.0.attn.p[1]``: head 1's slope; ``blocks.0.attn[1]`` in ``ablate``: head 1).  ``@START:STOP``
 is a window of step indices within each stage (STOP left out: to the end).  Several entries are separated by
-commas on the command line (a tuple in the config).
+commas on the command line (a tuple in the config).  A clamp's VALUE is a finite number with
+|VALUE| ≤ :data:`CLAMP_LIMIT`; :func:`check` refuses, before training, an entry that names nothing, an index, layer or
+head the model lacks, or a window that starts after the longest stage has ended (it would never act).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from inductionlab.train.hooks import FreezeColumns
 from inductionlab.train.loop import Hook, LoopState
 
 ALL_STEPS = range(0, 2**62)
+CLAMP_LIMIT = 1e4  # the models' parameters are O(1)–O(100) (slopes, w_KQ, Chen's w_+ = 3); beyond, float32 overflows
 _ENTRY = re.compile(
     r"^(?P<sel>[A-Za-z_][\w.]*)(\[(?P<idx>\d+)\])?(=(?P<value>[^@]+))?(@(?P<start>\d+):(?P<stop>\d*))?$"
 )
@@ -59,7 +62,11 @@ def parse(entry: str, key: str, with_value: bool = False) -> Entry:
             value = float(m["value"])
         except ValueError:
             value = math.nan
-        require(math.isfinite(value), key, f"{entry!r}: the value must be a finite number, got {m['value']!r}")
+        require(
+            math.isfinite(value) and abs(value) <= CLAMP_LIMIT,
+            key,
+            f"{entry!r}: the value must be a finite number with |VALUE| ≤ {CLAMP_LIMIT:g}, got {m['value']!r}",
+        )
     start = int(m["start"] or 0)
     stop = int(m["stop"]) if m["stop"] else ALL_STEPS.stop
     require(stop > start, key, f"{entry!r}: the window @START:STOP must have STOP > START")
@@ -163,12 +170,13 @@ class AblateHeads(Hook):
 @dataclass(frozen=True)
 class Family:
     """What a model family offers interventions: its parameter shapes (packed order, no run axis), aliases, and
-    the number of layers of a general transformer (0: heads cannot be ablated)."""
+    the number of layers and heads per layer of a general transformer (0: heads cannot be ablated)."""
 
     name: str
     shapes: Mapping[str, tuple[int, ...]]
     aliases: Mapping[str, Sequence[str]]
     n_layers: int = 0
+    n_heads: int = 0
 
 
 def toy_family() -> Family:
@@ -187,7 +195,7 @@ def toy_family() -> Family:
 def transformer_family(cfg: tf.TransformerConfig) -> Family:
     """The general transformer: its parameter names (``blocks.0.attn.p``, …); aliases ``layer1``, ``layer2``, …"""
     aliases = {f"layer{l + 1}": (f"blocks.{l}",) for l in range(cfg.n_layers)}
-    return Family("the general transformer", tf.param_shapes(cfg), aliases, cfg.n_layers)
+    return Family("the general transformer", tf.param_shapes(cfg), aliases, cfg.n_layers, cfg.n_heads)
 
 
 def chen_family(cfg: chen.ChenConfig) -> Family:
@@ -223,8 +231,30 @@ def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[Abl
         require(
             0 <= layer < family.n_layers, "intervene.ablate", f"{text!r}: the model has layers 0..{family.n_layers - 1}"
         )
+        require(
+            e.index is None or e.index < family.n_heads,
+            "intervene.ablate",
+            f"{text!r}: head {e.index} does not exist; layer {layer} has heads 0..{family.n_heads - 1}",
+        )
         ablations.append(AblateHeads(layer, None if e.index is None else [e.index], cfg.ablate_mode, e.steps))
     return hooks + ablations, ablations
+
+
+def check(cfg: InterventionConfig, family: Family, stage_steps: Sequence[int], unit: str = "steps") -> None:
+    """Refuse before training what would fail or silently do nothing: every entry must name parameters (or heads)
+    that ``family`` has, and its window must start before the longest of the stages (``stage_steps``, in ``unit``)
+    ends — windows count from the start of each stage (docs/conventions.md#mech)."""
+    build(cfg, family)
+    longest = max(stage_steps, default=0)
+    for kind in ("freeze", "clamp", "ablate"):
+        for text in getattr(cfg, kind):
+            start = parse(text, f"intervene.{kind}", with_value=kind == "clamp").steps.start
+            require(
+                start < longest,
+                f"intervene.{kind}",
+                f"{text!r}: the window starts at {start}, but the longest stage has {longest} {unit}, so it would "
+                f"never act; start it before {longest}",
+            )
 
 
 def windows(cfg: InterventionConfig) -> list[tuple[int, int | None]]:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab.config import require
+from inductionlab.config import check_schedule, require
 from inductionlab.models import linear
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import SCBInstance, mu_inner, mu_norm2, sample
@@ -134,6 +134,7 @@ class SCBTrainConfig:
         require(
             self.threshold_C > 0, "train.threshold_C", f"must be > 0 (θ = (1 − α̂)/T + α̂/(2CQ)), got {self.threshold_C}"
         )
+        check_schedule("train.steps", self.steps, "train.eval_every", self.eval_every)
 
 
 def initial_state(inst: SCBInstance) -> tuple[torch.Tensor, torch.Tensor]:

@@ -43,8 +43,13 @@ class EvalConfig:
     seed: int = 2024
 
     def __post_init__(self) -> None:
-        for name in ("val_batches", "score_batch", "score_period"):
+        for name in ("val_batches", "score_batch"):
             require(getattr(self, name) >= 1, f"eval.{name}", f"must be ≥ 1, got {getattr(self, name)}")
+        require(
+            self.score_period >= 2,
+            "eval.score_period",
+            f"must be ≥ 2 (the diagnostics score the second copy against the first), got {self.score_period}",
+        )
 
 
 def token_losses(

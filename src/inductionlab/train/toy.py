@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from inductionlab._runtime import compiled, tune_process
-from inductionlab.config import require
+from inductionlab.config import check_memory, check_schedule, require
 from inductionlab.models import toy
 from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
@@ -82,6 +82,22 @@ class ToyTrainConfig:
             "train.stage2_layer1",
             "joint training trains layer 1 too, so it needs stage2_layer1='trained'",
         )
+        for name in ("stage1_steps", "stage2_steps"):
+            check_schedule(f"train.{name}", getattr(self, name), "train.eval_every", self.eval_every)
+
+    def check_sizes(self, L: int, runs: int) -> None:
+        """Refuse, naming the key, a batch, sample or evaluation sample of ``runs`` × L-token sequences that cannot
+        fit in memory (tokens, keys, scores and targets: ≈ 16 bytes a token and run)."""
+        sizes = {
+            "batch_size": ("the batch size", self.batch_size),
+            "eval_size": ("the evaluation sample", self.eval_size),
+        }
+        if self.optimizer == "gd":
+            sizes["n_samples"] = ("the training sample", self.n_samples)
+        for name, (what, n) in sizes.items():
+            check_memory(
+                f"train.{name}", 16 * n * L * runs, f"{what}, {n} sequences of L = {L} tokens × {runs} run(s),"
+            )
 
 
 @dataclass(frozen=True)

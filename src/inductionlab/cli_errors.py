@@ -1,0 +1,54 @@
+"""What the command line makes of an error: its exit status (2 bad input, 3 a NaN/inf stop, 1 failed sweep jobs;
+None for a bug, which keeps its traceback) and the one line it prints.  Modules are looked up in ``sys.modules`` so
+that ``inductionlab list`` imports no torch."""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+from inductionlab.config import ConfigError
+
+
+def exit_code(err: BaseException) -> int | None:
+    """2 for bad input (config, run directory, missing file), 3 for a NaN/inf stop, None for a bug."""
+    runner, loop = sys.modules.get("inductionlab.runner"), sys.modules.get("inductionlab.train.loop")
+    sweep = sys.modules.get("inductionlab.sweep")
+    runs = sys.modules.get("inductionlab.runs")
+    if isinstance(err, (ConfigError, FileNotFoundError)) or (runner and isinstance(err, runner.RunDirError)):
+        return 2
+    if runs and isinstance(err, (runs.WriteError, runs.DirectoryInUse)):
+        return 2
+    if isinstance(err, (PermissionError, IsADirectoryError, NotADirectoryError)) or (
+        isinstance(err, OSError)
+        and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOENT, errno.ENAMETOOLONG)
+    ):
+        return 2
+    if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra that is not installed
+        return 2
+    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
+        return 2
+    if sweep and isinstance(err, sweep.SweepError):
+        return 1
+    if loop and isinstance(err, loop.CheckpointError):
+        return 2
+    if (loop and isinstance(err, loop.NonFiniteError)) or (runner and isinstance(err, runner.NaNResultsError)):
+        return 3
+    return None
+
+
+def message(err: BaseException) -> str:
+    """One line saying what is wrong and what to do."""
+    if isinstance(err, OSError) and err.errno == errno.ENAMETOOLONG:
+        return f"{err.filename or err}: a name in this path is longer than the file system allows; choose a shorter one"
+    runs = sys.modules.get("inductionlab.runs")
+    if runs and isinstance(err, runs.WriteError):
+        kept = " (the last good checkpoint is kept; --resume continues from it)" if ".pt" in str(err.filename) else ""
+        return f"cannot write {err.filename} ({err.strerror}){kept}; free space, or choose another --out"
+    if isinstance(err, OSError) and err.filename:
+        return f"cannot write or read {err.filename} ({err.strerror}); choose another --out"
+    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
+        line = (str(err).splitlines() or [type(err).__name__])[0]  # cut at a space, never inside a number
+        first = line if len(line) <= 160 else line[:160].rsplit(" ", 1)[0] + " …"
+        return f"out of memory ({first}); lower the largest size (batch size, sample or evaluation size, model size)"
+    return str(err)
