@@ -67,7 +67,7 @@ CASES = [  # (case, argv, words the message must contain)
     ("bad-type", [*MI, "--n_draws", "many"], ["n_draws", "int"]),
     ("bad-preset", ["run", "markov-mi", "--preset", "huge"], ["--preset", "smoke"]),
     ("missing-value", [*MI, "--n_draws"], ["--n_draws", "missing value"]),
-    ("seed-negative", [*MI, "--seed", "-1"], ["seeds", "≥ 0"]),
+    ("seed-negative", [*MI, "--seed", "-1"], ["seeds", "0..2^31"]),
     ("seeds-duplicate", [*MI, "--seeds", "0,0"], ["seeds", "distinct"]),
     ("seeds-empty", [*MI, "--seeds", "[]"], ["seeds", "at least one"]),
     ("out-empty", [*MI, "--out", ""], ["--out"]),

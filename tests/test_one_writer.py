@@ -143,3 +143,25 @@ def test_resume_removes_the_temporary_files_a_kill_left(tmp_path):
         path.write_bytes(b"half")
     assert main([*TOY, "--out", str(out), "--resume"]) == 0
     assert not any(path.exists() for path in stray) and (out / "summary.json").exists()
+
+
+SHARED = {  # (what the directory holds, the command aimed at it)
+    "run-into-sweep": ("sweep.json", ["run", *MI]),
+    "run-into-reproduce": ("reproduce.json", ["run", *MI]),
+    "sweep-into-run": ("config.json", ["sweep", *MI]),
+    "sweep-into-reproduce": ("reproduce.json", ["sweep", *MI]),
+    "reproduce-into-run": ("config.json", ["reproduce", "--paper", "ren", "--budget", "smoke"]),
+    "reproduce-into-sweep": ("sweep.json", ["reproduce", "--paper", "ren", "--budget", "smoke"]),
+}
+
+
+@pytest.mark.parametrize("case", list(SHARED))
+def test_runs_sweeps_and_reproduce_never_share_a_directory(case, tmp_path, capsys):
+    mark, argv = SHARED[case]
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / mark).write_text(json.dumps({"experiment": "markov-mi", "grid": []}))
+    assert main([*argv, "--out", str(d)]) == 2
+    err = _error(capsys)
+    assert mark in err and str(d) in err, err
+    assert sorted(p.name for p in d.iterdir()) == [mark]

@@ -98,6 +98,8 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
             out = tp(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{field}: expected {_describe(tp)}, got {value!r}") from None
+        if tp is int and not -(2**63) < out < 2**63:
+            raise ConfigError(f"{field}: {value!r} is beyond a 64-bit integer; no size, count or seed is that large")
         if tp is float and not math.isfinite(out):
             raise ConfigError(f"{field}: must be a finite number, got {value!r}")
         return out
@@ -208,15 +210,16 @@ def human_bytes(n: float) -> str:
     return f"{n:.3g} {units[k]}"
 
 
-def check_memory(field: str, n_bytes: float, what: str) -> None:
-    """Refuse a size before anything is allocated, naming ``field``, where ``what`` it sizes would need ``n_bytes``
-    (an estimate, a lower bound) — more than this machine's physical memory."""
+def check_memory(field: str, n_bytes: float, what: str, also: str = "") -> None:
+    """Refuse a size before anything is allocated, naming ``field`` (and ``also``, another key the size grows
+    with), where ``what`` it sizes would need ``n_bytes`` (an estimate, a lower bound) — more than this machine's
+    physical memory."""
     total = physical_memory()
     require(
         n_bytes <= total,
         field,
         f"out of memory: {what} would need about {human_bytes(n_bytes)}, more than this machine's "
-        f"{human_bytes(total)}; lower {field}",
+        f"{human_bytes(total)}; lower {field}{f' or {also}' if also else ''}",
     )
 
 
@@ -231,11 +234,14 @@ def check_schedule(steps_field: str, steps: int, every_field: str, every: int, r
     )
 
 
+SEED_LIMIT = 2**31  # seeds and the seeds derived from them (seed + offsets) stay within every generator's range
+
+
 def check_seeds(seeds: tuple[int, ...], run_axis: bool = True) -> None:
     """Validate an experiment's ``seeds`` — the run axis (``docs/conventions.md#seeds``): at least one, each
     ≥ 0 and distinct; exactly one where the experiment has no run axis."""
     require(len(seeds) >= 1, "seeds", "give at least one seed, e.g. --seeds 0")
-    require(all(s >= 0 for s in seeds), "seeds", f"must be integers ≥ 0, got {list(seeds)}")
+    require(all(0 <= s < SEED_LIMIT for s in seeds), "seeds", f"must be integers in 0..2^31 − 1, got {list(seeds)}")
     require(
         len(set(seeds)) == len(seeds), "seeds", f"must be distinct (a repeated seed repeats a run), got {list(seeds)}"
     )

@@ -32,7 +32,7 @@ from inductionlab import experiments
 from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, judge
 from inductionlab.config import ConfigError, config_hash, to_dict
 from inductionlab.runner import clear, saved_config
-from inductionlab.runs import CONFIG, SUMMARY, lock_dir, versions, write_json, write_parquet
+from inductionlab.runs import CONFIG, SUMMARY, check_free, lock_dir, versions, write_json, write_parquet
 from inductionlab.sweep import MANIFEST, Job, execute, manifest_entries
 from inductionlab.tasks.text import MissingDataError, data_root
 
@@ -113,6 +113,12 @@ def reproduce(
     jobs, skipped = plan(paper, budget, out, data)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
+    check_free(out)
+    for mark, what in ((CONFIG, "a run"), ("sweep.json", "a sweep")):
+        if (out / mark).exists():
+            raise ConfigError(
+                f"--out {out} holds {what} ({mark}); reproduce needs a directory of its own: use another --out"
+            )
     with lock_dir(out):
         jobs = _place(jobs, out)
         start = time.perf_counter()

@@ -70,6 +70,12 @@ def run_experiment(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {out} is a file, not a directory. Give a directory path.")
+    marks = [m for m in COLLECTIONS if (out / m).exists()]
+    if marks:
+        raise RunDirError(
+            f"{out} is a sweep or reproduce directory (it holds {marks[0]}); a run needs a directory of its own. "
+            "Use another --out."
+        )
     with lock_dir(out):
         _check_run_dir(out, name, to_dict(cfg), resume, force)
         if resume and not force and (out / SUMMARY).exists():
@@ -172,12 +178,6 @@ def clear(out: Path) -> None:
 
 
 def _check_run_dir(out: Path, name: str, config: dict, resume: bool, force: bool) -> None:
-    marks = [m for m in COLLECTIONS if (out / m).exists()]
-    if marks:
-        raise RunDirError(
-            f"{out} is a sweep or reproduce directory (it holds {marks[0]}); a run needs a directory of its own. "
-            "Use another --out."
-        )
     saved = saved_config(out)
     if saved is None or force:
         return

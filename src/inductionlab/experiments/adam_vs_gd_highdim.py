@@ -52,7 +52,8 @@ class Config:
         check_device(self.device)
         check_seeds(self.seeds, run_axis=False)
         set_here(self.train, "train", {"optimizer": "sgd", "lr": 0.1}, "the GD and Adam runs (gd_lr, adam_lr)")
-        require(self.gd_lr > 0 and self.adam_lr > 0, "gd_lr", "learning rates must be > 0")
+        for key in ("gd_lr", "adam_lr"):
+            require(getattr(self, key) > 0, key, f"learning rates must be > 0, got {getattr(self, key)}")
         require(self.eval_size >= 1, "eval_size", f"must be ≥ 1, got {self.eval_size}")
 
 

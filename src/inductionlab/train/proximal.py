@@ -123,7 +123,9 @@ class SCBTrainConfig:
         for name in ("steps", "batch_size", "eval_every", "checkpoint_every"):
             require(getattr(self, name) >= 1, f"train.{name}", f"must be ≥ 1, got {getattr(self, name)}")
         require(0 <= self.stage1_steps <= self.steps, "train.stage1_steps", "must be in 0..steps")
-        require(self.eta1 > 0 and self.eta2 > 0 and self.lam >= 0, "train.eta1", "needs η₁, η₂ > 0 and λ ≥ 0")
+        for name in ("eta1", "eta2"):
+            require(getattr(self, name) > 0, f"train.{name}", f"step sizes must be > 0, got {getattr(self, name)}")
+        require(self.lam >= 0, "train.lam", f"λ must be ≥ 0, got {self.lam}")
         for name in ("eta1", "eta2", "lam", "rho", "threshold_C"):
             require(
                 math.isfinite(getattr(self, name)),

@@ -96,7 +96,10 @@ class ToyTrainConfig:
             sizes["n_samples"] = ("the training sample", self.n_samples)
         for name, (what, n) in sizes.items():
             check_memory(
-                f"train.{name}", 16 * n * L * runs, f"{what}, {n} sequences of L = {L} tokens × {runs} run(s),"
+                f"train.{name}",
+                16 * n * L * runs,
+                f"{what}, {n} sequences of L = {L} tokens × {runs} run(s),",
+                also="task.L" if L > n else "",
             )
 
 
