@@ -85,20 +85,23 @@ def test_reproduce_never_removes_a_run_it_did_not_write(tmp_path, caplog):
 
 
 def test_a_failure_after_the_tables_leaves_the_run_for_resume_to_finish(tmp_path, monkeypatch):
-    exp, out = experiments.get("markov-mi"), tmp_path / "mi"
-    cfg = resolve("markov-mi", "smoke", {})
-    plot = exp.plot
+    """A run with checkpoints that fails in its figures is unfinished (no summary) and ``--resume`` completes it; a
+    run without one leaves nothing behind, so the same command runs again."""
+    for name, overrides, kept in (("markov-stages", {"degrees": "2", "losses": "ce"}, True), ("markov-mi", {}, False)):
+        exp, out = experiments.get(name), tmp_path / name
+        cfg = resolve(name, "smoke", overrides)
+        plot = exp.plot
 
-    def broken(results, out_dir):
-        raise RuntimeError("the figure failed")
+        def broken(results, out_dir):
+            raise RuntimeError("the figure failed")
 
-    monkeypatch.setattr(exp, "plot", broken)
-    with pytest.raises(RuntimeError, match="the figure failed"):
-        run_experiment("markov-mi", cfg, out)
-    assert (out / "config.json").exists() and not (out / "summary.json").exists()
-    monkeypatch.setattr(exp, "plot", plot)
-    run_experiment("markov-mi", cfg, out, resume=True)
-    assert (out / "summary.json").exists() and list(out.glob("*.png"))
+        monkeypatch.setattr(exp, "plot", broken)
+        with pytest.raises(RuntimeError, match="the figure failed"):
+            run_experiment(name, cfg, out)
+        assert (out / "config.json").exists() == kept and not (out / "summary.json").exists()
+        monkeypatch.setattr(exp, "plot", plot)
+        run_experiment(name, cfg, out, resume=kept)
+        assert (out / "summary.json").exists() and list(out.glob("*.png"))
 
 
 TOY = ["run", "lazy-to-rich", "--preset", "smoke", "--gf", "none", "--no-progress"]
@@ -138,7 +141,7 @@ def test_resume_removes_the_temporary_files_a_kill_left(tmp_path):
     out = tmp_path / "toy"
     assert main([*TOY, "--out", str(out)]) == 0
     (out / "summary.json").unlink()  # as if killed before the end
-    stray = [out / "checkpoints" / ".ckpt.pt.x1y2z3.tmp", out / ".metrics.parquet.abcdef.tmp"]
+    stray = [out / "checkpoints" / ".ckpt.pt.x1y2z3_a.tmp", out / ".metrics.parquet.abcdefgh.tmp"]
     for path in stray:
         path.write_bytes(b"half")
     assert main([*TOY, "--out", str(out), "--resume"]) == 0

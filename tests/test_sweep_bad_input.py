@@ -16,7 +16,7 @@ import pytest
 
 from inductionlab import load_sweep, sweep
 from inductionlab.cli import main
-from inductionlab.sweep_report import is_sweep_dir
+from inductionlab.sweep_report import is_sweep
 
 MI = ["markov-mi", "--preset", "smoke", "--no-progress"]
 TOY = ["lazy-to-rich", "--preset", "smoke", "--train.stage2_steps", "5000", "--train.checkpoint_every", "500"]
@@ -135,7 +135,7 @@ def ctrl_c(tmp, capsys, monkeypatch):
 def sweep_into_a_run(tmp, capsys, monkeypatch):
     run = tmp / "run"
     assert main(["run", *MI, "--out", str(run)]) == 0
-    assert main(["sweep", *MI, "--out", str(tmp / "s")]) == 0 and is_sweep_dir(tmp / "s") and not is_sweep_dir(run)
+    assert main(["sweep", *MI, "--out", str(tmp / "s")]) == 0 and is_sweep(tmp / "s") and not is_sweep(run)
     before = sorted(p.name for p in run.iterdir())
     capsys.readouterr()
     code = main(["sweep", *MI, "--out", str(run)])

@@ -81,7 +81,8 @@ def native_bf16(device: str = "cpu") -> bool:
 
 class Compiled:
     """``torch.compile(fn, dynamic=False)`` — one compiled graph per input shape, so a second experiment size in
-    the same process compiles afresh instead of guessing dynamic shapes — that falls back to eager ``fn`` whenever
+    the same process compiles afresh instead of guessing dynamic shapes (past torch's recompile limit, 8 shapes,
+    Dynamo runs ``fn`` eagerly and says so) — that falls back to eager ``fn`` whenever
     compiling fails, at the first call or any later one (a new shape compiles anew; Inductor's CPU kernels need
     a C++ compiler).  The failure is logged once and ``fn`` runs eagerly from then on.  An error that ``fn``
     raises itself is never hidden: the failed call is repeated eagerly, and an eager error propagates."""
@@ -108,12 +109,13 @@ class Compiled:
 
 
 def _separate_inductor_cache() -> None:
-    """Give Inductor's on-disk cache one folder per CPU kernel path, unless ``TORCHINDUCTOR_CACHE_DIR`` is set.
+    """Give Inductor's on-disk cache one folder per CPU kernel path, unless the user set ``TORCHINDUCTOR_CACHE_DIR``.
     Its keys do not include ``ATEN_CPU_CAPABILITY``: a kernel cached by a process on the AVX2 path and loaded by
     one on the AVX-512 path corrupted the heap (measured with torch 2.13 on an AVX-512 CPU:
     docs/conventions.md#portable-numbers)."""
-    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
-        return
+    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if chosen is not None and not os.path.basename(chosen).startswith("inductionlab-"):
+        return  # the user's own folder (one of ours, inherited from a parent process, is chosen anew)
     path = "-".join(
         [torch.backends.cpu.get_cpu_capability()]
         + [os.environ.get(k, "") for k in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")]

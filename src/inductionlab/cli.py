@@ -56,11 +56,11 @@ def split_args(argv: list[str], valued: set[str], flags: set[str]) -> tuple[list
     return known, values
 
 
-def resolve(name: str, preset: str | None, values: dict[str, Any], base: Any = None) -> Any:
-    """CONFIG (or ``base``) → preset → command-line values (each validated)."""
+def resolve(name: str, preset: str | None, values: dict[str, Any]) -> Any:
+    """CONFIG → preset → command-line values (each validated)."""
     from inductionlab import experiments
 
-    return experiments.configure(name, preset, values, base)
+    return experiments.configure(name, preset, values)
 
 
 def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> list[str]:
@@ -114,8 +114,8 @@ def _config_file(source: Path) -> dict[str, Any]:
         data = json.loads(source.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ConfigError(f"--config {source}: not a JSON file ({type(err).__name__}: {err})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"--config {source}: expected a JSON object of config keys, got {type(data).__name__}")
+    if not isinstance(data, dict) or not isinstance(data.get("experiment", ""), str):
+        raise ConfigError(f'--config {source}: expected a JSON object of config keys ("experiment": a name)')
     return data
 
 
@@ -259,10 +259,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from inductionlab import experiments
     from inductionlab.reproduce import is_reproduce
     from inductionlab.runner import RunDirError, saved_config
-    from inductionlab.runs import load_results
+    from inductionlab.runs import check_free, load_results
     from inductionlab.sweep_report import is_sweep, write_report
 
     run_dir = Path(args.dir)
+    check_free(run_dir)  # a report writes into the directory: never beside its live writer
     if is_reproduce(run_dir):
         return _print_claims(run_dir)
     if is_sweep(run_dir):

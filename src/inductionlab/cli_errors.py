@@ -26,15 +26,19 @@ def exit_code(err: BaseException) -> int | None:
         return 2
     if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra that is not installed
         return 2
-    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
-        return 2
-    if sweep and isinstance(err, sweep.SweepError):
+    if sweep and isinstance(err, sweep.SweepError):  # before the memory test: a job's error may say "alloc"
         return 1
     if loop and isinstance(err, loop.CheckpointError):
         return 2
     if (loop and isinstance(err, loop.NonFiniteError)) or (runner and isinstance(err, runner.NaNResultsError)):
         return 3
+    if _out_of_memory(err):
+        return 2
     return None
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    return isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower())
 
 
 def message(err: BaseException) -> str:
@@ -43,11 +47,16 @@ def message(err: BaseException) -> str:
         return f"{err.filename or err}: a name in this path is longer than the file system allows; choose a shorter one"
     runs = sys.modules.get("inductionlab.runs")
     if runs and isinstance(err, runs.WriteError):
-        kept = " (the last good checkpoint is kept; --resume continues from it)" if ".pt" in str(err.filename) else ""
+        kept = (
+            " (the last good checkpoint is kept; --resume continues from it)"
+            if str(err.filename).endswith(".pt")
+            else ""
+        )
         return f"cannot write {err.filename} ({err.strerror}){kept}; free space, or choose another --out"
     if isinstance(err, OSError) and err.filename:
         return f"cannot write or read {err.filename} ({err.strerror}); choose another --out"
-    if isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and "alloc" in str(err).lower()):
+    sweep = sys.modules.get("inductionlab.sweep")
+    if _out_of_memory(err) and not (sweep and isinstance(err, sweep.SweepError)):
         line = (str(err).splitlines() or [type(err).__name__])[0]  # cut at a space, never inside a number
         first = line if len(line) <= 160 else line[:160].rsplit(" ", 1)[0] + " …"
         return f"out of memory ({first}); lower the largest size (batch size, sample or evaluation size, model size)"

@@ -71,15 +71,7 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
                 return a
         raise ConfigError(f"{field}: got {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
     if origin is tuple:
-        inner = get_args(tp)[0]
-        if isinstance(value, str):
-            text = value.strip()
-            if text[:1] == "(" and text[-1:] == ")":  # the repr of a tuple, e.g. "(1, 2)"
-                text = text[1:-1]
-            items = json.loads(text) if text.startswith("[") else [v for v in text.split(",") if v.strip()]
-        else:
-            items = list(value)
-        return tuple(coerce(v, inner, field) for v in items)
+        return tuple(coerce(v, get_args(tp)[0], field) for v in _items(value, field))
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -90,20 +82,43 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
         try:
             if tp is int and isinstance(value, float) and not value.is_integer():
                 raise ValueError
-            if tp is int and isinstance(value, str):
-                as_float = float(value)
-                if not as_float.is_integer():
-                    raise ValueError
-                return int(as_float)
-            out = tp(value)
+            out = _int_of_text(value) if tp is int and isinstance(value, str) else tp(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{field}: expected {_describe(tp)}, got {value!r}") from None
-        if tp is int and not -(2**63) < out < 2**63:
+        if tp is int and not -(2**63) <= out < 2**63:
             raise ConfigError(f"{field}: {value!r} is beyond a 64-bit integer; no size, count or seed is that large")
         if tp is float and not math.isfinite(out):
             raise ConfigError(f"{field}: must be a finite number, got {value!r}")
         return out
     raise ConfigError(f"{field}: unsupported field type {tp!r}")
+
+
+def _items(value: Any, field: str) -> list:
+    """The items of a list value: ``1,2``, ``[1, 2]`` (JSON), ``(1, 2)`` (a tuple's repr) or a JSON list."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] == "(" and text[-1:] == ")":  # the repr of a tuple, e.g. "(1, 2)"
+            text = text[1:-1]
+        if not text.startswith("["):
+            return [v for v in text.split(",") if v.strip()]
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"{field}: {value!r} is not a JSON list ({err.msg}); give e.g. 1,2 or [1,2]") from None
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{field}: expected a list (e.g. 1,2), got {value!r}")
+    return list(value)
+
+
+def _int_of_text(text: str) -> int:
+    """An integer typed as ``12``, ``1e3`` or ``1000.0`` (exactly: ``9007199254740993`` stays itself)."""
+    try:
+        return int(text)
+    except ValueError:
+        as_float = float(text)
+        if not as_float.is_integer():
+            raise ValueError(text) from None
+        return int(as_float)
 
 
 def _coerce_union(value: Any, tp: Any, field: str) -> Any:

@@ -32,14 +32,24 @@ from inductionlab import experiments
 from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, judge
 from inductionlab.config import ConfigError, config_hash, to_dict
 from inductionlab.runner import clear, saved_config
-from inductionlab.runs import CONFIG, SUMMARY, check_free, lock_dir, versions, write_json, write_parquet
+from inductionlab.runs import (
+    CONFIG,
+    REPRODUCE_INFO,
+    SUMMARY,
+    check_free,
+    lock_dir,
+    other_kind,
+    versions,
+    write_json,
+    write_parquet,
+)
 from inductionlab.sweep import MANIFEST, Job, execute, manifest_entries
 from inductionlab.tasks.text import MissingDataError, data_root
 
 log = logging.getLogger(__name__)
 Budget = Literal["smoke", "quick", "full"]
 BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": None}
-INFO = "reproduce.json"
+INFO = REPRODUCE_INFO
 CLAIMS_FILE = "claims.parquet"
 
 
@@ -114,11 +124,9 @@ def reproduce(
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
     check_free(out)
-    for mark, what in ((CONFIG, "a run"), ("sweep.json", "a sweep")):
-        if (out / mark).exists():
-            raise ConfigError(
-                f"--out {out} holds {what} ({mark}); reproduce needs a directory of its own: use another --out"
-            )
+    held = other_kind(out, INFO)
+    if held:
+        raise ConfigError(f"--out {out} holds {held}; reproduce needs a directory of its own: use another --out")
     with lock_dir(out):
         jobs = _place(jobs, out)
         start = time.perf_counter()

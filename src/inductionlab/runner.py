@@ -13,7 +13,18 @@ from typing import Any
 
 from inductionlab import experiments
 from inductionlab.config import config_hash, differences, to_dict
-from inductionlab.runs import CONFIG, LOCK, SUMMARY, Results, RunContext, lock_dir, save_tables, versions, write_json
+from inductionlab.runs import (
+    CONFIG,
+    LOCK,
+    SUMMARY,
+    Results,
+    RunContext,
+    lock_dir,
+    other_kind,
+    save_tables,
+    versions,
+    write_json,
+)
 
 
 class NaNResultsError(RuntimeError):
@@ -24,8 +35,7 @@ class RunDirError(RuntimeError):
     """The output directory holds another run (or an unfinished one, or files that are not ours): say what to do."""
 
 
-OURS = ("config.json", "summary.json", "*.parquet", "*.png", "*.md", "*.csv", "checkpoints", ".*.tmp", ".*.tmp.*", LOCK)
-COLLECTIONS = ("sweep.json", "manifest.jsonl", "reproduce.json")  # what marks a sweep or reproduce directory
+OURS = ("config.json", "summary.json", "*.parquet", "*.png", "*.md", "*.csv", "*.pt", "checkpoints", ".*.tmp", LOCK)
 
 
 def saved_config(out: Path) -> dict[str, Any] | None:
@@ -63,19 +73,17 @@ def run_experiment(
     versions, config_hash) last: a run is finished when its summary exists, so a failure before that leaves it
     for ``--resume`` to complete.  ``resume`` continues an interrupted run (the same config required; a finished
     run is left as it is); ``force`` first removes what an earlier run left there (only files this toolkit
-    writes).  A run that fails before it writes its first checkpoint leaves nothing behind, so the corrected
-    command just works.  ``hooks`` reach every training loop of the run (:class:`inductionlab.train.loop.Hook`).
+    writes).  A run that fails before it writes its first checkpoint (at any step, figures included) leaves
+    nothing behind, so the corrected command just works.  ``hooks`` reach every training loop of the run
+    (:class:`inductionlab.train.loop.Hook`).
     """
     exp = experiments.get(name)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {out} is a file, not a directory. Give a directory path.")
-    marks = [m for m in COLLECTIONS if (out / m).exists()]
-    if marks:
-        raise RunDirError(
-            f"{out} is a sweep or reproduce directory (it holds {marks[0]}); a run needs a directory of its own. "
-            "Use another --out."
-        )
+    held = other_kind(out, CONFIG)
+    if held:
+        raise RunDirError(f"{out} holds {held}; a run needs a directory of its own. Use another --out.")
     with lock_dir(out):
         _check_run_dir(out, name, to_dict(cfg), resume, force)
         if resume and not force and (out / SUMMARY).exists():
@@ -85,28 +93,33 @@ def run_experiment(
         _remove_temporaries(out)
         fresh = not (out / CONFIG).exists()
         write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
-        start = time.perf_counter()
+        ctx = RunContext(
+            out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg), config=to_dict(cfg)
+        )
         try:
-            ctx = RunContext(
-                out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg), config=to_dict(cfg)
-            )
-            results = exp.run(cfg, ctx)
+            _run_and_save(exp, name, cfg, out, ctx)
         except BaseException:
             if fresh and not any((out / "checkpoints").glob("*.pt")):
                 clear(out)  # nothing to resume: leave no unfinished run behind
             raise
-        results.summary = {
-            "experiment": name,
-            **results.summary,
-            "wall_seconds": time.perf_counter() - start,
-            "config_hash": config_hash(cfg),
-            "versions": versions(),
-        }
-        save_tables(out, results)
-        check_results(results)
-        exp.plot(results, out)
-        write_json(out / SUMMARY, results.summary)  # last: the mark of a finished run
     return out
+
+
+def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext) -> None:
+    """Run, then write the tables, check them, draw the figures and write the summary, last."""
+    start = time.perf_counter()
+    results = exp.run(cfg, ctx)
+    results.summary = {
+        "experiment": name,
+        **results.summary,
+        "wall_seconds": time.perf_counter() - start,
+        "config_hash": config_hash(cfg),
+        "versions": versions(),
+    }
+    save_tables(out, results)
+    check_results(results)
+    exp.plot(results, out)
+    write_json(out / SUMMARY, results.summary)  # last: the mark of a finished run
 
 
 MEASURES = re.compile(r"loss|score|kl|dist|error|acc", re.I)  # columns and keys that measure the run
@@ -114,7 +127,7 @@ MEASURES = re.compile(r"loss|score|kl|dist|error|acc", re.I)  # columns and keys
 
 def check_results(results: Results) -> None:
     """Stop (:class:`NaNResultsError`, exit 3) when a measure of the run is NaN throughout: a table column of losses,
-    scores, distances or errors with no finite value, or a summary loss that is NaN.  A config value then made the
+    scores, distances or errors with no finite value, or such a summary value that is NaN.  A config value then made the
     numbers meaningless (an empty average, a NaN in the data); the tables stay for a look and the run unfinished.
     A phase time or fit that was not reached is None, not a measure, and passes."""
     empty = [
@@ -123,19 +136,20 @@ def check_results(results: Results) -> None:
         for col in df.select_dtypes("number").columns
         if MEASURES.search(str(col)) and len(df) and df[col].isna().all()
     ]
-    nan = [k for k, v in _leaves(results.summary) if _is_loss(k) and isinstance(v, float) and math.isnan(v)]
+    nan = [k for k, v in _leaves(results.summary) if _is_measure(k) and isinstance(v, float) and math.isnan(v)]
     if empty or nan:
         raise NaNResultsError(
             "the run's results are NaN ("
             + ", ".join((empty + nan)[:6])
-            + "): a config value leaves nothing to measure or puts NaN in the data; check the values you changed"
+            + "): a config value leaves nothing to measure or puts NaN in the data; change it and re-run with --force"
         )
 
 
-def _is_loss(key: str) -> bool:
-    """A summary key naming a loss value (``final.val_loss``), not the time of a loss event (``t_loss_drop``)."""
+def _is_measure(key: str) -> bool:
+    """A summary key naming a measured value (``final.val_loss``, ``probe_distance_final``), not the time of an
+    event (``t_loss_drop``, ``T_III``)."""
     name = key.rsplit(".", 1)[-1]
-    return "loss" in name and not name.lower().startswith("t_")
+    return bool(MEASURES.search(name)) and not name.lower().startswith("t_")
 
 
 def _leaves(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -145,10 +159,13 @@ def _leaves(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _remove_temporaries(out: Path) -> None:
-    """Remove the temporary files of atomic writes that a killed process left (``.NAME.*.tmp``); under the
-    directory's lock no live writer owns one."""
-    for tmp in [*out.glob(".*.tmp"), *out.glob(".*.tmp.*"), *(out / "checkpoints").glob(".*.tmp")]:
-        tmp.unlink(missing_ok=True)
+    """Remove the temporary files of atomic writes that a killed run left (``.NAME.XXXXXXXX.tmp`` for a file NAME
+    of ours), in a run directory only; under the directory's lock no live writer owns one."""
+    if not (out / CONFIG).exists():
+        return
+    for tmp in [*out.glob(".*.tmp"), *(out / "checkpoints").glob(".*.tmp")]:
+        if re.fullmatch(r"\.(.+)\.\w{8}\.tmp", tmp.name) and _ours(tmp.with_name(tmp.name[1:-13])):
+            tmp.unlink(missing_ok=True)
 
 
 def _ours(path: Path) -> bool:

@@ -8,13 +8,15 @@ Layout of a run directory::
                        run, seed, stage, step, t (= lr × step within the stage), loss, loss_G4,
                        loss_IH2, p_tilde, p, w_V1, w_V2, w_Q, w_K, w_KQ
     <name>.parquet     further tables of the experiment (e.g. gf.parquet, results.parquet)
-    summary.json       headline numbers (phase times, final parameters, wall_seconds, versions)
+    summary.json       headline numbers (phase times, final parameters, wall_seconds, versions); written
+                       last, it marks a finished run
     *.png              figures (re-made from the saved tables by ``inductionlab report DIR``)
     checkpoints/       ckpt.pt (and one file per further training run of the experiment): resumable
                        with ``--resume``
+    .lock              held (``flock``) by the one process writing the directory; holds its PID
 
 Every file is written atomically (temporary file + rename), so an interrupted run never leaves a
-half-written file behind.
+half-written file behind (docs/conventions.md#one-writer).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import json
 import math
 import os
 import platform
+import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -36,6 +40,17 @@ import pandas as pd
 import torch
 
 CONFIG, SUMMARY = "config.json", "summary.json"
+SWEEP_INFO, REPRODUCE_INFO = "sweep.json", "reproduce.json"  # what marks a sweep's and a reproduce's directory
+KINDS = {CONFIG: "a run", SWEEP_INFO: "a sweep", REPRODUCE_INFO: "a reproduce run"}
+
+
+def other_kind(path: Path, own: str) -> str:
+    """What directory ``path`` holds that is not of the kind ``own`` marks (a key of :data:`KINDS`): runs, sweeps
+    and reproduce runs never share a directory.  ``"a sweep (sweep.json)"``, or ``""``."""
+    for mark, what in KINDS.items():
+        if mark != own and (Path(path) / mark).exists():
+            return f"{what} ({mark})"
+    return ""
 
 
 def _umask() -> int:
@@ -49,10 +64,15 @@ class WriteError(OSError):
     it was to replace, if any, is untouched: a checkpoint write that fails keeps the last good checkpoint."""
 
 
+# How torch.save reports a write the file system refused (a full disk, a quota): a RuntimeError from its zip writer.
+TORCH_WRITE_FAILED = re.compile(r"inline_container|PytorchStreamWriter|file write failed|unexpected pos")
+
+
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Write through a temporary file and a rename, with the permissions the umask gives a new file (0644 under
     022; ``mkstemp`` alone would leave 0600).  Any failure of the write is a :class:`WriteError` naming ``path``
-    (torch reports a full disk as a ``RuntimeError``, matplotlib as an ``OSError`` without the file's name)."""
+    (torch reports a full disk as a ``RuntimeError``, matplotlib as an ``OSError`` without the file's name); any
+    other error of ``write`` is a bug and keeps its traceback."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -60,7 +80,9 @@ def atomic_write(path: Path, write: Callable[[str], None]) -> None:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except Exception as err:
+    except (OSError, RuntimeError) as err:
+        if isinstance(err, RuntimeError) and not TORCH_WRITE_FAILED.search(str(err)):
+            raise  # a bug of the writer, not a failed write: keep its traceback
         code = getattr(err, "errno", None) or _errno_of(tmp)
         reason = os.strerror(code) if code else str(err).splitlines()[0] if str(err) else type(err).__name__
         raise WriteError(code or errno.EIO, reason, str(path)) from err
@@ -85,38 +107,58 @@ class DirectoryInUse(RuntimeError):
     """Another live process writes this directory (it holds the directory's lock); the message names its PID."""
 
 
-def _take(path: Path, fd: int) -> int:
-    """``fd`` (the open lock file of ``path``) with its exclusive lock taken; :class:`DirectoryInUse` if held."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+def _take(path: Path, create: bool, wait_s: float) -> int | None:
+    """The open lock file of ``path`` with its exclusive lock held (None: ``create`` is off and there is none);
+    :class:`DirectoryInUse`, naming the holder's PID, if a live process holds it longer than ``wait_s`` (a check
+    by :func:`check_free` holds it for a moment).  A lock file its last holder removed after we opened it is opened
+    anew, so two processes never hold locks on two different files."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path / LOCK, os.O_RDWR | (os.O_CREAT if create else 0), 0o666 & ~_umask())
+        except (FileNotFoundError, NotADirectoryError):
+            if create:
+                continue  # the directory went between mkdir and open: make it again
+            return None  # no lock file, no directory (or a file): nobody writes there
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            raise DirectoryInUse(
+                f"{path} is being written by process {holder} (it holds {path / LOCK}); wait for it to finish, "
+                f"stop it (kill {holder}), or use another --out"
+            ) from None
+        try:
+            current = os.path.samestat(os.fstat(fd), os.stat(path / LOCK))
+        except FileNotFoundError:
+            current = False
+        if current or not create:
+            return fd
         os.close(fd)
-        raise DirectoryInUse(
-            f"{path} is being written by process {holder} (it holds {path / LOCK}); wait for it to finish, "
-            f"stop it (kill {holder}), or use another --out"
-        ) from None
-    return fd
 
 
 def check_free(path: Path) -> None:
     """Raise :class:`DirectoryInUse` at once if a live process holds ``path``'s lock (before any other check)."""
-    try:
-        fd = os.open(Path(path) / LOCK, os.O_RDWR)
-    except OSError:
-        return  # no lock file (or no directory): nobody writes there
-    os.close(_take(Path(path), fd))
+    fd = _take(Path(path), create=False, wait_s=0.0)
+    if fd is not None:
+        os.close(fd)
 
 
 @contextmanager
 def lock_dir(path: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path/.lock`` for the block: one writer per run, sweep or reproduce
     directory.  The kernel releases the lock when its process dies, so a lock left by a dead process is taken over.
-    A directory the block created and left holding only the lock file is removed afterwards."""
+    A directory the block created and left holding only the lock file is removed afterwards (a process waiting on
+    that lock file then opens the new one: :func:`_take`)."""
     path = Path(path)
     created = not path.exists()
-    path.mkdir(parents=True, exist_ok=True)
-    fd = _take(path, os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask()))
+    fd = _take(path, create=True, wait_s=1.0)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     try:

@@ -35,12 +35,11 @@ from inductionlab import experiments
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import RunDirError, run_experiment
-from inductionlab.runs import CONFIG, SUMMARY, check_free, lock_dir, write_json, write_parquet
+from inductionlab.runs import SUMMARY, SWEEP_INFO, check_free, lock_dir, other_kind, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
 MANIFEST = "manifest.jsonl"
-SWEEP_INFO = "sweep.json"  # {"experiment", "grid": [keys]}: what `inductionlab report` needs
 
 
 def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
@@ -189,9 +188,9 @@ def run_sweep(
 
 def _foreign(out: Path, name: str) -> str:
     """What in ``out`` a sweep of ``name`` must not mix with: a run, or a sweep of another experiment."""
-    for mark, what in ((CONFIG, "a run"), ("reproduce.json", "a reproduce run")):
-        if (out / mark).exists():
-            return f"{what} ({mark})"
+    held = other_kind(out, SWEEP_INFO)
+    if held:
+        return held
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):  # no sweep.json, or a damaged one
         other = json.loads((out / SWEEP_INFO).read_text())["experiment"]
         return f"a sweep of {other} ({SWEEP_INFO})" if other != name else ""

@@ -16,7 +16,8 @@ import pandas as pd
 
 from inductionlab import experiments, plots
 from inductionlab.runner import RunDirError
-from inductionlab.sweep import MANIFEST, SWEEP_INFO, load_sweep
+from inductionlab.runs import SWEEP_INFO
+from inductionlab.sweep import MANIFEST, load_sweep
 
 SKIP = {"dir", "hash", "seed", "wall_seconds", "config_hash"}
 MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs than this
@@ -68,11 +69,6 @@ def sweep_info(out: Path) -> dict:
 
 def is_sweep(out: Path) -> bool:
     return (Path(out) / SWEEP_INFO).exists() and (Path(out) / MANIFEST).exists()
-
-
-def is_sweep_dir(path: str | Path) -> bool:
-    """Whether ``path`` holds a sweep, or a sweep's manifest (a reproduce directory too): no run belongs there."""
-    return (Path(path) / SWEEP_INFO).exists() or (Path(path) / MANIFEST).exists()
 
 
 def metrics_of(table: pd.DataFrame, experiment: str, grid: list[str]) -> list[str]:
