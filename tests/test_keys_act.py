@@ -34,14 +34,14 @@ BRANCHES = {
     "interventions": {"train.optimizer": "gd", "tf_train.schedule": "cosine"},
     "plateau-scaling": {"train.optimizer": "gd"},
     "probe": {**LR_COSINE, "task.similarity": "rbf"},  # task.bandwidth: the RBF similarity's
-    "heads-dims": {"task.similarity": "rbf"},
+    "heads-dims": {**LR_COSINE, "task.similarity": "rbf"},
     "adam-vs-gd-highdim": {"train.schedule": "cosine"},
-    "markov-transformer": LR_COSINE,
+    "markov-transformer": {**LR_COSINE, "intervene.ablate": "blocks.0.attn"},
     "wikitext": {**LR_COSINE, "intervene.ablate": "blocks.0.attn"},
     "repeated-text": {**LR_COSINE, "intervene.ablate": "blocks.0.attn"},
     "scb-convergence": {"train.stage1_end": "signal"},  # train.rho: the signal threshold ending Stage 1
     "scb-softmax": {"train.stage1_end": "signal"},
-    "scb-transfer": {"transfer_samples": 0},  # batch_log2, calibration_tol: the calibrated transfer batch
+    "scb-transfer": {"batch_per_log_T": 0.0},  # c_grid, calibration_tol: the calibration of c
 }
 
 # Keys of a shared section the experiment sets itself, one value per variant: a changed value is refused.
@@ -52,10 +52,11 @@ SET_HERE = {
     "plateau-scaling": {"train.stage2_steps": 50, "task.tokens": "uniform"},  # the closed forms are Gaussian
     "adam-vs-gd-highdim": {"train.optimizer": "adam", "train.lr": 0.2},
     "heads-dims": {"model.n_heads": 2, "model.d_model": 4},
-    "joint-training": {"train.schedule": "joint", "train.stage2_layer1": "ideal"},
+    "joint-training": {"train.schedule": "joint", "train.stage2_layer1": "ideal", **NO_ABLATION},
     "interventions": {"train.schedule": "joint", "train.stage2_layer1": "trained"},
     "markov-stages": {"model.max_degree": 3, "model.loss": "softmax_of_probs", **NO_ABLATION},
     "markov-joint": {"model.loss": "softmax_of_probs", **NO_ABLATION},
+    "markov-full": {"model.loss": "softmax_of_probs"},
     "scb-convergence": {"train.method": "sgd"},
     "scb-noise-sim": {"train.method": "sgd", "task.N": 4, "task.T": 60},
     "scb-transfer": {"task.T": 60},

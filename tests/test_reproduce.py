@@ -13,7 +13,8 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import main
-from inductionlab.reproduce import exit_status, experiments_for, judge_all, plan
+from inductionlab.config import ConfigError, to_dict
+from inductionlab.reproduce import exit_status, experiments_for, judge_all, plan, render
 from inductionlab.tasks.text import ENV
 from tests.conftest import write_corpus
 
@@ -129,3 +130,41 @@ def test_a_failed_run_leaves_its_claims_not_run_with_the_error(tmp_path):
     assert set(table.status) == {"not run"} and set(table.reason) == {"the run failed: RuntimeError: boom"}
     assert exit_status(table) == 0
     assert exit_status(table.assign(status="failed")) == 1
+
+
+def test_controls_are_planned_at_their_own_preset_and_only_picks_experiments(tmp_path):
+    jobs, _ = plan("wang", "quick", tmp_path, only=("lazy-to-rich",))
+    controls = {c.name: c for c in experiments.get("lazy-to-rich").CONTROLS}
+    assert [j.experiment for j in jobs] == ["lazy-to-rich"] * (1 + len(controls))
+    for job in jobs[1:]:
+        control = controls[job.overrides["control"]]
+        assert job.dir.endswith(f"lazy-to-rich@{control.name}")
+        expected = experiments.configure("lazy-to-rich", preset=control.preset, overrides=dict(control.overrides))
+        assert job.config == to_dict(expected)
+    assert [j.experiment for j in plan("wang", "smoke", tmp_path, only=("lazy-to-rich",))[0]] == ["lazy-to-rich"]
+    with pytest.raises(ConfigError, match="--only: markov-mi has no claim of --paper wang"):
+        plan("wang", "quick", tmp_path, only=("markov-mi",))
+    with pytest.raises(ConfigError, match="unknown experiment 'nope'"):
+        plan("all", "quick", tmp_path, only=("nope",))
+
+
+def test_a_control_that_passes_its_claims_check_is_shown_as_such(tmp_path):
+    """judge_all and the page on hand-written runs: a control rejects or accepts by the claim's own test."""
+    claim = next(c for c in experiments.get("lazy-to-rich").CLAIMS if c.id == "wang-fig2-wkq")
+    (tmp_path / "lazy-to-rich").mkdir()
+    (tmp_path / f"lazy-to-rich@{claim.control}").mkdir()
+    info = {"paper": "wang", "budget": "full", "experiments": ["lazy-to-rich"], "dirs": {}, "skipped": {}}
+    info["controls"] = {f"lazy-to-rich@{claim.control}": f"lazy-to-rich@{claim.control}"}
+    (tmp_path / "reproduce.json").write_text(json.dumps(info))
+    good = {"final": {"w_KQ": 0.49}, "T_I": 0.1, "T_50": 1.0}
+    (tmp_path / "lazy-to-rich" / "summary.json").write_text(json.dumps(good))
+    for broken, verdict in ((0.01, "rejects"), (0.49, "accepts")):
+        (tmp_path / f"lazy-to-rich@{claim.control}" / "summary.json").write_text(
+            json.dumps(good | {"final": {"w_KQ": broken}})
+        )
+        row = judge_all(tmp_path).set_index("id").loc[claim.id]
+        assert row.status == "passed" and row.control_status == verdict and row.control_measured_text == f"{broken:.4g}"
+    table = render(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert f'href="#claim-{claim.id}"' in page and f'id="claim-{claim.id}"' in page and ">accepts<" in page
+    assert f"{int((table.control_status == 'rejects').sum())} claims have a control that fails their check" in page

@@ -2,8 +2,10 @@
 
 Every figure is embedded as a base64 PNG and the styles are inline, so the page needs no network and reads the
 same when mailed.  Layout: a header (budget, wall time, host, versions), a summary bar (counts per status), then
-one section per paper, and in it one block per experiment: its claims (status, claim, measured, expected, test,
-note) beside the run's figures.
+a table of contents (every experiment and claim, linked), then one section per paper, and in it one block per
+experiment: its claims (status, claim, measured, expected, test, negative control, note) beside the run's figures.
+A failed claim's note says what the failure is (its ``if_failed``: a finding about the paper, a limit of this
+machine, or open); the control column gives the control's verdict (docs/conventions.md#controls).
 """
 
 from __future__ import annotations
@@ -19,11 +21,18 @@ import pandas as pd
 from PIL import Image
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import PAPERS, STATUSES
+from inductionlab.analysis.claims import CONTROL_STATUSES, PAPERS, STATUSES
 from inductionlab.runs import write_text
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
-COLORS = {"passed": "#1a7f37", "failed": "#cf222e", "not run": "#6e7781", "smoke, not judged": "#bf8700"}
+COLORS = {
+    "passed": "#1a7f37",
+    "failed": "#cf222e",
+    "not run": "#6e7781",
+    "smoke, not judged": "#bf8700",
+    "rejects": "#1a7f37",
+    "accepts": "#cf222e",
+}
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; color: #1f2328; padding: 0 1em; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #d0d7de; padding-bottom: 0.2em; margin-top: 2em; }
@@ -38,7 +47,7 @@ h3 { margin: 1.4em 0 0.4em; } .meta { color: #57606a; font-size: 0.9em; }
   margin-bottom: 0.5em; }
 .badge { color: white; border-radius: 4px; padding: 0.1em 0.45em; font-size: 0.8em; white-space: nowrap; }
 .id { font-family: ui-monospace, monospace; font-size: 0.85em; color: #57606a; }
-code { font-size: 0.85em; }
+code { font-size: 0.85em; } .toc { columns: 3 320px; font-size: 0.85em; } .toc ul { margin: 0.2em 0; }
 """
 
 
@@ -77,13 +86,64 @@ def summary_bar(table: pd.DataFrame) -> str:
     return f'<div class="bar">{parts}</div><div class="counts">{sum(counts.values())} claims: {text}</div>'
 
 
-def _row(r: pd.Series) -> str:
-    note = "" if r["status"] == "smoke, not judged" else _e(r["reason"])
+def _note(r: pd.Series) -> str:
+    """The note of a claim's row: for a failed claim, the measured value and what the failure is."""
+    if r["status"] == "smoke, not judged":
+        return ""
+    if r["status"] != "failed":
+        return _e(r["reason"])
+    kind = r.get("if_failed") or "open: not yet explained."
+    return f"{_e(r['reason'])}. <b>{_e(kind.split(':', 1)[0])}</b>:{_e(kind.split(':', 1)[1])}"
+
+
+def _control(r: pd.Series) -> str:
+    """The control column: its verdict, what it breaks and what the claim's key measured on it."""
+    if not r.get("control"):
+        return '<span class="meta">none</span>'
     return (
-        f"<tr><td>{_badge(r['status'])}</td><td><div>{_e(r['statement'])}</div>"
-        f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div></td>'
-        f"<td>{_e(r['measured_text'])}</td><td>{_e(r['expected'])}</td><td>{_e(r['test'])}</td><td>{note}</td></tr>"
+        f"{_badge(r['control_status'])} <div>{_e(r['control_breaks'])}</div>"
+        f'<div class="id">{_e(r["control"])} · measured {_e(r["control_measured_text"])}</div>'
     )
+
+
+def _row(r: pd.Series) -> str:
+    return (
+        f'<tr id="claim-{_e(r["id"])}"><td>{_badge(r["status"])}</td><td><div>{_e(r["statement"])}</div>'
+        f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div></td>'
+        f"<td>{_e(r['measured_text'])}</td><td>{_e(r['expected'])}</td><td>{_e(r['test'])}</td>"
+        f"<td>{_control(r)}</td><td>{_note(r)}</td></tr>"
+    )
+
+
+def controls_line(table: pd.DataFrame) -> str:
+    """How many claims have a negative control, and how many of those controls fail the claim's check."""
+    if not len(table) or "control_status" not in table:
+        return ""
+    counts = {s: int((table.control_status == s).sum()) for s in CONTROL_STATUSES}
+    with_control = int((table.control != "").sum())
+    parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return (
+        f'<p class="counts">Negative controls: {with_control} of {len(table)} claims have one; '
+        f'<span style="color:{COLORS["rejects"]}">{counts["rejects"]} claims have a control that fails their '
+        f"check</span> ({parts}).</p>"
+    )
+
+
+def toc(table: pd.DataFrame) -> str:
+    """Every paper, experiment and claim, linked."""
+    items = []
+    for paper, title in PAPERS.items():
+        rows = table[table.paper == paper] if len(table) else table
+        if not len(rows):
+            continue
+        exps = "".join(
+            f'<li><a href="#{_e(name)}">{_e(name)}</a>: '
+            + ", ".join(f'<a href="#claim-{_e(i)}">{_e(i)}</a>' for i in g.id)
+            + "</li>"
+            for name, g in rows.groupby("experiment", sort=False)
+        )
+        items.append(f'<li><a href="#{paper}">{_e(title)}</a><ul>{exps}</ul></li>')
+    return f'<h2>Contents</h2><ul class="toc">{"".join(items)}</ul>'
 
 
 def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
@@ -91,7 +151,10 @@ def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
     figures = [f for f in rows.figures.iloc[0].split(",") if f]
     run_dir = out / rows.run_dir.iloc[0]
     imgs = "".join(embed_png(run_dir / f) for f in figures if (run_dir / f).exists())
-    head = "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th><th>note</th></tr>"
+    head = (
+        "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th>"
+        "<th>negative control</th><th>note</th></tr>"
+    )
     return (
         f'<h3 id="{_e(name)}">{_e(name)} <span class="meta">— {_e(exp.FIGURE)}; run directory <code>{_e(name)}/</code>'
         f"</span></h3>"
@@ -108,7 +171,8 @@ def _header(info: dict) -> str:
         f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
         f"{_e(info['budget'])}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
         f"{'—' if wall is None else f'{wall / 60:.1f} min'} (runs it reused cost nothing; the runs' own wall "
-        f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min); host {_e(info.get('host', '—'))}.</p>"
+        f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min, the negative controls' to "
+        f"{info.get('controls_wall_seconds', 0.0) / 60:.1f} min); host {_e(info.get('host', '—'))}.</p>"
         f'<p class="meta">Versions: {versions}.</p>' + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
     )
 
@@ -125,7 +189,7 @@ def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>inductionlab: claims</title>'
         f"<style>{STYLE}</style></head><body><h1>inductionlab — the papers' claims, measured</h1>"
-        f"{_header(info)}{summary_bar(table)}{''.join(sections)}</body></html>\n"
+        f"{_header(info)}{summary_bar(table)}{controls_line(table)}{toc(table)}{''.join(sections)}</body></html>\n"
     )
 
 

@@ -239,7 +239,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
-    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "")
+    only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
+    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "", only)
     return _print_claims(Path(args.out))
 
 
@@ -251,6 +252,10 @@ def _print_claims(out: Path) -> int:
     print(", ".join(f"{n} {s}" for s, n in totals(table).items()))
     for _, r in table[table.status == "failed"].iterrows():
         print(f"failed:  {r.id}: {r.statement} — {r.reason} (expected {r.expected}; test {r.test})")
+    for _, r in table[table.control_status == "accepts"].iterrows() if "control_status" in table else ():
+        print(f"control: {r.id}: its control {r.control} passes the check too (measured {r.control_measured_text})")
+    rejecting = int((table.control_status == "rejects").sum()) if "control_status" in table else 0
+    print(f"controls: {rejecting} of {len(table)} claims have a negative control that fails their check")
     print(f"claims:  {out / 'claims.parquet'}\nreport:  {out / 'report.html'}")
     return exit_status(table)
 
@@ -331,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
     rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
     rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
+    rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
     rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
     return p

@@ -9,8 +9,9 @@ Layout of a reproduce directory::
     claims.parquet     one row per claim: measured, expected, test, status, reason, run directory
     report.html        one page: a summary bar, one section per paper, each claim beside its run's figures
 
-Budgets: ``smoke`` runs each experiment's smoke preset (the path is checked, no claim is judged), ``quick`` its
-quick preset, ``full`` its default.  Re-running with the same paper and budget reuses the finished runs and
+Budgets: ``smoke`` runs each experiment's smoke preset (the path is checked, no claim is judged, no negative
+control runs), ``quick`` its quick preset, ``full`` its default; under both, each negative control that a claim
+names runs at its own preset in ``<experiment>@<control>/`` (docs/conventions.md#controls).  Re-running with the same paper and budget reuses the finished runs and
 resumes an interrupted one; a run directory this reproduce left with another config is replaced, and one it did
 not write is never touched (the experiment runs beside it).
 """
@@ -29,7 +30,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, judge
+from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, Control, judge, judge_control
 from inductionlab.config import ConfigError, config_hash, to_dict
 from inductionlab.runner import clear, saved_config
 from inductionlab.runs import (
@@ -57,6 +58,17 @@ def claims_of(name: str) -> tuple[Claim, ...]:
     return tuple(getattr(experiments.get(name), "CLAIMS", ()))
 
 
+def controls_of(name: str, paper: str = "all") -> dict[str, Control]:
+    """The negative controls that ``paper``'s claims of experiment ``name`` name, by control name."""
+    known = {c.name: c for c in getattr(experiments.get(name), "CONTROLS", ())}
+    return {c.control: known[c.control] for c in claims_of(name) if c.control and paper in ("all", c.paper)}
+
+
+def control_dir(name: str, control: str) -> str:
+    """The directory name of experiment ``name``'s control run ``control`` in a reproduce directory."""
+    return f"{name}@{control}"
+
+
 def experiments_for(paper: str) -> list[str]:
     """The experiments with at least one claim of ``paper`` ("all": any), in the registry's order."""
     if paper != "all" and paper not in PAPERS:
@@ -64,20 +76,26 @@ def experiments_for(paper: str) -> list[str]:
     return [n for n in experiments.REGISTRY if any(paper in ("all", c.paper) for c in claims_of(n))]
 
 
-def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Job], dict[str, str]]:
-    """The jobs (one per experiment, its preset for ``budget``) and, per experiment that cannot run here, why.
-    Without ``data`` (nor $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is
-    an error."""
+def plan(
+    paper: str, budget: Budget, out: Path, data: str = "", only: tuple[str, ...] = ()
+) -> tuple[list[Job], dict[str, str]]:
+    """The jobs (one per experiment, its preset for ``budget``, and one per negative control its claims name) and,
+    per experiment that cannot run here, why.  ``only``: these experiments alone.  Without ``data`` (nor
+    $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is an error."""
     if budget not in BUDGETS:
         raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
     if data and not Path(data).exists():
         raise ConfigError(f"--data {data}: no such directory or file; give the WikiText-2 folder, or leave --data out")
+    names = experiments_for(paper)
+    for name in only:
+        experiments.get(name)  # a clear error for an unknown name
+        if name not in names:
+            raise ConfigError(f"--only: {name} has no claim of --paper {paper}; with claims: {', '.join(names)}")
     jobs, skipped = [], {}
-    for name in experiments_for(paper):
+    for name in [n for n in names if not only or n in only]:
         reads_text = hasattr(experiments.get(name).CONFIG, "data")
-        cfg = experiments.configure(
-            name, preset=BUDGETS[budget], overrides={"data.path": data} if reads_text and data else {}
-        )
+        extra = {"data.path": data} if reads_text and data else {}
+        cfg = experiments.configure(name, preset=BUDGETS[budget], overrides=extra)
         if reads_text:
             try:
                 data_root(cfg.data)
@@ -85,6 +103,12 @@ def plan(paper: str, budget: Budget, out: Path, data: str = "") -> tuple[list[Jo
                 skipped[name] = "no text data here: pass --data DIR (WikiText-2) or set INDUCTIONLAB_DATA"
                 continue
         jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name)))
+        for control in controls_of(name, paper).values():
+            cfg = experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra})
+            if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
+                meta = {"budget": budget, "control": control.name}
+                dir_ = str(out / control_dir(name, control.name))
+                jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_))
     return jobs, skipped
 
 
@@ -115,12 +139,17 @@ def _place(jobs: list[Job], out: Path) -> list[Job]:
 
 
 def reproduce(
-    paper: str = "all", budget: Budget = "full", out: str | Path = "reproduce", workers: int = 1, data: str = ""
+    paper: str = "all",
+    budget: Budget = "full",
+    out: str | Path = "reproduce",
+    workers: int = 1,
+    data: str = "",
+    only: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
     ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout."""
     out = Path(out)
-    jobs, skipped = plan(paper, budget, out, data)
+    jobs, skipped = plan(paper, budget, out, data, only)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
     check_free(out)
@@ -133,8 +162,13 @@ def reproduce(
         info = {
             "paper": paper,
             "budget": budget,
-            "experiments": [j.experiment for j in jobs],
-            "dirs": {j.experiment: Path(j.dir).name for j in jobs},
+            "experiments": [j.experiment for j in jobs if "control" not in j.overrides],
+            "dirs": {j.experiment: Path(j.dir).name for j in jobs if "control" not in j.overrides},
+            "controls": {
+                control_dir(j.experiment, j.overrides["control"]): Path(j.dir).name
+                for j in jobs
+                if "control" in j.overrides
+            },
             "skipped": skipped,
         }
         write_json(out / INFO, info)
@@ -167,23 +201,36 @@ def _failures(out: Path) -> dict[str, str]:
 
 
 def judge_all(out: Path) -> pd.DataFrame:
-    """One row per claim of the experiments in ``out``'s reproduce.json, judged against their saved runs."""
+    """One row per claim of the experiments in ``out``'s reproduce.json, judged against their saved runs, with
+    its negative control's verdict beside it."""
     info = json.loads((Path(out) / INFO).read_text())
     failures, rows = _failures(Path(out)), []
     names = [*info["experiments"], *info.get("skipped", {})]
+    smoke = info["budget"] == "smoke"
     for name in [n for n in experiments.REGISTRY if n in names]:
         run_dir = Path(out) / info.get("dirs", {}).get(name, name)
-        summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).exists() else None
-        config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
+        summary, config = _saved(run_dir)
         reason = info.get("skipped", {}).get(name) or (
             f"the run failed: {failures[run_dir.name]}" if run_dir.name in failures else "the run has not finished"
         )
         gpu = str(config.get("device", "cpu")).startswith("cuda")
+        controls = controls_of(name, info["paper"])
         for claim in claims_of(name):
             if info["paper"] in ("all", claim.paper):
-                row = judge(claim, summary, smoke=info["budget"] == "smoke", gpu=gpu, reason=reason)
+                row = judge(claim, summary, smoke=smoke, gpu=gpu, reason=reason)
+                tag = control_dir(name, claim.control)
+                control_summary = _saved(Path(out) / info.get("controls", {}).get(tag, tag))[0]
+                row |= judge_control(claim, control_summary if claim.control else None, smoke=smoke)
+                row["control_breaks"] = controls[claim.control].breaks if claim.control else ""
                 rows.append({**row, "experiment": name, "run_dir": run_dir.name, "figures": _figures(run_dir)})
     return pd.DataFrame(rows)
+
+
+def _saved(run_dir: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """A run directory's summary (None where it has none) and config ({} where it has none)."""
+    summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).exists() else None
+    config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
+    return summary, config
 
 
 def _figures(run_dir: Path) -> str:
@@ -204,6 +251,7 @@ def render(out: str | Path) -> pd.DataFrame:
     info.setdefault("versions", versions())  # an interrupted reproduce: this process's versions and host
     info.setdefault("host", host())
     info["runs_wall_seconds"] = sum(_run_wall(out / info.get("dirs", {}).get(n, n)) for n in info["experiments"])
+    info["controls_wall_seconds"] = sum(_run_wall(out / d) for d in info.get("controls", {}).values())
     write_report(out, table, info)
     return table
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import MISSING, Between, Claim, Is, Near, judge, lookup
+from inductionlab.analysis.claims import MISSING, Between, Claim, Control, Is, Near, judge, judge_control, lookup
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 # claims whose keys exist only at the default size (the T grid's slopes, the N = 10 and 50 runs)
@@ -12,6 +12,13 @@ DEFAULT_ONLY = {
     "ren-s4-scratch-grows",
     "ren-s4-transfer-flat",
     "ren-s4-transfer-cheaper",
+    "ren-s4-transfer-slower",
+    "ren-s3-stage2-logT",
+    "chen-fig21-length-a0.05",
+    "chen-fig21-length-a0.2",
+    "chen-fig21-gap-a0.05",
+    "chen-fig21-gap-a0.1",
+    "chen-fig21-gap-a0.2",
     "ren-noise-prox-n10",
     "ren-noise-n50",
     "ren-noise-stage1-poly",
@@ -86,3 +93,29 @@ def test_the_registry_covers_the_papers_with_unique_ids_and_real_keys():
         summary = json.loads((GOLDEN / f"{name}.json").read_text())["summary"]
         for key in filter(None, (claim.key, claim.over)):
             assert lookup(summary, key) is not MISSING or claim.id in DEFAULT_ONLY, (name, key)
+
+
+def test_a_control_rejects_when_the_claims_test_fails_on_it():
+    claim = _claim(control="broken")
+    assert judge_control(claim, {"a": {"b": 3.0}})["control_status"] == "rejects"
+    assert judge_control(claim, {"a": {"b": 1.0}})["control_status"] == "accepts"  # the check cannot tell
+    assert judge_control(claim, {"z": 1})["control_status"] == "rejects"  # a missing key is no pass
+    assert judge_control(claim, None)["control_status"] == "not run"
+    assert judge_control(claim, None, smoke=True)["control_status"] == "smoke, not judged"  # smoke runs none
+    assert judge_control(_claim(), {"a": {"b": 1.0}})["control_status"] == ""
+    with pytest.raises(ValueError, match="if_failed must start"):
+        _claim(if_failed="maybe: who knows")
+    with pytest.raises(ValueError, match="what it breaks"):
+        Control("bad name", "x", {})
+
+
+def test_every_control_exists_changes_the_run_and_has_a_claim():
+    for name, exp in experiments.REGISTRY.items():
+        controls = {c.name: c for c in getattr(exp, "CONTROLS", ())}
+        assert len(controls) == len(getattr(exp, "CONTROLS", ())), f"{name}: control names repeat"
+        named = {c.control for c in exp.CLAIMS if c.control}
+        assert named <= set(controls), f"{name}: claims name unknown controls {named - set(controls)}"
+        assert set(controls) <= named, f"{name}: controls no claim uses {set(controls) - named}"
+        for control in controls.values():
+            broken = experiments.configure(name, preset=control.preset, overrides=dict(control.overrides))
+            assert broken != experiments.configure(name, preset=control.preset), (name, control.name)

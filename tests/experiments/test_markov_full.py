@@ -20,3 +20,15 @@ def test_seed_spread_is_the_mean_and_sample_std_of_the_last_epoch_with_the_autho
     assert s["authors_z"]["{1,3}"] is None  # no spread: no z-score
     assert s["p_selected_per_seed"]["1"]["{1,2}"] == 0.7
     assert not any(math.isnan(v) for v in s["p_selected_mean"].values())
+
+
+def test_spread_is_computed_per_loss_and_the_headline_is_the_first():
+    from inductionlab.cli import resolve
+    from inductionlab.experiments import markov_full
+    from inductionlab.runs import RunContext
+
+    cfg = resolve("markov-full", "smoke", {"seeds": "2024,2025", "train.epochs": "2"})
+    s = markov_full.run(cfg, RunContext(threads=1)).summary
+    assert set(s["by_loss"]) == {"softmax_of_probs", "ce"}
+    assert s["authors_z"] == s["by_loss"]["softmax_of_probs"]["authors_z"]
+    assert s["by_loss"]["ce"]["p_selected_mean"] != s["by_loss"]["softmax_of_probs"]["p_selected_mean"]

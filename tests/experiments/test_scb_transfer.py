@@ -1,7 +1,13 @@
+import json
+import math
+from dataclasses import replace
+
+import pandas as pd
 import pytest
 
 from inductionlab import experiments
-from inductionlab.experiments.scb_transfer import _median, crossing, one_step_batch
+from inductionlab.experiments import scb_transfer
+from inductionlab.experiments.scb_transfer import _median, _stage2_cost, calibrate_c, crossing, the_c
 
 
 def test_crossing_is_where_the_two_log_log_fits_meet():
@@ -18,15 +24,39 @@ def test_crossing_is_where_the_two_log_log_fits_meet():
     assert parallel["crossing_T"] is None and "parallel" in parallel["crossing_reason"]
 
 
-def test_the_one_step_batch_is_the_smallest_power_of_two_that_lands_in_stage_two_s_basin():
-    cfg = experiments.configure("scb-transfer", preset="smoke", overrides={"batch_log2": "4,12", "transfer_samples": 0})
-    batch, tries = one_step_batch(cfg, 40, 0.5)
-    assert [t["batch"] for t in tries] == [2**k for k in range(4, 4 + len(tries))]
-    assert batch == tries[-1]["batch"]
+def test_c_is_the_smallest_of_its_grid_whose_step_lands_in_stage_two_s_basin():
+    cfg = experiments.configure(
+        "scb-transfer", preset="smoke", overrides={"batch_per_log_T": 0, "c_grid": "5,20,80,320"}
+    )
+    c, tries = calibrate_c(cfg)
+    assert [t["c"] for t in tries] == [5.0, 20.0, 80.0, 320.0][: len(tries)]
+    assert c == tries[-1]["c"] and [t["batch"] for t in tries] == [round(t["c"] * math.log(20)) for t in tries]
     assert all(t["dist_A_norm"] > cfg.calibration_tol for t in tries[:-1])
-    assert tries[-1]["dist_A_norm"] <= cfg.calibration_tol or batch == 2**12
-    again, _ = one_step_batch(cfg, 40, 0.5)
-    assert again == batch  # the calibration draw is seeded
+    assert tries[-1]["dist_A_norm"] <= cfg.calibration_tol or c == 320.0
+    assert calibrate_c(cfg)[0] == c  # the calibration draw is seeded
+
+
+def test_the_calibrated_c_is_cached_in_the_run_directory(tmp_path, monkeypatch):
+    cfg = experiments.configure("scb-transfer", preset="smoke", overrides={"batch_per_log_T": 0, "c_grid": "5,20"})
+    c, tries = the_c(cfg, tmp_path)
+    assert json.loads((tmp_path / "calibration_c.json").read_text()) == {"c": c, "tries": tries}
+
+    def fail(cfg):
+        raise AssertionError("calibrated again")
+
+    monkeypatch.setattr(scb_transfer, "calibrate_c", fail)
+    assert the_c(cfg, tmp_path) == (c, tries)
+    assert the_c(replace(cfg, batch_per_log_T=7.0), None) == (7.0, [])
+
+
+def test_stage_two_s_cost_counts_from_the_last_stage_one_evaluation():
+    rows = [
+        dict(run=0, samples=s, stage=1 if s <= 100 else 2, dist_A_norm=0.5 if s < 300 else 0.01)
+        for s in (0, 100, 200, 300)
+    ]
+    rows += [dict(run=1, samples=s, stage=1 if s == 0 else 2, dist_A_norm=0.5) for s in (0, 100, 200, 300)]
+    assert _stage2_cost(pd.DataFrame(rows), 0.05)[0] == 200.0
+    assert math.isnan(_stage2_cost(pd.DataFrame(rows), 0.05)[1])
 
 
 def test_the_median_cost_counts_a_run_that_never_reached_the_target_as_the_costliest():

@@ -5,6 +5,11 @@ Each experiment declares ``CLAIMS``, a tuple of :class:`Claim`, beside its CONFI
 key from a run's ``summary.json`` and returns one row of ``claims.parquet``.  A test is a small frozen dataclass
 with ``holds(value) -> bool`` and a one-line ``str`` (the tolerance as the report prints it).
 
+A claim may name a *negative control* (:class:`Control`, docs/conventions.md#controls): a run of the same
+experiment that breaks the mechanism the claim rests on.  The claim's own test is applied to the control's
+summary, and the control *rejects* when that test fails there; a control that *accepts* shows a check that cannot
+fail.
+
 Statuses: ``passed`` / ``failed`` (the test on the measured value), ``not run`` (the run is missing or failed,
 or the claim needs what this machine lacks, e.g. a GPU at paper scale; the reason says which), and
 ``smoke, not judged`` (a smoke-size run checks the path, not the number).
@@ -13,6 +18,7 @@ or the claim needs what this machine lacks, e.g. a GPU at paper scale; the reaso
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -23,6 +29,8 @@ PAPERS: dict[str, str] = {
     "ren": "Ren, Wang & Lee — sparse contextual bigrams",
 }
 STATUSES = ("passed", "failed", "not run", "smoke, not judged")
+CONTROL_STATUSES = ("rejects", "accepts", "not run", "smoke, not judged")
+FAILURE_KINDS = ("a finding about the paper", "a limit of this machine", "open")
 MISSING = object()
 
 
@@ -91,11 +99,31 @@ class Is:
 
 
 @dataclass(frozen=True)
+class Control:
+    """A negative control (docs/conventions.md#controls): ``name`` (unique within its experiment), what it
+    ``breaks`` (one sentence), and the run: the experiment's ``preset`` (the smallest budget at which the check
+    means something) with the dotted-key ``overrides`` on top.  Each claim that names it must fail its own test
+    on the control's summary."""
+
+    name: str
+    breaks: str
+    overrides: Mapping[str, Any]
+    preset: str | None = "quick"
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("-", "").isalnum() or not self.breaks:
+            raise ValueError(f"control {self.name!r}: a name of letters, digits and '-', and what it breaks")
+
+
+@dataclass(frozen=True)
 class Claim:
     """One claim: ``id`` (unique, e.g. ``wang-thm5.5-L``), the paper and where in it (figure / theorem /
     section), the claim in one sentence, the summary ``key`` (dotted; a key may itself hold dots), what the paper
     or theory gives (``expected``, as text), the ``test``; ``over``: a second key, the measured value then being
-    the ratio key / over; and ``needs``: empty, or what the claim needs that a CPU run lacks ("a GPU: …"), which makes it "not run" on a CPU."""
+    the ratio key / over; ``needs``: empty, or what the claim needs that a CPU run lacks ("a GPU: …"), which makes
+    it "not run" on a CPU; ``control``: the name of one of its experiment's :class:`Control` runs, on which the
+    test must fail; ``if_failed``: when the claim fails, what that is, one of :data:`FAILURE_KINDS` then a colon
+    and one sentence (the report prints it; a failed claim without one is "open")."""
 
     id: str
     paper: Paper
@@ -106,12 +134,16 @@ class Claim:
     test: Between | Near | Is
     over: str = ""
     needs: str = ""
+    control: str = ""
+    if_failed: str = ""
 
     def __post_init__(self) -> None:
         if self.paper not in PAPERS:
             raise ValueError(f"claim {self.id}: paper must be one of {', '.join(PAPERS)}, got {self.paper!r}")
         if not self.id or not self.key or not self.statement:
             raise ValueError(f"claim {self.id!r}: id, key and statement are required")
+        if self.if_failed and self.if_failed.split(":", 1)[0] not in FAILURE_KINDS:
+            raise ValueError(f"claim {self.id}: if_failed must start with one of {FAILURE_KINDS} and a colon")
 
 
 def lookup(summary: dict[str, Any], key: str) -> Any:
@@ -182,4 +214,21 @@ def judge(
         "test": str(claim.test),
         "status": status,
         "reason": why,
+        "if_failed": claim.if_failed,
     }
+
+
+def judge_control(claim: Claim, summary: dict[str, Any] | None, *, smoke: bool = False) -> dict[str, Any]:
+    """The control columns of ``claim``'s row: its test applied to the control run's ``summary`` (None: not run).
+    ``rejects`` when the test fails there (the check can fail), ``accepts`` when it holds (it cannot tell the
+    broken mechanism from the working one)."""
+    if not claim.control:
+        return {"control": "", "control_measured_text": "", "control_status": ""}
+    value = MISSING if summary is None else measure(claim, summary)
+    if smoke:
+        status = "smoke, not judged"
+    elif summary is None:
+        status = "not run"
+    else:
+        status = "accepts" if value is not MISSING and claim.test.holds(value) else "rejects"
+    return {"control": claim.control, "control_measured_text": show(value), "control_status": status}

@@ -3,6 +3,11 @@ layer 2 trained by online GD (the Fig. 2 optimiser, lr 0.1) stays on the inducti
 budget, while Adam (lr 5e-4) leaves it — its per-coordinate normalisation moves all D² entries of W_Q, W_K
 at once, where GD's growth is set by the tiny initial ‖W_Q‖‖W_K‖.
 
+GD runs ``gd_steps`` = 10 000 steps, past the plateau of the D = 1 toy (T_50 ≈ 9 400 steps at lr 0.1), so that
+"GD stays on the plateau" tells D = 100 from D = 1; Adam runs ``train.steps``.  The flat stretches of each run's
+L_IH2 (:func:`flat_stretches`) measure the workshop caption's "multiple plateaus" of Adam.  ``swap_optimizers``
+trades the two optimizers under the same labels (the negative control, docs/conventions.md#controls).
+
 Both runs start from the same parameters and see the same batches.  The plateau value of L_IH2 is the loss
 of the best IH value h with uniform attention ρ (W_Q W_K = 0), measured on the evaluation sample; the summary
 reports each optimiser's final L_IH2 as a fraction of it.  Model and readings: :mod:`inductionlab.models.highdim`.
@@ -18,7 +23,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Between, Claim
+from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_device, check_seeds, require
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.models import highdim
@@ -29,7 +34,9 @@ from inductionlab.train.autograd import TrainConfig, train
 NAME = "adam-vs-gd-highdim"
 DESCRIPTION = "Workshop Fig. 4: D = 100, online GD (lr 0.1) stays on the IH plateau, Adam (lr 5e-4) escapes"
 FIGURE = "Wang et al. workshop Fig. 4"
-WALL = "~4 min"  # default preset, 2 cores
+WALL = "~9 min"  # default preset, 2 cores (GD 10 000 steps, Adam 3000)
+FLAT_RATE = 0.02  # decades of L_IH2 per 100 steps: slower than this is flat
+FLAT_STEPS = 200  # the least length of a plateau, in steps
 HEADLINE = ("gd_ih_fraction_of_plateau", "adam_ih_fraction_of_plateau", "gd_kq_error", "adam_kq_error")
 
 
@@ -43,6 +50,8 @@ class Config:
     )
     gd_lr: float = 0.1
     adam_lr: float = 5e-4
+    gd_steps: int = 10_000  # GD past the D = 1 plateau (T_50 ≈ 9 400 steps at lr 0.1); Adam runs train.steps
+    swap_optimizers: bool = False  # the negative control: the "GD" run trains with Adam at adam_lr, and back
     eval_size: int = 4000
     eval_seed: int = 2024
     seeds: tuple[int, ...] = (0,)
@@ -55,35 +64,90 @@ class Config:
         for key in ("gd_lr", "adam_lr"):
             require(getattr(self, key) > 0, key, f"learning rates must be > 0, got {getattr(self, key)}")
         require(self.eval_size >= 1, "eval_size", f"must be ≥ 1, got {self.eval_size}")
+        require(self.gd_steps >= 1, "gd_steps", f"must be ≥ 1, got {self.gd_steps}")
 
 
 CONFIG = Config()
 PRESETS = {
-    "quick": {"train.steps": 800},
-    "smoke": {"model.D": 8, "train.steps": 30, "train.batch_size": 64, "eval_size": 64, "train.eval_every": 10},
+    "quick": {"train.steps": 800, "gd_steps": 800},
+    "smoke": {
+        "model.D": 8,
+        "train.steps": 30,
+        "gd_steps": 30,
+        "train.batch_size": 64,
+        "eval_size": 64,
+        "train.eval_every": 10,
+    },
     "reading-b": {"model.reading": "B", "train.steps": 6000},
+    "swap": {"train.steps": 2000, "gd_steps": 2000},  # the control: Adam's L_IH2 is 0.2× the plateau by 2000 steps
 }
+
+CONTROLS = (
+    Control(
+        "swap-optimizers",
+        "the two runs trade optimizers (the GD run trains with Adam at lr 5e-4, the Adam run with GD at lr 0.1), "
+        "2000 steps each: what tells them apart is the optimizer, not the label",
+        {"swap_optimizers": True},
+        preset="swap",
+    ),
+)
 
 CLAIMS = (
     Claim(
         "wang-ws4-gd-plateau",
         "wang",
-        "workshop Fig. 4",
-        "Online GD in D = 100 stays on the induction-head plateau",
+        'workshop App. B.3 and Fig. 4: "within the given number of iterations, GD remains stuck in the plateau"',
+        "Online GD in D = 100 is still on the induction-head plateau after 10 000 steps, past the D = 1 plateau "
+        "(T_50 ≈ 9 400 steps at lr 0.1 in lazy-to-rich)",
         "gd_ih_fraction_of_plateau",
         "≈ 1 (on the plateau)",
         Between(lo=0.9),
+        control="swap-optimizers",
+        if_failed="a finding about the paper: GD in D = 100 leaves the plateau within 10 000 steps, so its plateau "
+        "is not longer than the D = 1 one at this budget",
     ),
     Claim(
         "wang-ws4-adam-escapes",
         "wang",
-        "workshop Fig. 4",
-        "Adam escapes the plateau in the same budget",
+        'workshop App. B.3 and Fig. 4: "whereas Adam successfully escapes that plateau"',
+        "Adam (lr 5e-4) escapes the induction-head plateau within 3000 steps",
         "adam_ih_fraction_of_plateau",
         "≪ 1",
         Between(hi=0.01),
+        control="swap-optimizers",
+    ),
+    Claim(
+        "wang-ws4-adam-plateaus",
+        "wang",
+        'workshop App. B.3, Fig. 4 caption: Adam "experiences a challenging transition characterized by multiple '
+        'plateaus during learning induction heads"',
+        "Adam's induction-head loss descends through at least two plateaus (flat stretches of L_IH2 of ≥ 200 steps "
+        "moving < 0.02 decades per 100 steps, above 1% of the IH plateau)",
+        "adam_ih_plateaus.count",
+        "multiple plateaus (≥ 2)",
+        Between(lo=2),
+        if_failed="a finding about the paper: under reading A (D = 100) Adam's L_IH2 falls from 3.2e-3 to 8e-11 in "
+        "3000 steps without a flat stretch, while GD's sits on one plateau from step 1600 to 10 000",
     ),
 )
+
+
+def flat_stretches(steps: np.ndarray, loss: np.ndarray, floor: float) -> list[list[float]]:
+    """The stretches [start, end] of at least FLAT_STEPS steps over which log10 ``loss`` moves by less than
+    FLAT_RATE decades per 100 steps while ``loss`` is above ``floor``: the plateaus of a descent (the workshop
+    paper's "multiple plateaus" of Adam)."""
+    logs = np.log10(np.maximum(loss, 1e-30))
+    rate = np.abs(np.diff(logs)) / np.diff(steps) * 100
+    flat = (rate < FLAT_RATE) & (loss[:-1] > floor)
+    found, start = [], None
+    for i, f in enumerate([*flat, False]):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            if steps[i] - steps[start] >= FLAT_STEPS:
+                found.append([float(steps[start]), float(steps[i])])
+            start = None
+    return found
 
 
 def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:
@@ -92,6 +156,17 @@ def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:
     want = lifted_target(x, cfg.alpha_star, cfg.w_star())[1]
     h = float((mean * want).sum() / mean.square().sum())
     return float(0.5 * (h * mean - want).square().mean())
+
+
+def _runs(cfg: Config) -> list[tuple[str, str, float, int]]:
+    """(label, optimizer, lr, steps) of the two runs; ``swap_optimizers`` trades the optimizers and their learning
+    rates under the same labels and step budgets (the negative control, docs/conventions.md#controls)."""
+    optimizers = [("sgd", cfg.gd_lr), ("adam", cfg.adam_lr)]
+    if cfg.swap_optimizers:
+        optimizers.reverse()
+    return [
+        (name, *opt, steps) for name, opt, steps in zip(("GD", "Adam"), optimizers, (cfg.gd_steps, cfg.train.steps))
+    ]
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -116,8 +191,8 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         }
 
     tables = []
-    for name, optimizer, lr in (("GD", "sgd", cfg.gd_lr), ("Adam", "adam", cfg.adam_lr)):
-        tcfg = replace(cfg.train, optimizer=optimizer, lr=lr)
+    for name, optimizer, lr, steps in _runs(cfg):
+        tcfg = replace(cfg.train, optimizer=optimizer, lr=lr, steps=steps)
         _, metrics = train(
             tcfg,
             theta0,
@@ -130,7 +205,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         tables.append(metrics.assign(optimizer=name))
     metrics = pd.concat(tables, ignore_index=True)
     plateau = plateau_loss(m, x_eval)
-    final = metrics[metrics.step == metrics.step.max()].set_index("optimizer")
+    final = metrics.loc[metrics.groupby("optimizer").step.idxmax()].set_index("optimizer")
     return Results(
         {"metrics": metrics},
         {
@@ -139,8 +214,19 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             "adam_ih_fraction_of_plateau": float(final.loc["Adam", "loss_IH2"] / plateau),
             "gd_kq_error": float(final.loc["GD", "kq_error"]),
             "adam_kq_error": float(final.loc["Adam", "kq_error"]),
+            **_plateaus(metrics, plateau),
         },
     )
+
+
+def _plateaus(metrics: pd.DataFrame, plateau: float) -> dict:
+    """Each run's flat stretches of L_IH2 above 1% of the IH plateau (:func:`flat_stretches`) and their count."""
+    out = {}
+    for name, g in metrics.groupby("optimizer"):
+        g = g.sort_values("step")
+        stretches = flat_stretches(g.step.to_numpy(float), g.loss_IH2.to_numpy(float), 0.01 * plateau)
+        out[f"{name.lower()}_ih_plateaus"] = {"count": len(stretches), "stretches": stretches}
+    return out
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

@@ -7,7 +7,9 @@ m/(2K) random-ReLU neurons fitted by least squares (:func:`~inductionlab.theory.
 Layer-1 attention uses enough heads that its error is at round-off, so the FFN and the POD truncation are
 what is measured.  Reported: max ‖GIH_n − TF_{−1}‖₂ over random sequences for each (m, K), the best K per m,
 the fitted decay of the best error in m beside the theorem's exponent γ/(2γ+1) (γ fitted to σ_k), and the
-best K against the optimum K* ∝ m^{1/(2γ+1)} of step IV.
+best K against the optimum K* ∝ m^{1/(2γ+1)} of step IV.  The theorem's other term, C_{q,n}/H^q, is measured
+at the widest m and its best K with ``heads_sweep`` heads per group: large with one head, then level at the
+FFN's floor.  ``copy_previous`` False zeroes layer 1's W_V (the negative control, docs/conventions.md#controls).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Between, Claim
+from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import generalized_induction_head, rbf, sample_tokens
@@ -47,6 +49,7 @@ class Config:
     widths: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048)
     bases: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 10)
     heads_per_group: int = 8
+    heads_sweep: tuple[int, ...] = (1, 2, 3, 4, 6, 8)  # heads per group at the widest m and its best K (the H term)
     radius: float = 1.05  # the enlarged box the POD and the FFN fits cover
     pod_nodes: int = 48  # Gauss–Legendre nodes per patch coordinate
     gamma_fit_bases: int = 8  # σ_1..σ_k used to fit γ
@@ -54,6 +57,7 @@ class Config:
     pad: int = 40
     n_samples: int = 128
     seeds: tuple[int, ...] = (0,)
+    copy_previous: bool = True  # False: layer 1's value matrices zeroed, it copies nothing (the negative control)
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -67,6 +71,7 @@ class Config:
             "must be ≥ 2 and at most the number of grid points",
         )
         require(self.n_samples >= 1 and self.pad >= 0, "n_samples", "needs n_samples ≥ 1 and pad ≥ 0")
+        require(len(self.heads_sweep) >= 2 and min(self.heads_sweep) >= 1, "heads_sweep", "needs ≥ 2 values ≥ 1")
 
 
 CONFIG = Config()
@@ -80,48 +85,77 @@ PRESETS = {
         "n_samples": 8,
         "pad": 8,
         "heads_per_group": 4,
+        "heads_sweep": "1,4",
     },
 }
+
+CONTROLS = (
+    Control(
+        "no-copy",
+        "layer 1's value matrices zeroed: layer 1 copies no previous token, so the FFN and layer 2 get no patch",
+        {"copy_previous": False},
+        preset="quick",
+    ),
+)
 
 CLAIMS = (
     Claim(
         "wang-thm4.4-rate",
         "wang",
-        "Thm 4.4",
+        "§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)}) for a POD with σ_k ≲ k^{−(1+γ)}",
         "The GIH_n construction's error falls with the FFN width m at least at the bound's rate m^{−γ/(2γ+1)}",
         "measured_rate",
         "measured rate / predicted ≥ 1",
         Between(lo=1.0),
         over="predicted_rate",
+        control="no-copy",
+    ),
+    Claim(
+        "wang-thm4.4-heads",
+        "wang",
+        "§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)})",
+        "At a fixed wide FFN, more layer-1 heads lower the error (the C_{q,n}/H^q term) until the FFN term is left",
+        "error_fewest_over_most_heads",
+        "error(H = n − 1) / error(H = 8(n − 1)) ≫ 1, falling with H",
+        Between(lo=10.0),
+        control="no-copy",
     ),
 )
+
+
+def _error(cfg: Config, decomposition, x: torch.Tensor, m: int, K: int, heads_per_group: int) -> torch.Tensor:
+    """‖GIH_n − TF_{−1}‖₂ per sequence for the construction with total FFN width m, K bases and the given heads
+    per group (layer 1's W_V zeroed when ``copy_previous`` is False, the negative control)."""
+    model_cfg, params = gihn_construction(
+        decomposition,
+        K,
+        m // (2 * K),
+        cfg.n,
+        cfg.d,
+        heads_per_group,
+        cfg.radius,
+        cfg.pad,
+        np.random.default_rng([cfg.seeds[0], m, K]),
+    )
+    if not cfg.copy_previous:
+        params["blocks.0.attn.W_V"].zero_()
+    similarity = rbf(cfg.bandwidth, cfg.scale)
+    return approximation_errors(
+        model_cfg,
+        params,
+        lambda t: generalized_induction_head(t[..., cfg.pad :, :], cfg.n, similarity),
+        left_pad(x, cfg.pad),
+    )
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     m_dim = (cfg.n - 1) * cfg.d
     decomposition = pod(rbf_numpy(cfg.bandwidth, cfg.scale), m_dim, cfg.radius, cfg.pod_nodes)
     x = sample_tokens((cfg.n_samples, cfg.L, cfg.d), "uniform", torch.Generator().manual_seed(cfg.seeds[0]))
-    similarity = rbf(cfg.bandwidth, cfg.scale)
     rows = []
     grid = [(m, K) for m in cfg.widths for K in cfg.bases if m >= 2 * K]
     for m, K in tqdm(grid, desc=NAME, disable=not ctx.progress):
-        model_cfg, params = gihn_construction(
-            decomposition,
-            K,
-            m // (2 * K),
-            cfg.n,
-            cfg.d,
-            cfg.heads_per_group,
-            cfg.radius,
-            cfg.pad,
-            np.random.default_rng([cfg.seeds[0], m, K]),
-        )
-        err = approximation_errors(
-            model_cfg,
-            params,
-            lambda t: generalized_induction_head(t[..., cfg.pad :, :], cfg.n, similarity),
-            left_pad(x, cfg.pad),
-        )
+        err = _error(cfg, decomposition, x, m, K, cfg.heads_per_group)
         rows.append(
             {
                 "m": m,
@@ -132,8 +166,28 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             }
         )
     table = pd.DataFrame(rows)
+    widest = table[table.m == table.m.max()]
+    m, K = int(widest.m.iloc[0]), int(widest.K[widest.max_error.idxmin()])
+    heads = pd.DataFrame(
+        [
+            {"heads_per_group": h, "H": (cfg.n - 1) * h, "m": m, "K": K, "max_error": float(err.max())}
+            for h in cfg.heads_sweep
+            for err in [_error(cfg, decomposition, x, m, K, h)]
+        ]
+    )
     sigma = pd.DataFrame({"k": np.arange(1, len(decomposition.sigma) + 1), "sigma": decomposition.sigma})
-    return Results({"errors": table, "pod": sigma}, _summary(table, decomposition.decay_exponent(cfg.gamma_fit_bases)))
+    summary = _summary(table, decomposition.decay_exponent(cfg.gamma_fit_bases)) | _heads_summary(heads)
+    return Results({"errors": table, "pod": sigma, "heads": heads}, summary)
+
+
+def _heads_summary(heads: pd.DataFrame) -> dict:
+    """The H term of Theorem 4.4 at the widest m: the error by H, and the error with the fewest heads over that
+    with the most (C_q/H^q + the FFN floor: large, then level)."""
+    errors = heads.set_index("H").max_error
+    return {
+        "error_by_H": {str(h): float(e) for h, e in errors.items()},
+        "error_fewest_over_most_heads": float(errors.iloc[0] / errors.iloc[-1]),
+    }
 
 
 def _summary(table: pd.DataFrame, gamma: float) -> dict:

@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Between, Claim, Is
+from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
@@ -50,6 +50,7 @@ class Config:
     w_skew: float = 0.3
     n_samples: int = 128
     seeds: tuple[int, ...] = (0,)
+    copy_previous: bool = True  # False: layer 1's value matrices zeroed, it copies nothing (the negative control)
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -67,35 +68,54 @@ PRESETS = {
     "smoke": {"n_values": "2,3", "heads_per_group": "1,4", "L_values": "8", "n_samples": 8, "pad": 10},
 }
 
+CONTROLS = (
+    Control(
+        "no-copy",
+        "layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
+        {"copy_previous": False},
+        preset="quick",
+    ),
+)
+
 CLAIMS = (
     Claim(
         "wang-thm4.3-bound",
         "wang",
-        "Thm 4.3",
+        "§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
         "The H-head construction fits IH_n within the C/H^q bound",
         "max_error_over_bound",
         "error / bound ≤ 1",
         Between(hi=1.0),
+        control="no-copy",
     ),
     Claim(
         "wang-thm4.3-rate",
         "wang",
-        "Thm 4.3",
+        "§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
         "The error falls with H faster than a fixed power (C_q/H^q for every q)",
         "power_law_q_fit.2",
         "any q; fitted q ≥ 2",
         Between(lo=2.0),
+        control="no-copy",
     ),
     Claim(
         "wang-thm4.3-monotone",
         "wang",
-        "Thm 4.3",
+        "§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
         "More heads give a smaller error (n = 3)",
         "error_decreases_with_H.3",
         "decreasing in H",
         Is(True),
+        control="no-copy",
     ),
 )
+
+
+def _break(params: dict, copy_previous: bool) -> dict:
+    """The construction as built, or with layer 1's W_V zeroed (``copy_previous`` False, the negative control)."""
+    if not copy_previous:
+        params["blocks.0.attn.W_V"].zero_()
+    return params
 
 
 def _max_error(model_cfg, params, w_star, n, x, pad) -> tuple[float, float]:
@@ -114,6 +134,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         w_star = skewed_matrix((n - 1) * cfg.d, cfg.w_scale, cfg.w_skew)
         model_cfg, params, kernels = ihn_construction(w_star, n, cfg.d, m, cfg.pad)
         short_cfg, short_params, _ = ihn_construction(w_star, n, cfg.d, m, 0)
+        params, short_params = _break(params, cfg.copy_previous), _break(short_params, cfg.copy_previous)
         row = {
             "n": n,
             "heads_per_group": m,

@@ -2,7 +2,9 @@
 of the model (FFN degree D, loss, schedule) on the same finite datasets, summarise each, draw one figure row
 per variant.  Not an experiment itself.
 
-Per variant the summary has ``p_selected`` {subset: final p_S}, ``selected_subset``, ``a_final``,
+Per variant the summary has ``p_selected`` {subset: final p_S}, ``selected_subset``, ``copier_attention`` (and
+``copier_attention_initial``: the least attention a head of the selected subset puts on the lag it copies, after
+and before training), ``a_final``,
 ``a_log_slope`` and ``a_log_r2`` (the fit a ≈ slope·ln t + c over the last stage that trains a, the acceptance check of docs/conventions.md#chen-8
 8.2), the final losses, the Bayes validation loss, ``tv_bayes`` and ``gih_argmax_agreement`` — the fraction of
 validation sequences on which the model's argmax is an argmax of the GIH estimator (a → ∞) over the lags its
@@ -64,6 +66,15 @@ def selected_lags(model: chen.ChenConfig, params: dict[str, torch.Tensor], subse
     return tuple(sorted(int(params["w"][0, h].argmax()) + 1 for h in subset))
 
 
+def copier_attention(model: chen.ChenConfig, w: torch.Tensor, subset: tuple[int, ...]) -> float:
+    """The least, over the heads of ``subset``, of a head's attention on the lag it copies (its largest RPE
+    weight): softmax(w_h) over the lags the head may attend to, once all of them are in the sequence
+    (docs/conventions.md#chen-2-1); ``w`` (H, M) of one run."""
+    allowed = chen.allowed_lags(model)[:, -model.window :]
+    attention = w.double().masked_fill(~allowed, -torch.inf).softmax(-1)
+    return float(min(attention[h].max() for h in subset)) if subset else float("nan")
+
+
 def summarize(
     model: chen.ChenConfig,
     task: MarkovConfig,
@@ -88,6 +99,8 @@ def summarize(
         "p_selected": p,
         "selected_subset": chen.subset_label(model.subsets[best]),
         "selected_lags": list(lags),
+        "copier_attention": copier_attention(model, params["w"][0], model.subsets[best]),
+        "copier_attention_initial": copier_attention(model, chen.init_params(model, 1)["w"][0], model.subsets[best]),
         "a_final": float(last.a.mean()),
         "a_log_slope": slope,
         "a_log_r2": r2,
@@ -107,12 +120,16 @@ def run_variants(
     n_val: int,
     ctx: RunContext,
     intervene: InterventionConfig = InterventionConfig(),
+    compare_runs: int = 0,
 ) -> Results:
     """Train every variant on the same datasets (one per seed, on the run axis); the first is the headline.
-    ``intervene``: interventions applied to every variant (e.g. ``freeze=("copier",)``)."""
-    train_tokens, val_tokens = datasets(task, seeds, n_samples, n_val)
+    ``intervene``: interventions applied to every variant (e.g. ``freeze=("copier",)``); ``compare_runs`` > 0:
+    the variants after the first train on the datasets of the first ``compare_runs`` seeds only."""
+    all_train, all_val = datasets(task, seeds, n_samples, n_val)
     tables, rpe, runs = [], [], {}
-    for label, model, staged in variants:
+    for i, (label, model, staged) in enumerate(variants):
+        n = compare_runs if i and compare_runs else len(seeds)
+        train_tokens, val_tokens = all_train[:n], all_val[:n]  # (S, n, L + 1): the first n seeds' datasets
         slug = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
         hooks, _ = build(intervene, chen_family(model))
         params, metrics = train_staged(
@@ -137,7 +154,8 @@ def run_variants(
             )
         runs[label] = summarize(model, task, params, metrics, val_tokens)
     headline = runs[variants[0][0]]
-    summary = {k: headline[k] for k in ("p_selected", "a_log_slope", "gih_argmax_agreement")} | {"runs": runs}
+    keys = ("p_selected", "a_log_slope", "gih_argmax_agreement", "copier_attention")
+    summary = {k: headline[k] for k in keys} | {"runs": runs}
     if intervene:
         summary["interventions"] = intervene.entries()
     return Results({"metrics": pd.concat(tables, ignore_index=True), "rpe": pd.concat(rpe, ignore_index=True)}, summary)

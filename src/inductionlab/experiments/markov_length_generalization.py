@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Claim, Is
+from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.markov_common import ChenModelConfig, selected_lags
@@ -53,6 +53,7 @@ class Config:
     alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
     n_eval: int = 5000
     label_offsets: int = 4  # windows x_{s+1..s+L+1}, s = 0..k−1, of each sequence: k labels per sequence
+    eval_parents: tuple[int, ...] = ()  # the evaluation chains' parent lags; empty: the training chain's (task.parents)
     seeds: tuple[int, ...] = (2024,)
     n_samples: int = 10_000
     n_val: int = 1000
@@ -71,11 +72,14 @@ class Config:
             "need n_eval ≥ 1, 0 < n_val < n_samples",
         )
         self.model.build(self.task.vocab_size)  # validates the model over the task's vocabulary
+        replace(self.task, parents=self.eval_parents or self.task.parents)  # validates the evaluation parents
 
 
 CONFIG = Config()
 PRESETS = {
     "quick": {},  # the default already takes about a minute
+    # the negative control's: the submission run's stage rates (1500 epochs), the shortest and longest L
+    "control": {"train.lrs": "1,100,100", "train.epochs": "500,500,500", "lengths": "10,1000", "n_eval": 1000},
     "smoke": {
         "train.epochs": "5,5,5",
         "n_samples": 120,
@@ -88,16 +92,54 @@ PRESETS = {
     },
 }
 
+CONTROLS = (
+    Control(
+        "eval-parents-13",
+        "the evaluation chains have parents {1,3}, the model was trained on {1,2}: not the same parent structure",
+        {"eval_parents": "1,3"},
+        preset="control",
+    ),
+)
+
+
+def _length_claim(alpha: str) -> Claim:
+    return Claim(
+        f"chen-fig21-length-a{alpha}",
+        "chen",
+        "Fig. 21 (rebuttal PDF): L ∈ {10, …, 1000}, α ∈ {0.05, 0.1, 0.2}",
+        f"A model trained at L = 100, α = 0.1 and evaluated at α = {alpha}: its loss falls with L",
+        f"loss_decreases_with_L.{alpha}",
+        "decreasing in L at every α",
+        Is(True),
+    )
+
+
+def _gap_claim(alpha: str) -> Claim:
+    return Claim(
+        f"chen-fig21-gap-a{alpha}",
+        "chen",
+        "rebuttal ('the model will generalize well as long as they maintain the same parent structure'), Fig. 21",
+        f"At α = {alpha} and L = 1000 (ten times the training length) the model is within 0.02 nats of Bayes",
+        f"bayes_gap.{alpha}.1000",
+        "the trained model tends to the Bayes predictor as L grows (gap 0.23–0.71 nats at L = 10)",
+        Between(hi=0.02),
+        control="eval-parents-13",
+    )
+
+
 CLAIMS = (
     Claim(
         "chen-fig21-length",
         "chen",
-        "Fig. 21",
+        "Fig. 21 (rebuttal PDF): L ∈ {10, …, 1000}, α = 0.1",
         "A model trained at L = 100 generalises to longer sequences: its loss falls with L",
         "loss_decreases_with_L.0.1",
         "decreasing in L",
         Is(True),
     ),
+    _length_claim("0.05"),
+    _length_claim("0.2"),
+    *(_gap_claim(a) for a in ("0.05", "0.1", "0.2")),
 )
 
 
@@ -137,7 +179,12 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     lags = selected_lags(model, params, model.subsets[best])  # once: the same model at every L
     rows = []
     for i, alpha in enumerate(cfg.alphas):  # common random numbers: every L is a window of the same sequences
-        longest = replace(cfg.task, L=max(cfg.lengths) + cfg.label_offsets - 1, alpha=alpha)
+        longest = replace(
+            cfg.task,
+            L=max(cfg.lengths) + cfg.label_offsets - 1,
+            alpha=alpha,
+            parents=cfg.eval_parents or cfg.task.parents,
+        )
         tokens, kernels = sample(longest, cfg.n_eval, np.random.default_rng(cfg.seeds[0] + 1 + i))
         for L in cfg.lengths:
             per_offset = pd.DataFrame(

@@ -19,7 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Between, Claim, Near
+from inductionlab.analysis.claims import Between, Claim, Control, Near
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.keys_common import set_here
@@ -27,7 +27,7 @@ from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
-from inductionlab.theory.mixed import check_ih_domain, predicted_plateau
+from inductionlab.theory.mixed import check_ih_domain, ih_ratio_lazy, predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
 from inductionlab.train.toy import ToyTrainConfig
 
@@ -55,6 +55,7 @@ class GridConfig:
     horizon: float = 3.0  # t_end = horizon × the predicted plateau
     sgd_L: tuple[int, ...] = (20, 40)
     sgd_sigma_init: tuple[float, ...] = (1e-2, 1e-3)
+    exact_mc_samples: int = 4096  # the exact-softmax flow at the one-factor points (0: closed forms only)
 
     def __post_init__(self) -> None:
         for name in ("L_values", "alpha_values", "w_star_values", "sigma_values"):
@@ -64,6 +65,7 @@ class GridConfig:
         require(min(self.alpha_values) > 0, "grid.alpha_values", "α* must be > 0")
         for w in self.w_star_values:
             check_ih_domain(w)
+        require(self.exact_mc_samples >= 0, "grid.exact_mc_samples", "must be ≥ 0 (0 turns the exact flow off)")
         require(
             self.horizon > 1, "grid.horizon", f"t_end = horizon × predicted plateau must exceed it; got {self.horizon}"
         )
@@ -109,6 +111,7 @@ CONFIG = Config()
 PRESETS = {
     "full": {"grid.full_grid": True},
     "quick": {"grid.sgd_L": "20", "grid.sgd_sigma_init": "0.01"},
+    "flow": {"grid.sgd_L": (), "grid.exact_mc_samples": 0},  # closed-form gradient flow only (for controls)
     "smoke": {
         "grid.L_values": "8,12",
         "grid.alpha_values": "1,2",
@@ -119,8 +122,19 @@ PRESETS = {
         "grid.sgd_sigma_init": "0.1",
         "train.eval_size": 256,
         "train.batch_size": 64,
+        "grid.exact_mc_samples": 64,
     },
 }
+
+CONTROLS = (
+    Control(
+        "sigma-large",
+        "σ_init = 0.1, not ≪ 1 (Theorem 5.5's assumption): w_KQ moves during Phase I, so the induction head is no "
+        "longer lazy while the 4-gram is learned",
+        {"model.sigma_init": 0.1},
+        preset="flow",
+    ),
+)
 
 CLAIMS = (
     Claim(
@@ -159,13 +173,126 @@ CLAIMS = (
         "linear (R² → 1)",
         Between(lo=0.99),
     ),
+    Claim(
+        "wang-thm5.5-L-exact",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        "The plateau grows linearly in L on the exact-softmax gradient flow too (Monte Carlo loss, not eq. 10)",
+        "exponents_exact.L",
+        "exponent 1",
+        Near(1.0, atol=0.15),
+    ),
+    Claim(
+        "wang-thm5.5-alpha-exact",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        "The plateau grows like (1 + α*)² on the exact-softmax gradient flow too",
+        "exponents_exact.one_plus_alpha",
+        "exponent 2",
+        Near(2.0, atol=0.2),
+    ),
+    Claim(
+        "wang-thm5.5-wstar-exact",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        "The plateau falls like 1/w*² on the exact-softmax gradient flow too",
+        "exponents_exact.w_star",
+        "exponent −2",
+        Near(-2.0, atol=0.2),
+        if_failed="a finding about the paper: on the exact softmax the local w* exponent over w* ∈ [0.25, 0.49] is "
+        "≈ −1.8 (quick: −1.81); the Θ hides w*-dependent factors of the softmax normaliser that eq. 10 drops",
+    ),
+    Claim(
+        "wang-thm5.5-L-sgd",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phases II–III; App. B.1 (online SGD, lr 0.1, B = 1000)",
+        "The plateau grows linearly in L under online SGD too (T_III at grid.sgd_L = 20, 40, σ_init = 0.01)",
+        "exponents_sgd.L",
+        "exponent 1",
+        Near(1.0, atol=0.15),
+        if_failed="a limit of this machine: the exponent needs SGD at two L (default grid.sgd_L = 20, 40); the quick "
+        "preset trains L = 20 only",
+    ),
+    Claim(
+        "wang-thm5.5-phase1-TI",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phase I",
+        "Phase I takes T_I = O(1): the time at which L_G4 falls to 1% of its start does not grow with L "
+        "(closed-form gradient flow, eqs. 7 and 10, at L in grid.L_values)",
+        "phases.T_I_exponent",
+        "T_I = O(1) in L: exponent 0",
+        Near(0.0, atol=0.05),
+    ),
+    Claim(
+        "wang-thm5.5-phase1-ih",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phase I",
+        "At T_I the induction-head loss is still ≥ 99% of its start, L_IH2(T_I) ≥ 0.99 L_IH2(0) (the theorem assumes "
+        "L ≫ 1; largest ratio over the L grid)",
+        "phases.ih_ratio_T_I_max",
+        "L_IH2(T_I)/L_IH2(0) ≥ 0.99",
+        Between(lo=0.99),
+        if_failed="a finding about the paper: the bound holds only for L ≫ T_I ≈ 205, since w_V2 relaxes on the "
+        "time scale L − 2 and its fit removes up to 93% of L_IH2(0) while w_KQ is still σ_init, so the ratio is "
+        "0.07 at L = 40 and reaches 0.99 only near L ≈ 4·10⁴ (phases.ih_ratio_T_I_vs_lazy)",
+    ),
+    Claim(
+        "wang-thm5.5-phase1-ih-lazy",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phase I; eq. (10)",
+        "What holds instead of the 99% bound at finite L: L_IH2(T_I)/L_IH2(0) follows the fit of w_V2 alone with "
+        "w_KQ frozen at σ_init (theory.mixed.ih_ratio_lazy), rising toward 1 as L grows (largest relative gap "
+        "over the L grid)",
+        "phases.ih_ratio_T_I_vs_lazy",
+        "ratio = 1 − (B²/AC)(1 − e^{−2A·T_I/(L−2)}) (our derivation from eq. 10), → 1 as L → ∞",
+        Between(hi=0.02),
+        control="sigma-large",
+    ),
+    Claim(
+        "wang-thm5.5-To",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        "The observation time T_o (first time w_V2 exceeds h* = 1/(1+α*)) is Θ(L): its exponent in L",
+        "phases.T_o_exponent",
+        "T_o = Θ(L): exponent 1",
+        Near(1.0, atol=0.1),
+    ),
+    Claim(
+        "wang-thm5.5-wkq-rate",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        "w_KQ grows exponentially at a rate Θ(w*²/((1+α*)²L)): the fitted rate of log w_KQ (while 2σ_init < w_KQ < "
+        "w*/4) times (1+α*)²L/w*² is the same at every L (max/min over the L grid)",
+        "phases.wkq_rate_spread",
+        "w_KQ(t) = σ_init exp(Θ(w*²t/((1+α*)²L))): rate × (1+α*)²L/w*² constant in L",
+        Between(1.0, 1.2),
+    ),
+    Claim(
+        "wang-thm5.5-phase4-g4",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phase IV",
+        "After T_III the 4-gram loss falls like 1/t: the log–log slope of L_G4 against t (mean over the L grid)",
+        "phases.g4_loglog_slope",
+        "L_G4 = O(1/t): slope −1",
+        Near(-1.0, atol=0.05),
+    ),
+    Claim(
+        "wang-thm5.5-phase4-ih",
+        "wang",
+        "Thm 5.5 (dynamics paper Thm 4), Phase IV",
+        "After T_III the induction loss decays exponentially at a rate Ω(w*²/((1+α*)²L)): the rate of log L_IH2 times "
+        "(1+α*)²L/w*² is the same at every L (max/min over the L grid)",
+        "phases.ih_rate_spread",
+        "L_IH2 = O(exp(−Ω(w*²t/((1+α*)²L)))): rate × (1+α*)²L/w*² constant in L",
+        Between(1.0, 1.2),
+    ),
 )
 
 
-def _points(cfg: Config) -> list[dict]:
+def _points(cfg: Config, full_grid: bool) -> list[dict]:
     base, g = base_point(cfg), cfg.grid
     values = dict(zip(FACTORS, (g.L_values, g.alpha_values, g.w_star_values, g.sigma_values)))
-    if g.full_grid:
+    if full_grid:
         return [dict(zip(FACTORS, combo)) for combo in itertools.product(*values.values())]
     pts = {tuple(base.values()): base}
     for factor, vals in values.items():
@@ -177,14 +304,85 @@ def _points(cfg: Config) -> list[dict]:
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     rows = []
-    for point in tqdm(_points(cfg), desc="gradient flow", disable=not ctx.progress):
-        pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
-        res = solve_flow(FlowProblem(**point, t_end=cfg.grid.horizon * pred), n_points=40)
-        rows.append({**point, "method": "gf", "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}})
+    for point in tqdm(_points(cfg, cfg.grid.full_grid), desc="gradient flow", disable=not ctx.progress):
+        rows.append(_flow_row(cfg, point, "gf"))
+    exact = []
+    if cfg.grid.exact_mc_samples:
+        for point in tqdm(_points(cfg, False), desc="exact-softmax flow", disable=not ctx.progress):
+            exact.append(_flow_row(cfg, point, "exact"))
     for L in cfg.grid.sgd_L:
         rows += _sgd_rows(cfg, L, ctx)
-    table = pd.DataFrame(rows)
-    return Results({"results": table}, _fits(cfg, table))
+    table, exact_table = pd.DataFrame(rows), pd.DataFrame(exact)
+    phases = pd.DataFrame([_phase_row(cfg, L) for L in cfg.grid.L_values])
+    summary = {**_fits(cfg, pd.concat([table, exact_table], ignore_index=True)), "phases": _phase_fits(cfg, phases)}
+    tables = {"results": table, "phases": phases} | ({"exact": exact_table} if exact else {})
+    return Results(tables, summary)
+
+
+def _flow_row(cfg: Config, point: dict, method: str) -> dict:
+    """Phase times of one gradient flow: "gf" on the closed forms (eqs. 7, 10), "exact" on the exact-softmax loss
+    (Monte Carlo over grid.exact_mc_samples sequences, seed ``seeds[0]``)."""
+    pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
+    kw = (
+        {"loss": "exact", "mc_samples": cfg.grid.exact_mc_samples, "mc_seed": cfg.seeds[0]} if method == "exact" else {}
+    )
+    res = solve_flow(FlowProblem(**point, t_end=cfg.grid.horizon * pred, **kw), n_points=40)
+    return {**point, "method": method, "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}}
+
+
+def _phase_row(cfg: Config, L: int) -> dict:
+    """Theorem 5.5's phases I, III, IV at one L (base α*, w*, σ_init), closed-form gradient flow (eqs. 7, 10):
+    T_I, T_o; L_IH2(T_I)/L_IH2(0) (solved to T_I exactly) and its lazy closed form; the growth rate of log w_KQ
+    while 2σ_init < w_KQ < w*/4; after T_III the log–log slope of L_G4 and the rate of log L_IH2 (down to 1e-8 of
+    L_IH2(T_o))."""
+    a, ws, s = cfg.task.alpha_star, cfg.task.w_star, cfg.model.sigma_init
+    prob = FlowProblem(L, a, ws, s, t_end=cfg.grid.horizon * predicted_plateau(L, a, ws, s))
+    res = solve_flow(prob, n_points=400)
+    c, ph = res.curve, res.phases
+    ratio = math.nan
+    if math.isfinite(ph.T_I) and ph.T_I > 0:
+        at_t_i = solve_flow(replace(prob, t_end=ph.T_I), n_points=4).curve.loss_IH2
+        ratio = float(at_t_i.iloc[-1] / at_t_i.iloc[0])
+    grow = (c.w_KQ > 2 * s) & (c.w_KQ < ws / 4) & (c.t < ph.T_III)
+    ref = float(np.interp(ph.T_o, c.t, c.loss_IH2))
+    late = c[c.t > ph.T_III]
+    ih = late[late.loss_IH2 > 1e-8 * ref]
+    scale = (1 + a) ** 2 * L / ws**2  # Theorem 5.5's time scale of w_KQ and of L_IH2 in phase IV
+    return {
+        "L": L,
+        "T_I": ph.T_I,
+        "T_o": ph.T_o,
+        "T_III": ph.T_III,
+        "ih_ratio_T_I": ratio,
+        "ih_ratio_T_I_lazy": ih_ratio_lazy(ph.T_I, L, a, ws, s),
+        "wkq_rate_x_scale": _rate(c.t[grow], np.log(c.w_KQ[grow])) * scale,
+        "g4_loglog_slope": power_law_exponent(late.t, late.loss_G4) if len(late) > 2 else math.nan,
+        "ih_rate_x_scale": _rate(ih.t, np.log(ih.loss_IH2)) * scale,
+    }
+
+
+def _rate(t: pd.Series, log_y: pd.Series) -> float:
+    """Least-squares slope of log y in t (NaN with fewer than three points)."""
+    return float(np.polyfit(t, log_y, 1)[0]) if len(t) > 2 else math.nan
+
+
+def _phase_fits(cfg: Config, phases: pd.DataFrame) -> dict:
+    """Scalars for the claims on phases I, III, IV against L (spread = max/min over the L grid)."""
+    spread = lambda col: float(phases[col].abs().max() / phases[col].abs().min())  # noqa: E731
+    return {
+        "L": [int(v) for v in phases.L],
+        "ih_ratio_T_I": [float(v) for v in phases.ih_ratio_T_I],
+        "ih_ratio_T_I_max": float(phases.ih_ratio_T_I.max()),
+        "ih_ratio_T_I_vs_lazy": float((phases.ih_ratio_T_I / phases.ih_ratio_T_I_lazy - 1).abs().max()),
+        "T_I_exponent": power_law_exponent(phases.L, phases.T_I),
+        "T_o_exponent": power_law_exponent(phases.L, phases.T_o),
+        "T_o_over_L": [float(v) for v in phases.T_o / phases.L],
+        "wkq_rate_x_scale": [float(v) for v in phases.wkq_rate_x_scale],
+        "wkq_rate_spread": spread("wkq_rate_x_scale"),
+        "g4_loglog_slope": float(phases.g4_loglog_slope.mean()),
+        "ih_rate_x_scale": [float(v) for v in phases.ih_rate_x_scale],
+        "ih_rate_spread": spread("ih_rate_x_scale"),
+    }
 
 
 def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
@@ -234,37 +432,44 @@ def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
     return rows
 
 
-def _one_factor(table: pd.DataFrame, base: dict[str, float], factor: str) -> pd.DataFrame:
+def _one_factor(table: pd.DataFrame, base: dict[str, float], factor: str, method: str = "gf") -> pd.DataFrame:
     others = [f for f in FACTORS if f != factor]
-    gf = table[table.method == "gf"]
+    gf = table[table.method == method]
     mask = np.ones(len(gf), dtype=bool)
     for f in others:
         mask &= np.isclose(gf[f].to_numpy(dtype=float), float(base[f]))
     return gf[mask].sort_values(factor)
 
 
+def _exponents(table: pd.DataFrame, base: dict[str, float], time: str, method: str) -> dict:
+    """Exponents of ``time`` in L, 1+α*, w* and the R² of its linear fit in log(1/σ_init), one factor at a time."""
+    e = {}
+    for factor, key, transform in (
+        ("L", "L", lambda v: v),
+        ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
+        ("w_star", "w_star", lambda v: v),
+    ):
+        sub = _one_factor(table, base, factor, method)
+        e[key] = power_law_exponent(transform(sub[factor].to_numpy(dtype=float)), sub[time])
+    sub = _one_factor(table, base, "sigma_init", method)
+    e["log_inv_sigma_r2"] = linear_fit(np.log(1 / sub.sigma_init.to_numpy(dtype=float)), sub[time])[2]
+    return e
+
+
 def _fits(cfg: Config, table: pd.DataFrame) -> dict:
     base = base_point(cfg)
-    exps = {}
-    for time in ("T_III", "T_50"):
-        e = {}
-        for factor, key, transform in (
-            ("L", "L", lambda v: v),
-            ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
-            ("w_star", "w_star", lambda v: v),
-        ):
-            sub = _one_factor(table, base, factor)
-            e[key] = power_law_exponent(transform(sub[factor].to_numpy(dtype=float)), sub[time])
-        sub = _one_factor(table, base, "sigma_init")
-        e["log_inv_sigma_r2"] = linear_fit(np.log(1 / sub.sigma_init.to_numpy(dtype=float)), sub[time])[2]
-        exps[time] = e
+    exps = {time: _exponents(table, base, time, "gf") for time in ("T_III", "T_50")}
+    exact = _exponents(table, base, "T_III", "exact") if (table.method == "exact").any() else {}
     gf = table[table.method == "gf"]
     ratio = (gf.T_III / gf.predicted).to_numpy(dtype=float)
     sgd = table[table.method == "sgd"]
+    sgd_base = sgd[np.isclose(sgd.sigma_init.to_numpy(dtype=float), float(base["sigma_init"]))].sort_values("L")
     return {
+        "exponents_sgd": {"L": power_law_exponent(sgd_base.L.to_numpy(dtype=float), sgd_base.T_III)},
         "exponents": {k: exps["T_III"][k] for k in ("L", "one_plus_alpha", "w_star")},
         "log_inv_sigma_r2": exps["T_III"]["log_inv_sigma_r2"],
         "exponents_T50": exps["T_50"],
+        "exponents_exact": exact,
         "expected_exponents": {"L": 1.0, "one_plus_alpha": 2.0, "w_star": -2.0},
         "T_III_over_predicted": {"min": float(np.nanmin(ratio)), "max": float(np.nanmax(ratio))},
         "n_gf": int(len(gf)),

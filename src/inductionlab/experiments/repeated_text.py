@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from inductionlab import plots
 from inductionlab.analysis.ablation import head_ablation
-from inductionlab.analysis.claims import Between, Claim, Is
+from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments.text_common import (
@@ -69,6 +69,7 @@ HEADLINE = (
     "p_learned_first",
 )
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop
+MIN_ABLATION_COST = 0.01  # nats: below this an ablation changes nothing measurable (float32 noise is ~1e-6)
 
 
 CONFIG = Config(
@@ -86,6 +87,15 @@ CONFIG = Config(
     ),
 )
 PRESETS = {"quick": {"train.steps": 800}, "smoke": SMOKE}
+
+CONTROLS = (
+    Control(
+        "layer1-ablated",
+        "every layer-1 head's output zeroed throughout training: no previous-token head, so no induction head",
+        {"intervene.ablate": ("blocks.0.attn",)},
+        preset=None,  # at quick the intact model fails the checks too
+    ),
+)
 
 CLAIMS = (
     Claim(
@@ -105,6 +115,7 @@ CLAIMS = (
         "final_induction_score",
         "an induction head forms",
         Between(lo=0.3),
+        control="layer1-ablated",
     ),
     Claim(
         "wang-fig5r-drop",
@@ -114,6 +125,7 @@ CLAIMS = (
         "drop_vs_induction_gap_fraction",
         "same time (within 10% of training)",
         Between(hi=0.1),
+        control="layer1-ablated",
     ),
     Claim(
         "mech-ablation-last-layer",
@@ -127,11 +139,13 @@ CLAIMS = (
     Claim(
         "mech-ablation-overall",
         "wang",
-        "§4 (mechanism)",
-        "Over all heads, the head whose ablation costs the most copying loss is the top induction head",
-        "top_ablation_overall_is_top_induction",
-        "the induction head (not the previous-token head it reads)",
-        Is(True),
+        "§4.1, Theorem 4.1 and Remark 4.2: layer 1 attends to the adjacent token, layer 2 retrieves with it",
+        "The circuit needs both of its heads: zero-ablating the layer-1 previous-token head and zero-ablating the "
+        "layer-2 induction head each cost at least half of the larger of the two copying-loss increases",
+        "ablation_smaller_over_larger",
+        "both heads necessary: smaller / larger ablation cost ≥ 0.5",
+        Between(lo=0.5),
+        control="layer1-ablated",
     ),
 )
 
@@ -182,9 +196,10 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     (period ``eval.score_period``, drawn from ``eval.seed`` + 1): the loss change overall and on the copyable
     positions (the second copy), beside the head's induction score; and whether the last-layer head whose ablation
     costs copying most is the head with the top induction score (run 0).  Compared within the last layer: ablating
-    the layer-1 previous-token head also removes copying (it feeds the induction head's keys), and measured it
-    costs about as much (2.12 against 2.11 nats at the default), so over all heads the top is either of the two;
-    ``top_ablation_overall_is_top_induction`` reports that comparison too."""
+    the layer-1 previous-token head also removes copying (it feeds the induction head's keys), and it costs about
+    as much, so over all heads the top is either of the two: ``ablation_cost`` gives both (the layer-1 head with
+    the top previous-token score, the head with the top induction score) and ``ablation_smaller_over_larger``
+    their ratio, near 1 when the circuit needs both heads."""
     T = cfg.eval.score_period
     tokens = repeated_random_tokens(
         cfg.eval.score_batch, T, 2, torch.Generator().manual_seed(cfg.eval.seed + 1), vocab=model.vocab
@@ -199,7 +214,8 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     where = torch.zeros(targets.shape, dtype=torch.bool)
     where[:, T:] = True  # x_{i+1} follows an earlier copy of x_i
     result = head_ablation(model, params, tokens[:, :-1].unsqueeze(0), per_position, "zero", where)
-    scores = head_scores(model, params, tokens, T, rows="matched")["induction"]  # (S, n_layers, H)
+    all_scores = head_scores(model, params, tokens, T, rows="matched")
+    scores = all_scores["induction"]  # (S, n_layers, H)
     S, n_layers, H = scores.shape
     run, layer, head = (a.ravel() for a in np.indices((S, n_layers, H)))
     table = pd.DataFrame(
@@ -210,6 +226,7 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
             "loss_change": result["total"].double().numpy().ravel(),
             "loss_change_repeated": result["where"].double().numpy().ravel(),
             "induction_score": scores.double().numpy().ravel(),
+            "previous_token_score": all_scores["previous_token"].double().numpy().ravel(),
         }
     )
     first = table[table.run == 0]
@@ -218,13 +235,26 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     def top(rows: pd.DataFrame, column: str) -> list[int]:
         return rows.loc[rows[column].idxmax(), ["layer", "head"]].astype(int).tolist()
 
+    induction, previous = top(first, "induction_score"), top(first[first.layer == 0], "previous_token_score")
+    cost = {  # the copying loss each of the circuit's two heads costs when ablated
+        name: float(first.loss_change_repeated[(first["layer"] == lh[0]) & (first["head"] == lh[1])].iloc[0])
+        for name, lh in (("induction", induction), ("previous_token", previous))
+    }
     return table, {
+        "top_previous_token_head": previous,
+        "ablation_cost": cost,
+        "ablation_smaller_over_larger": _smaller_over_larger(cost),
         "top_ablation_head": top(first, "loss_change_repeated"),
         "top_ablation_head_last_layer": top(last, "loss_change_repeated"),
-        "top_induction_head": top(first, "induction_score"),
-        "top_ablation_is_top_induction": top(last, "loss_change_repeated") == top(first, "induction_score"),
-        "top_ablation_overall_is_top_induction": top(first, "loss_change_repeated") == top(first, "induction_score"),
+        "top_induction_head": induction,
+        "top_ablation_is_top_induction": top(last, "loss_change_repeated") == induction,
+        "top_ablation_overall_is_top_induction": top(first, "loss_change_repeated") == induction,
     }
+
+
+def _smaller_over_larger(cost: dict[str, float]) -> float | None:
+    """The smaller ablation cost over the larger; None when neither reaches MIN_ABLATION_COST (noise over noise)."""
+    return min(cost.values()) / max(cost.values()) if max(cost.values()) >= MIN_ABLATION_COST else None
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

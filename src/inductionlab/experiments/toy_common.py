@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +30,7 @@ from inductionlab.experiments.keys_common import set_here
 from inductionlab.models.toy import PARAMS, ToyConfig, init_params
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+from inductionlab.theory.mixed import g_star
 from inductionlab.train.flow import FlowProblem, solve_flow
 from inductionlab.train.interventions import InterventionConfig, build, check, toy_family, windows
 from inductionlab.train.toy import ToyTrainConfig, TrainResult, stages_of, train_toy
@@ -49,9 +50,15 @@ class Config:
     gf: Literal["both", "closed", "exact", "none"] = "both"
     gf_mc_samples: int = 4096
     intervene: InterventionConfig = field(default_factory=InterventionConfig)
+    literal: bool = False
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
+        require(
+            not self.literal or (self.train.stage2_layer1 == "ideal" and self.train.schedule == "layerwise"),
+            "literal",
+            "the literal comparison runs beside the idealised layerwise protocol: keep train.stage2_layer1='ideal'",
+        )
         require(self.gf_mc_samples >= 16, "gf_mc_samples", f"must be ≥ 16, got {self.gf_mc_samples}")
         check(self.intervene, toy_family(), [s.steps for s in stages_of(self.train)])
         set_here(
@@ -87,7 +94,14 @@ PRESETS = {
         "train.checkpoint_every": 10_000,
         "gf_mc_samples": 2048,
     },
-    "literal": {"train.stage2_layer1": "trained"},
+    "literal": {"train.stage2_layer1": "trained", "literal": False},
+    "stage1": {  # the paper's Stage I, a token Stage II: for checks on p̃ after Stage I only
+        "train.stage2_steps": 100,
+        "train.eval_size": 1000,
+        "train.checkpoint_every": 50_000,
+        "gf": "none",
+        "literal": False,
+    },
     "smoke": {
         "train.stage1_steps": 20,
         "train.stage2_steps": 60,
@@ -154,6 +168,19 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             pool.shutdown(cancel_futures=True)
     tables = {"metrics": out.metrics}
     summary = _summarise(layer2, times, cfg, out.p_tilde_after_stage1)
+    if cfg.literal:
+        literal_cfg = replace(cfg, train=replace(cfg.train, stage2_layer1="trained"), literal=False)
+        lit, lit_layer2, lit_times = train_and_time(
+            literal_cfg.train,
+            target,
+            cfg.model.sigma_init,
+            seeds,
+            ctx.child("literal", hooks=(*ctx.hooks, *hooks)),
+            cfg.task.alpha_star,
+            cfg.task.w_star,
+        )
+        tables["literal"] = lit.metrics
+        summary["literal"] = literal_summary(lit_layer2, lit_times, literal_cfg, lit.p_tilde_after_stage1)
     if cfg.intervene:
         summary["intervention_windows_t"] = [
             [cfg.train.lr * a, None if b is None else cfg.train.lr * b] for a, b in windows(cfg.intervene)
@@ -184,10 +211,35 @@ def _summarise(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tilde_1: 
         **mean,
         "final": final,
         "p_tilde_after_stage1": float(np.mean(p_tilde_1)),
+        "balance_wq2_minus_wk2": balance(layer2),
         "stage2_layer1": cfg.train.stage2_layer1,
         "n_runs": len(cfg.seeds),
         "per_run": per_run,
     }
+
+
+def literal_summary(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tilde_1: np.ndarray) -> dict:
+    """The literal protocol's summary, and where finite p̃ moves its fixed point (docs/conventions.md#wang-5-3).
+
+    With r = e^{−p̃}, y_s = Σ_k (1−r) r^{k−1} x_{s−k} (eq. 5, long context), and E[x_{s−1} | y_s] = (1+r) y_s.
+    The 4-gram head (positive softmax weights) fits g*x_{L−2} at best from y_{L−1} alone: g → g*(1+r), leaving the
+    fraction r² = e^{−2p̃} of L_G4(0).  The induction head's logit w_KQ² x_L y_s best matches w*² x_L x_{s−1} at
+    w_KQ ≈ w* √(1+r)."""
+    out = _summarise(layer2, times, cfg, p_tilde_1)
+    first, last = layer2.groupby("run").first(), layer2.groupby("run").last()
+    r = np.exp(-p_tilde_1.astype(float))[first.index.to_numpy()]
+    out["g4_end_over_start"] = float(np.mean(last.loss_G4 / first.loss_G4))
+    out["g4_end_over_floor"] = float(np.mean(last.loss_G4.to_numpy() / first.loss_G4.to_numpy() / r**2))
+    out["w_V1_over_predicted"] = float(np.mean(last.w_V1.to_numpy() / (g_star(cfg.task.alpha_star) * (1 + r))))
+    out["w_KQ_over_predicted"] = float(np.mean(last.w_KQ.to_numpy() / (cfg.task.w_star * np.sqrt(1 + r))))
+    return out
+
+
+def balance(layer2: pd.DataFrame) -> float:
+    """Lemma 5.4: w_Q² − w_K² is conserved in Stage II, hence ≡ 0 from θ(0) = σ_init·1.  Its largest |value| over
+    the layer-2 stage and the runs, relative to the largest w_Q² + w_K² (0 exactly when balanced)."""
+    gap = (layer2.w_Q**2 - layer2.w_K**2).abs().max()
+    return float(gap / max(float((layer2.w_Q**2 + layer2.w_K**2).max()), 1e-30))
 
 
 def _nanmean(values: list[float]) -> float:
@@ -236,9 +288,20 @@ def _curves(ax, table: pd.DataFrame, col: str, **style) -> None:
         plots.seed_band(ax, wide.index.to_numpy(), wide.to_numpy().T, style["color"], style.get("label"))
 
 
+def _literal_curves(ax, literal: pd.DataFrame | None, cols: tuple[str, ...]) -> None:
+    """The literal protocol's Stage II (``literal = true``), mean over runs, dash-dotted beside the default."""
+    if literal is None or not len(literal):
+        return
+    mean = layer2_metrics(literal).groupby("t")[list(cols)].mean()
+    for col in cols:
+        label = f"{SYMBOLS[col]} (literal: learned layer 1)" if col == cols[0] else None
+        ax.plot(mean.index, mean[col], "-.", color=plots.CURVE_COLORS[col], lw=0.9, alpha=0.7, label=label)
+
+
 def plot(results: Results, out_dir: Path) -> list[Path]:
     """Three panels on the Stage-II t axis — total loss; L_G4 and L_IH2; p, w_V1, w_V2, w_KQ — with GF
-    overlaid (dashed: closed form, dotted: exact softmax) and the four phases shaded; plus Stage I."""
+    overlaid (dashed: closed form, dotted: exact softmax), the literal protocol dash-dotted (``literal = true``) and
+    the four phases shaded; plus Stage I."""
     metrics, s = results.tables["metrics"], results.summary
     st2 = layer2_metrics(metrics)
     gf = results.tables.get("gf")
@@ -258,6 +321,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
                 if len(g):
                     label = f"GF ({method} form)" if col == cols[0] else None
                     ax.plot(g.t, g[col], style, color=plots.CURVE_COLORS[col], lw=1.0, label=label)
+        _literal_curves(ax, results.tables.get("literal"), cols)
         ax.set(title=title, xlabel="t = lr × step (Stage II)", ylabel=ylabel)
         if ax is not axes[2]:  # log scale, floored below the SGD curves (GF's closed form reaches 1e-18)
             floor = float(st2[list(cols)].where(st2[list(cols)] > 0).min().min())

@@ -6,7 +6,9 @@ every position of contiguous 200-token chunks, SGD lr 0.1, batch 32, both layers
 Expected: ‖p‖ learned early and fast while ‖(W_K, W_Q)‖ grows slowly (roughly exponentially) from its small
 start — the time-scale separation of the theory.  Reported: ``t_half_p_norm`` (first step at which ‖p‖ reaches
 half its final value) and ``t_double_wkq_norm`` (first step at which ‖(W_K, W_Q)‖ reaches twice its initial
-value), the validation loss, its plateau, and the head diagnostics on repeated random tokens.
+value), ``p_relative_growth`` (final ‖p‖ over its start, minus 1), the validation loss, its plateau, and the head
+diagnostics on repeated random tokens.  The CPU preset learns p but does not reach the doubling of
+‖(W_K, W_Q)‖ (it grows exponentially slowly from 0.01 at SGD lr 0.1), so the full order is judged at paper scale.
 
 Presets.  ``cpu`` (the default): the 2000 most frequent words + <unk>, bf16 autocast for the matrix products
 (``--bf16 auto``: where the CPU has AVX512-BF16, 1.5× per step; float32 elsewhere, where emulated bf16 is ~8× slower), about 10 minutes on 2 cores.  The shared
@@ -21,7 +23,7 @@ import math
 from pathlib import Path
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Between, Claim
+from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.phases import plateau
 from inductionlab.experiments.text_common import (
     SMOKE,
@@ -57,15 +59,39 @@ PRESETS = {
     "smoke": SMOKE,
 }
 
+CONTROLS = (
+    Control(
+        "p-frozen",
+        "every layer's slopes p held at their initial 0.01: the positional part cannot be learned",
+        {"intervene.freeze": ("blocks.0.attn.p", "blocks.1.attn.p")},
+        preset="quick",
+    ),
+)
+
 CLAIMS = (
+    Claim(
+        "wang-fig5-p-learned",
+        "wang",
+        'Fig. 5 (workshop Fig. 2): "position encoding p\'s are learned first"',
+        "On WikiText-2, layer 1's slopes are learned early: ‖p‖ at least doubles from its start",
+        "p_relative_growth",
+        "‖p‖ grows from its small start (0.02) while the loss is on its plateau",
+        Between(lo=1.0),
+        control="p-frozen",
+    ),
     Claim(
         "wang-fig5-p-first-cpu",
         "wang",
-        "Fig. 5",
-        "On WikiText-2, layer 1's slopes ‖p‖ move before ‖(W_K, W_Q)‖ does (CPU preset: partial evidence)",
-        "wkq_relative_growth",
-        "W_K, W_Q stay near init while p grows",
-        Between(hi=0.01),
+        "Fig. 5 (workshop Fig. 2): \"p's are learned first; W_K, W_Q are learned slowly at the beginning, "
+        'resembling an exponential increase"',
+        "On WikiText-2, ‖p‖ reaches half its final value before ‖(W_K, W_Q)‖ has doubled, and ‖(W_K, W_Q)‖ does "
+        "double within the run",
+        "t_half_p_norm",
+        "t(‖p‖ half learned) / t(‖(W_K, W_Q)‖ doubled) ≤ 0.5",
+        Between(hi=0.5),
+        over="t_double_wkq_norm",
+        if_failed="a limit of this machine: at the CPU preset's 3000 steps of SGD lr 0.1 ‖(W_K, W_Q)‖ has not "
+        "doubled (it grows slowly from 0.01, as the paper says), so the second half of the order is not reached",
     ),
     Claim(
         "wang-fig5-induction",
@@ -106,6 +132,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         },
         "initial_wkq_norm": float(mean.wkq_norm.iloc[0]),
         "wkq_relative_growth": float(mean.wkq_norm.iloc[-1] / mean.wkq_norm.iloc[0] - 1),
+        "p_relative_growth": float(mean.p_norm.iloc[-1] / mean.p_norm.iloc[0] - 1),
     }
     return Results({"metrics": metrics}, summary | intervention_windows(cfg))
 

@@ -108,3 +108,16 @@ class PhaseTimes:
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+def ih_ratio_lazy(t: float, L: int, alpha_star: float, w_star: float, sigma_init: float) -> float:
+    """L_IH2(t) / L_IH2(0) of eq. (10) while w_Q w_K stays at σ_init² (the IH head's lazy part, before w grows).
+
+    With v frozen, ḣ = (B − A h)/(L−2), A = c(v,v), B = c(v,w*²)/(1+α*), so h − B/A decays like e^{−At/(L−2)}, and
+    L_IH2 ∝ C − B²/A + A (h − B/A)², C = c(w*²,w*²)/(1+α*)²: the h-fit removes the fraction B²/(AC) of L_IH2(0)
+    on the time scale L (docs/conventions.md#wang-5-5).  Theorem 5.5's L_IH2(T_I) ≥ 0.99 L_IH2(0) needs
+    T_I ≪ L: this ratio at T_I says by how much."""
+    v, a1, n = sigma_init**2, 1 + alpha_star, L - 2
+    A, B, C = _c(v, v), _c(v, w_star**2) / a1, _c(w_star**2, w_star**2) / a1**2
+    rest, gap0 = C - B * B / A, A * (sigma_init - B / A) ** 2
+    return (rest + gap0 * math.exp(-2 * A * t / n)) / (rest + gap0)

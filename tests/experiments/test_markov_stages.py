@@ -1,0 +1,47 @@
+import math
+
+import pytest
+import torch
+
+from inductionlab import experiments
+from inductionlab.analysis.claims import judge
+from inductionlab.experiments.markov_common import copier_attention
+from inductionlab.models import chen
+
+
+def test_copier_attention_is_the_least_softmax_of_the_selected_heads_on_their_lag():
+    model = chen.ChenConfig(vocab_size=3, n_heads=3, window=3, max_degree=2)
+    w = torch.tensor([[3.0, 0.1, 0.1], [0.1, 9.0, 0.1], [0.1, 0.1, 3.0]])
+    sharp = math.exp(9.0) / (math.exp(9.0) + 2 * math.exp(0.1))
+    init = math.exp(3.0) / (math.exp(3.0) + 2 * math.exp(0.1))
+    assert copier_attention(model, w, (1,)) == pytest.approx(sharp)
+    assert copier_attention(model, w, (0, 1)) == pytest.approx(init)  # the least of the two heads
+    assert math.isnan(copier_attention(model, w, ()))
+
+
+def test_shifted_windows_renormalise_over_each_heads_own_lags():
+    model = chen.ChenConfig(vocab_size=3, n_heads=3, window=5, max_degree=2, windows="shifted")
+    w = torch.zeros(3, 5)
+    w[1, 1] = 2.0  # head 2 sees lags 2..4 only
+    expected = math.exp(2.0) / (math.exp(2.0) + 2)
+    assert copier_attention(model, w, (1,)) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["markov-stages", "markov-joint", "markov-full", "markov-mi", "markov-transformer", "markov-length-generalization"],
+)
+def test_every_claim_names_a_declared_control_and_every_control_is_used(name):
+    module = experiments.get(name)
+    controls = {c.name for c in module.CONTROLS}
+    named = {c.control for c in module.CLAIMS if c.control}
+    assert named <= controls and controls <= named
+    for control in module.CONTROLS:  # each control's run configures at its preset
+        experiments.configure(name, preset=control.preset, overrides=dict(control.overrides))
+
+
+def test_a_missing_variant_key_fails_its_claim():
+    claim = next(c for c in experiments.get("markov-stages").CLAIMS if c.id == "chen-thm3.3-D3-select")
+    assert judge(claim, {"runs": {"D=2, softmax_of_probs": {"p_selected": {"{1,2}": 1.0}}}})["status"] == "failed"
+    ok = judge(claim, {"runs": {"D=3, softmax_of_probs": {"p_selected": {"{1,2}": 0.999}}}})
+    assert ok["status"] == "passed"
