@@ -34,7 +34,7 @@ from inductionlab.train.toy import ToyTrainConfig
 NAME = "plateau-scaling"
 DESCRIPTION = "Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²"
 FIGURE = "Wang et al. Theorem 5.5"
-WALL = "~1.5 min"  # default preset, 2 cores
+WALL = "~2 min"  # default preset, 2 cores (the exact-softmax flow at the one-factor points included)
 CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove"
 HEADLINE = ("exponents.L", "exponents.one_plus_alpha", "exponents.w_star", "log_inv_sigma_r2")
 FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
