@@ -21,7 +21,7 @@ def main() -> None:
         t = time.perf_counter()
         solve_flow(FlowProblem())
         times.append(time.perf_counter() - t)
-    cfg = plateau_scaling.CONFIG
+    cfg = plateau_scaling.EXPERIMENT.config
     t = time.perf_counter()
     for point in plateau_scaling._points(cfg):
         pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])

@@ -13,7 +13,7 @@ from inductionlab.analysis.claims import judge
 from inductionlab.cli import resolve
 from inductionlab.config import flatten
 
-BF16 = sorted(n for n, m in experiments.REGISTRY.items() if "bf16" in flatten(m.CONFIG))
+BF16 = sorted(n for n, m in experiments.REGISTRY.items() if "bf16" in flatten(m.config))
 
 
 def test_the_bf16_capable_experiments_are_the_text_ones():
@@ -28,7 +28,7 @@ def test_smoke_claims_hold_in_bf16_as_in_float32(name, tmp_path):
         summaries[mode] = json.loads((out / "summary.json").read_text())
     assert summaries["on"]["precision"] == "bf16 autocast" and summaries["off"]["precision"] == "float32"
     measured = 0
-    for claim in experiments.get(name).CLAIMS:
+    for claim in experiments.get(name).claims:
         rows = {mode: judge(claim, s, gpu=bool(claim.needs)) for mode, s in summaries.items()}
         assert (rows["on"]["measured"] is None) == (rows["off"]["measured"] is None), (claim.id, rows)
         assert rows["on"]["status"] == rows["off"]["status"], (claim.id, rows)

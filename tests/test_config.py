@@ -58,18 +58,18 @@ def test_unknown_experiment_and_preset():
 
 def test_every_experiment_has_the_interface():
     for name, exp in experiments.REGISTRY.items():
-        assert exp.NAME == name and callable(exp.run) and callable(exp.plot) and "smoke" in exp.PRESETS
-        override(exp.CONFIG, exp.PRESETS["smoke"])  # presets validate
+        assert exp.name == name and callable(exp.run) and callable(exp.plot) and "smoke" in exp.presets
+        override(exp.config, exp.presets["smoke"])  # presets validate
 
 
 def test_every_experiment_has_one_run_axis_called_seeds_and_can_be_reseeded():
     for name, exp in experiments.REGISTRY.items():
-        names = {f.name for f in dataclasses.fields(exp.CONFIG)}
+        names = {f.name for f in dataclasses.fields(exp.config)}
         assert "seeds" in names and not names & {"seed", "n_runs", "init_seed", "instance_seed"}, name
         assert not hasattr(exp, "RUN_AXIS"), name
-        cfg = with_seeds(exp.CONFIG, 7)
-        assert cfg.seeds[0] == 7 and len(cfg.seeds) == len(exp.CONFIG.seeds), name
-        assert config_hash(cfg) != config_hash(exp.CONFIG), name
+        cfg = with_seeds(exp.config, 7)
+        assert cfg.seeds[0] == 7 and len(cfg.seeds) == len(exp.config.seeds), name
+        assert config_hash(cfg) != config_hash(exp.config), name
     assert with_seeds(resolve("wikitext", "smoke", {}), 5, 3).seeds == (5, 6, 7)
     assert with_seeds(lazy_to_rich.CONFIG, 5, 3).seeds == (5, 6, 7)
     with pytest.raises(ConfigError, match="no run axis"):

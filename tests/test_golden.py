@@ -101,7 +101,7 @@ def _close(want, got, rtol: float, atol: float) -> bool:
 
 def golden_digest(name: str, out: Path) -> dict:
     """The digest of experiment ``name``'s smoke run into ``out``, in float32 (bf16 autocast off) on one thread."""
-    overrides = {"bf16": "off"} if "bf16" in flatten(experiments.get(name).CONFIG) else {}
+    overrides = {"bf16": "off"} if "bf16" in flatten(experiments.get(name).config) else {}
     run_dir = run_experiment(name, resolve(name, "smoke", overrides), out, threads=1)
     return json.loads(json.dumps(digest(run_dir)))  # the JSON round trip the golden file went through
 

@@ -21,7 +21,7 @@ import pytest
 from inductionlab import config as C
 from inductionlab import experiments
 from inductionlab.cli import resolve
-from inductionlab.runs import RunContext
+from inductionlab.runner import context
 
 IGNORED_FILES = {dataclasses.__file__, C.__file__, "<string>"}  # "<string>": dataclass-generated methods
 
@@ -126,7 +126,7 @@ def _run(name: str, overrides: tuple = ()) -> frozenset[str]:
     """The keys read by experiment ``name``'s smoke run with ``overrides`` (no figures drawn)."""
     cfg = resolve(name, "smoke", dict(overrides))
     with recording(cfg) as reads:
-        experiments.get(name).run(cfg, RunContext(threads=1))  # no run directory: no checkpoints
+        experiments.get(name).run(cfg, context(cfg, threads=1))  # the runner's context; no directory, no checkpoints
     return frozenset(_leaf_reads(reads, cfg))
 
 
@@ -152,7 +152,7 @@ def test_branch_overrides_are_needed():
 def test_vocabulary_is_one_key():
     """A model takes its vocabulary (and token width) from the task, the corpus or ``tf_vocab``: no second key."""
     for name, exp in experiments.REGISTRY.items():
-        keys = C.flatten(exp.CONFIG)
+        keys = C.flatten(exp.config)
         if name in ("probe", "heads-dims"):  # real-valued tokens: no vocabulary
             continue
         doubled = [k for k in keys if "model." in k and k.rsplit(".", 1)[1] in ("vocab", "vocab_size", "d_out")]
@@ -171,5 +171,5 @@ def test_a_larger_vocabulary_trains(name):
     """The model follows task.vocab_size (two keys that had to agree crashed with a tensor-size error)."""
     over = {"task.vocab_size": 5, "train.epochs": "2"} if name == "markov-full" else {"task.vocab_size": 5}
     cfg = resolve(name, "smoke", over)
-    results = experiments.get(name).run(cfg, RunContext(threads=1))
+    results = experiments.get(name).run(cfg, context(cfg, threads=1))
     assert results.summary

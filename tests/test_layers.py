@@ -9,8 +9,10 @@ from pathlib import Path
 import inductionlab
 
 SRC = Path(inductionlab.__file__).parent
+SHARED = {"experiments.experiment"}  # the Experiment dataclass every experiment builds
+SHARED_FILES = {"__init__", "experiment"}
 LAYERS = [
-    {"_version", "_runtime", "config", "ops", "plots", "runs"},
+    {"_version", "_runtime", "config", "ops", "plots", "rng", "runs"},
     {"tasks"},
     {"models"},
     {"theory"},
@@ -86,10 +88,18 @@ def test_no_import_cycle():
 def test_no_experiment_imports_another():
     from inductionlab import experiments
 
-    registered = {m.__name__.removeprefix("inductionlab.") for m in experiments.REGISTRY.values()}
+    files = [
+        p for p in (SRC / "experiments").glob("*.py") if p.stem not in SHARED_FILES and not p.stem.endswith("_common")
+    ]
+    missing = [p.name for p in files if "\nEXPERIMENT = " not in p.read_text()]
+    assert not missing, f"experiment files that define no EXPERIMENT: {missing}"
+    registered = {f"experiments.{p.stem}" for p in files}
+    assert registered == {e.run.__module__.removeprefix("inductionlab.") for e in experiments.BUILTIN}
     for module, imports in _graph().items():
         if module in registered:
-            others = {i for i in imports if i.startswith("experiments.") and not i.endswith("_common")}
+            others = {
+                i for i in imports if i.startswith("experiments.") and i not in SHARED and not i.endswith("_common")
+            }
             assert not others, f"{module} imports the experiment(s) {others}; share code through a *_common module"
 
 

@@ -108,8 +108,8 @@ def test_help_and_version_import_nothing_heavy():
 @pytest.mark.parametrize("name", sorted(experiments.REGISTRY))
 def test_every_experiment_has_smoke_quick_and_says_what_it_reproduces(name):
     exp = experiments.get(name)
-    assert {"smoke", "quick"} <= set(exp.PRESETS), name
-    assert exp.FIGURE and exp.WALL.startswith("~"), name
+    assert {"smoke", "quick"} <= set(exp.presets), name
+    assert exp.figure and exp.wall.startswith("~"), name
 
 
 def test_one_device_switch_with_clear_refusals(tmp_path, capsys):

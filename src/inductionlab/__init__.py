@@ -20,6 +20,7 @@ The public API, on one screen (each name is imported when first used, so ``impor
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from inductionlab._version import __version__
 
@@ -72,7 +73,15 @@ _EXPORTS = {
     "run_experiment": "runner",
     "run_sweep": "sweep",
     "Claim": "analysis.claims",
+    "Control": "analysis.claims",
+    "Between": "analysis.claims",
+    "Near": "analysis.claims",
+    "Is": "analysis.claims",
     "judge": "analysis.claims",
+    "Results": "runs",
+    "Experiment": "experiments.experiment",
+    "register_experiment": "experiments",
+    "configure": "experiments",
     "load_sweep": "sweep",
 }
 _ALIASES = {
@@ -82,7 +91,115 @@ _ALIASES = {
 }
 _MODULES = {"toy": "models.toy", "experiments": "experiments", "plots": "plots"}
 
-__all__ = ["__version__", *_EXPORTS, *_ALIASES, *_MODULES]
+if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is imported when first used
+    from inductionlab import experiments, plots
+    from inductionlab.analysis.ablation import direct_logit_attribution, head_ablation, patch_heads, patch_layers
+    from inductionlab.analysis.claims import Between, Claim, Control, Is, Near, judge
+    from inductionlab.analysis.heads import head_scores, probe_distance
+    from inductionlab.analysis.phases import phase_times
+    from inductionlab.analysis.tl_export import to_hooked_transformer
+    from inductionlab.experiments import configure, register_experiment
+    from inductionlab.experiments.experiment import Experiment
+    from inductionlab.models import toy
+    from inductionlab.models.chen import ChenConfig
+    from inductionlab.models.highdim import HighDimConfig
+    from inductionlab.models.toy import ToyConfig
+    from inductionlab.models.transformer import TransformerConfig
+    from inductionlab.models.transformer import forward as forward
+    from inductionlab.models.transformer import init_params as init_transformer
+    from inductionlab.runner import run_experiment
+    from inductionlab.runs import Results, RunContext, load_run
+    from inductionlab.sweep import load_sweep, run_sweep
+    from inductionlab.tasks.induction import (
+        InductionTaskConfig,
+        generalized_induction_head,
+        induction_head,
+        repeated_random_tokens,
+    )
+    from inductionlab.tasks.markov import MarkovConfig
+    from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+    from inductionlab.tasks.scb import SCBConfig, random_instance
+    from inductionlab.tasks.text import TextConfig, load_corpus
+    from inductionlab.theory.mixed import PhaseTimes
+    from inductionlab.train.autograd import TrainConfig
+    from inductionlab.train.autograd import train as train_autograd
+    from inductionlab.train.chen import StagedConfig, train_staged
+    from inductionlab.train.flow import FlowProblem, solve_flow
+    from inductionlab.train.hooks import FreezeColumns, JsonlLogger, TensorBoardLogger, WandbLogger
+    from inductionlab.train.interventions import AblateHeads, ClampColumns, InterventionConfig
+    from inductionlab.train.loop import Hook
+    from inductionlab.train.proximal import SCBTrainConfig, train_scb
+    from inductionlab.train.text import fit_lm
+    from inductionlab.train.toy import ToyTrainConfig, train_toy
+    from inductionlab.train.transformer import fit_induction
+
+__all__ = [
+    "__version__",
+    "MixedTaskConfig",
+    "MixedTarget",
+    "InductionTaskConfig",
+    "induction_head",
+    "generalized_induction_head",
+    "repeated_random_tokens",
+    "MarkovConfig",
+    "SCBConfig",
+    "random_instance",
+    "TextConfig",
+    "load_corpus",
+    "ToyConfig",
+    "TransformerConfig",
+    "ChenConfig",
+    "HighDimConfig",
+    "RunContext",
+    "load_run",
+    "Hook",
+    "JsonlLogger",
+    "FreezeColumns",
+    "InterventionConfig",
+    "ClampColumns",
+    "AblateHeads",
+    "TensorBoardLogger",
+    "WandbLogger",
+    "ToyTrainConfig",
+    "train_toy",
+    "TrainConfig",
+    "fit_induction",
+    "fit_lm",
+    "StagedConfig",
+    "train_staged",
+    "SCBTrainConfig",
+    "train_scb",
+    "FlowProblem",
+    "solve_flow",
+    "PhaseTimes",
+    "phase_times",
+    "head_scores",
+    "probe_distance",
+    "head_ablation",
+    "patch_heads",
+    "patch_layers",
+    "direct_logit_attribution",
+    "to_hooked_transformer",
+    "run_experiment",
+    "run_sweep",
+    "Claim",
+    "Control",
+    "Between",
+    "Near",
+    "Is",
+    "judge",
+    "Results",
+    "Experiment",
+    "register_experiment",
+    "configure",
+    "load_sweep",
+    "init_transformer",
+    "forward",
+    "train_autograd",
+    "toy",
+    "experiments",
+    "plots",
+]
 
 
 def __getattr__(name: str):

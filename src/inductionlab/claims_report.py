@@ -129,10 +129,16 @@ def controls_line(table: pd.DataFrame) -> str:
     )
 
 
+def papers_in(table: pd.DataFrame) -> dict[str, str]:
+    """The sources of the table's claims, by name: the three papers first, then any other (its name as title)."""
+    others = [p for p in dict.fromkeys(table.paper) if p not in PAPERS] if len(table) else []
+    return {**PAPERS, **{p: p for p in others}}
+
+
 def toc(table: pd.DataFrame) -> str:
     """Every paper, experiment and claim, linked."""
     items = []
-    for paper, title in PAPERS.items():
+    for paper, title in papers_in(table).items():
         rows = table[table.paper == paper] if len(table) else table
         if not len(rows):
             continue
@@ -156,7 +162,7 @@ def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
         "<th>negative control</th><th>note</th></tr>"
     )
     return (
-        f'<h3 id="{_e(name)}">{_e(name)} <span class="meta">— {_e(exp.FIGURE)}; run directory <code>{_e(name)}/</code>'
+        f'<h3 id="{_e(name)}">{_e(name)} <span class="meta">— {_e(exp.figure)}; run directory <code>{_e(name)}/</code>'
         f"</span></h3>"
         f'<div class="block"><table>{head}{"".join(_row(r) for _, r in rows.iterrows())}</table>'
         f'<div class="figs">{imgs or "<p class=meta>no figure</p>"}</div></div>'
@@ -180,7 +186,7 @@ def _header(info: dict) -> str:
 def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
     """The whole page as a string."""
     sections = []
-    for paper, title in PAPERS.items():
+    for paper, title in papers_in(table).items():
         rows = table[table.paper == paper] if len(table) else table
         if not len(rows):
             continue

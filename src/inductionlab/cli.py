@@ -88,17 +88,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     if args.keys:
         exp = experiments.get(args.keys)
-        print(f"{exp.NAME}: presets {', '.join(exp.PRESETS)}   (values are typed as shown: lists as 1,2)")
-        for d in describe(exp.CONFIG):
+        print(f"{exp.name}: presets {', '.join(exp.presets)}   (values are typed as shown: lists as 1,2)")
+        for d in describe(exp.config):
             allowed = f"  [{d['allowed']}]" if d["allowed"] else ""
             note = f"  # {d['help']}" if d["help"] else ""
             print(f"  --{d['key']} {d['default']}   ({d['type']}){allowed}{note}")
         return 0
-    width = max(map(len, experiments.REGISTRY))
-    for name, exp in experiments.REGISTRY.items():
-        where = getattr(exp, "FIGURE", "")
-        wall = getattr(exp, "WALL", "")
-        print(f"{name:<{width}}  {where:<26} {wall:>8}  {exp.DESCRIPTION}")
+    known = experiments.all_experiments()
+    width = max(map(len, known))
+    for name, exp in known.items():
+        print(f"{name:<{width}}  {exp.figure:<26} {exp.wall:>8}  {exp.description}")
     print("\nColumns: experiment, what it reproduces, default wall time on 2 cores, description.")
     print("Keys and presets of one experiment: inductionlab list --keys NAME")
     return 0
@@ -145,7 +144,7 @@ def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[s
     if saved is not None:
         if saved.get("experiment") != name:
             raise ConfigError(f"the saved config is for {saved.get('experiment')!r}, not {name!r}")
-        base = from_dict(experiments.get(name).Config, {k: v for k, v in saved.items() if k != "experiment"})
+        base = from_dict(type(experiments.get(name).config), {k: v for k, v in saved.items() if k != "experiment"})
     cfg = experiments.configure(name, args.preset, values, base, file)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
@@ -178,7 +177,7 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
     run_dir = run_experiment(
         name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress, hooks=tuple(hooks)
     )
-    _print_outputs(run_dir, getattr(experiments.get(name), "HEADLINE", None))
+    _print_outputs(run_dir, experiments.get(name).headline)
     return 0
 
 
@@ -287,7 +286,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"{run_dir}: its tables do not fit a {saved['experiment']} run ({type(err).__name__}: "
             f"{err}); a table is missing or config.json belongs to another run. Re-run it (--force)."
         ) from None
-    _print_outputs(run_dir, getattr(exp, "HEADLINE", None))
+    _print_outputs(run_dir, exp.headline)
     return 0
 
 
@@ -296,6 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="inductionlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--version", action="version", version=f"inductionlab {__version__}")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE|FILE.py",
+        help="import a module or file that registers experiments (before the command; repeatable; "
+        "also $INDUCTIONLAB_PLUGINS); see docs/own_experiment.md",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list experiments (or one experiment's keys)")
     ls.add_argument("--keys", metavar="NAME", help="print every config key of NAME with its type and default")
@@ -331,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--slurm-timeout-min", type=int, default=60)
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
     rr = sub.add_parser("reproduce", help="run what the papers' claims need, judge them, write report.html")
-    rr.add_argument("--paper", choices=("all", "wang", "chen", "ren"), default="all")
+    rr.add_argument(
+        "--paper", default="all", help="all (default), wang, chen, ren, or the paper name of registered claims"
+    )
     rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
     rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
     rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
@@ -342,7 +350,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _take_plugins(argv: list[str]) -> list[str]:
+    """Take the leading ``--plugin SPEC`` options off ``argv`` and add each SPEC (a module or a .py file that
+    registers experiments, docs/own_experiment.md) to ``$INDUCTIONLAB_PLUGINS``, which this process and the sweep's
+    and reproduce's worker processes import before they look an experiment up."""
+    specs = []
+    while argv and (argv[0] == "--plugin" or argv[0].startswith("--plugin=")):
+        if argv[0] == "--plugin":
+            if len(argv) < 2:
+                raise ConfigError("--plugin: expected a module name or a .py file")
+            specs.append(argv[1])
+            argv = argv[2:]
+        else:
+            specs.append(argv[0].split("=", 1)[1])
+            argv = argv[1:]
+    if specs:
+        from inductionlab.experiments import PLUGINS_ENV
+
+        old = os.environ.get(PLUGINS_ENV, "")
+        os.environ[PLUGINS_ENV] = ",".join(
+            [*filter(None, [old]), *(str(Path(s).resolve()) if s.endswith(".py") else s for s in specs)]
+        )
+    return argv
+
+
 def _dispatch(argv: list[str]) -> int:
+    argv = _take_plugins(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     if command in ("run", "sweep"):
         valued, flags = (RUN_VALUED, RUN_FLAGS) if command == "run" else (SWEEP_VALUED, SWEEP_FLAGS)

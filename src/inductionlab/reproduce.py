@@ -55,12 +55,12 @@ CLAIMS_FILE = "claims.parquet"
 
 
 def claims_of(name: str) -> tuple[Claim, ...]:
-    return tuple(getattr(experiments.get(name), "CLAIMS", ()))
+    return experiments.get(name).claims
 
 
 def controls_of(name: str, paper: str = "all") -> dict[str, Control]:
     """The negative controls that ``paper``'s claims of experiment ``name`` name, by control name."""
-    known = {c.name: c for c in getattr(experiments.get(name), "CONTROLS", ())}
+    known = {c.name: c for c in experiments.get(name).controls}
     return {c.control: known[c.control] for c in claims_of(name) if c.control and paper in ("all", c.paper)}
 
 
@@ -71,9 +71,10 @@ def control_dir(name: str, control: str) -> str:
 
 def experiments_for(paper: str) -> list[str]:
     """The experiments with at least one claim of ``paper`` ("all": any), in the registry's order."""
-    if paper != "all" and paper not in PAPERS:
-        raise ConfigError(f"--paper: unknown paper {paper!r}; allowed: all, {', '.join(PAPERS)}")
-    return [n for n in experiments.REGISTRY if any(paper in ("all", c.paper) for c in claims_of(n))]
+    known = dict.fromkeys([*PAPERS, *(c.paper for e in experiments.all_experiments().values() for c in e.claims)])
+    if paper != "all" and paper not in known:
+        raise ConfigError(f"--paper: unknown paper {paper!r}; allowed: all, {', '.join(known)}")
+    return [n for n in experiments.all_experiments() if any(paper in ("all", c.paper) for c in claims_of(n))]
 
 
 def plan(
@@ -93,22 +94,24 @@ def plan(
             raise ConfigError(f"--only: {name} has no claim of --paper {paper}; with claims: {', '.join(names)}")
     jobs, skipped = [], {}
     for name in [n for n in names if not only or n in only]:
-        reads_text = hasattr(experiments.get(name).CONFIG, "data")
+        reads_text = hasattr(experiments.get(name).config, "data")
         extra = {"data.path": data} if reads_text and data else {}
-        cfg = experiments.configure(name, preset=BUDGETS[budget], overrides=extra)
+        preset = BUDGETS[budget] if BUDGETS[budget] in experiments.get(name).presets else None  # else its default
+        cfg = experiments.configure(name, preset=preset, overrides=extra)
         if reads_text:
             try:
                 data_root(cfg.data)
             except MissingDataError:
                 skipped[name] = "no text data here: pass --data DIR (WikiText-2) or set INDUCTIONLAB_DATA"
                 continue
-        jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name)))
+        source = experiments.source_of(name)
+        jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name), source=source))
         for control in controls_of(name, paper).values():
             cfg = experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra})
             if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
                 meta = {"budget": budget, "control": control.name}
                 dir_ = str(out / control_dir(name, control.name))
-                jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_))
+                jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_, source=source))
     return jobs, skipped
 
 
@@ -207,7 +210,7 @@ def judge_all(out: Path) -> pd.DataFrame:
     failures, rows = _failures(Path(out)), []
     names = [*info["experiments"], *info.get("skipped", {})]
     smoke = info["budget"] == "smoke"
-    for name in [n for n in experiments.REGISTRY if n in names]:
+    for name in [n for n in experiments.all_experiments() if n in names]:
         run_dir = Path(out) / info.get("dirs", {}).get(name, name)
         summary, config = _saved(run_dir)
         reason = info.get("skipped", {}).get(name) or (

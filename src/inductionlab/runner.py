@@ -93,9 +93,7 @@ def run_experiment(
         _remove_temporaries(out)
         fresh = not (out / CONFIG).exists()
         write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
-        ctx = RunContext(
-            out, resume, progress, threads, tuple(hooks), fingerprint=config_hash(cfg), config=to_dict(cfg)
-        )
+        ctx = context(cfg, out, resume=resume, progress=progress, threads=threads, hooks=tuple(hooks))
         try:
             _run_and_save(exp, name, cfg, out, ctx)
         except BaseException:
@@ -103,6 +101,18 @@ def run_experiment(
                 clear(out)  # nothing to resume: leave no unfinished run behind
             raise
     return out
+
+
+def context(cfg: Any, run_dir: Path | None = None, **settings: Any) -> RunContext:
+    """The :class:`RunContext` of a run of ``cfg`` into ``run_dir``: the config's ``device`` (if it has one) reaches
+    every trainer of the run, its hash guards the checkpoints; ``settings``: resume, progress, threads, hooks."""
+    return RunContext(
+        run_dir,
+        device=getattr(cfg, "device", "cpu"),
+        fingerprint=config_hash(cfg),
+        config=to_dict(cfg),
+        **settings,
+    )
 
 
 def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext) -> None:

@@ -78,6 +78,7 @@ class Job:
     hash: str
     dir: str
     threads: int = 1  # cores per job: 1 when several workers share the machine
+    source: str = ""  # where a worker finds an outside experiment (experiments.source_of)
 
 
 def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
@@ -86,7 +87,7 @@ def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: 
     same config (``task.L=8,8.0,08``) are one job: the first.  ``seeds`` > 1: that many seeds from the config's
     first; 1: the config's own seeds.  (To train several seeds on the run axis in one process, give them to
     ``run``: ``--seeds 0,1,2``.)"""
-    experiments.get(name)  # a clear error for an unknown name
+    source = experiments.source_of(name)  # (a clear error for an unknown name)
     count_jobs(base_cfg, grid, seeds)  # refuses a grid over seeds with seeds > 1
     jobs: dict[str, Job] = {}
     keys = list(grid)
@@ -98,7 +99,8 @@ def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: 
             variant = with_seeds(cfg, seed, 1)
             h = config_hash(variant)
             folder = _folder_name({**overrides, "seed": seed}, h)
-            jobs.setdefault(h, Job(name, to_dict(variant), {**overrides, "seed": str(seed)}, h, str(out / folder)))
+            job = Job(name, to_dict(variant), {**overrides, "seed": str(seed)}, h, str(out / folder), source=source)
+            jobs.setdefault(h, job)
     return list(jobs.values())
 
 
@@ -112,8 +114,8 @@ def _folder_name(values: dict[str, Any], config_hash: str) -> str:
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job into its directory (resuming an interrupted one); picklable for any executor."""
     tune_process()
-    exp = experiments.get(job.experiment)
-    cfg = from_dict(exp.Config, job.config)
+    exp = experiments.ensure_registered(job.experiment, job.source)
+    cfg = from_dict(type(exp.config), job.config)
     start = time.perf_counter()
     run_experiment(job.experiment, cfg, job.dir, resume=True, threads=job.threads)
     return {"hash": job.hash, "dir": Path(job.dir).name, "wall_seconds": time.perf_counter() - start}

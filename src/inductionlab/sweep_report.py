@@ -26,7 +26,7 @@ MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs tha
 def estimate(name: str, jobs: int, workers: int, preset: str | None = None) -> str:
     """``12 jobs on 2 workers: about 9 min (...)``: jobs ÷ workers × the experiment's ``WALL`` (its default
     preset's time on 2 cores), the basis stated in brackets."""
-    wall = getattr(experiments.get(name), "WALL", "")
+    wall = experiments.get(name).wall
     head = f"{jobs} job{'s' * (jobs != 1)} on {workers} worker{'s' * (workers != 1)}"
     found = re.search(r"([\d.]+)\s*(s|min|h)\b", wall)
     if found is None:
@@ -56,7 +56,7 @@ def sweep_info(out: Path) -> dict:
     known = (
         isinstance(info, dict)
         and isinstance(info.get("experiment"), str)
-        and info["experiment"] in experiments.REGISTRY
+        and info["experiment"] in experiments.all_experiments()
     )
     grid = info.get("grid") if known else None
     if not (isinstance(grid, list) and all(isinstance(k, str) for k in grid)):
@@ -81,7 +81,7 @@ def metrics_of(table: pd.DataFrame, experiment: str, grid: list[str]) -> list[st
         and pd.api.types.is_numeric_dtype(table[c])
         and not pd.api.types.is_bool_dtype(table[c])
     ]
-    headline = [k for k in getattr(experiments.get(experiment), "HEADLINE", None) or () if k in numeric]
+    headline = [k for k in experiments.get(experiment).headline if k in numeric]
     return headline or numeric[:8]
 
 

@@ -83,7 +83,7 @@ def test_claims_are_refused_when_malformed():
 
 
 def test_the_registry_covers_the_papers_with_unique_ids_and_real_keys():
-    claims = [(n, c) for n, e in experiments.REGISTRY.items() for c in getattr(e, "CLAIMS", ())]
+    claims = [(n, c) for n, e in experiments.REGISTRY.items() for c in e.claims]
     assert len(claims) >= 30
     ids = [c.id for _, c in claims]
     assert len(ids) == len(set(ids)), "claim ids must be unique"
@@ -106,14 +106,14 @@ def test_a_control_rejects_when_the_claims_test_fails_on_it():
     with pytest.raises(ValueError, match="if_failed must start"):
         _claim(if_failed="maybe: who knows")
     with pytest.raises(ValueError, match="what it breaks"):
-        Control("bad name", "x", {})
+        Control(name="bad name", breaks="x", overrides={})
 
 
 def test_every_control_exists_changes_the_run_and_has_a_claim():
     for name, exp in experiments.REGISTRY.items():
-        controls = {c.name: c for c in getattr(exp, "CONTROLS", ())}
-        assert len(controls) == len(getattr(exp, "CONTROLS", ())), f"{name}: control names repeat"
-        named = {c.control for c in exp.CLAIMS if c.control}
+        controls = {c.name: c for c in exp.controls}
+        assert len(controls) == len(exp.controls), f"{name}: control names repeat"
+        named = {c.control for c in exp.claims if c.control}
         assert named <= set(controls), f"{name}: claims name unknown controls {named - set(controls)}"
         assert set(controls) <= named, f"{name}: controls no claim uses {set(controls) - named}"
         for control in controls.values():

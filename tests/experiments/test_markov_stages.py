@@ -5,8 +5,8 @@ import torch
 
 from inductionlab import experiments
 from inductionlab.analysis.claims import judge
-from inductionlab.experiments.markov_common import copier_attention
 from inductionlab.models import chen
+from inductionlab.models.chen import copier_attention
 
 
 def test_copier_attention_is_the_least_softmax_of_the_selected_heads_on_their_lag():
@@ -33,15 +33,15 @@ def test_shifted_windows_renormalise_over_each_heads_own_lags():
 )
 def test_every_claim_names_a_declared_control_and_every_control_is_used(name):
     module = experiments.get(name)
-    controls = {c.name for c in module.CONTROLS}
-    named = {c.control for c in module.CLAIMS if c.control}
+    controls = {c.name for c in module.controls}
+    named = {c.control for c in module.claims if c.control}
     assert named <= controls and controls <= named
-    for control in module.CONTROLS:  # each control's run configures at its preset
+    for control in module.controls:  # each control's run configures at its preset
         experiments.configure(name, preset=control.preset, overrides=dict(control.overrides))
 
 
 def test_a_missing_variant_key_fails_its_claim():
-    claim = next(c for c in experiments.get("markov-stages").CLAIMS if c.id == "chen-thm3.3-D3-select")
+    claim = next(c for c in experiments.get("markov-stages").claims if c.id == "chen-thm3.3-D3-select")
     assert judge(claim, {"runs": {"D=2, softmax_of_probs": {"p_selected": {"{1,2}": 1.0}}}})["status"] == "failed"
     ok = judge(claim, {"runs": {"D=3, softmax_of_probs": {"p_selected": {"{1,2}": 0.999}}}})
     assert ok["status"] == "passed"

@@ -48,12 +48,12 @@ def test_swapping_the_optimizers_keeps_the_labels_and_the_budgets():
 )
 def test_every_claim_with_a_control_names_a_declared_one(name):
     module = experiments.get(name)
-    declared = {c.name for c in module.CONTROLS}
-    named = {c.control for c in module.CLAIMS if c.control}
+    declared = {c.name for c in module.controls}
+    named = {c.control for c in module.claims if c.control}
     assert named == declared
 
 
 def test_the_restated_ablation_claim_asks_both_heads_to_matter():
-    claim = next(c for c in experiments.get("repeated-text").CLAIMS if c.id == "mech-ablation-overall")
+    claim = next(c for c in experiments.get("repeated-text").claims if c.id == "mech-ablation-overall")
     assert judge(claim, {"ablation_smaller_over_larger": 3.14 / 3.23})["status"] == "passed"
     assert judge(claim, {"ablation_smaller_over_larger": 0.1})["status"] == "failed"

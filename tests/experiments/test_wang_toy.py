@@ -47,7 +47,7 @@ def _layer2(p_tilde: float, w_star: float = 0.49) -> pd.DataFrame:
 def test_the_literal_summary_divides_by_the_finite_p_tilde_fixed_point(monkeypatch):
     layer2 = _layer2(0.94)
     monkeypatch.setattr(
-        "inductionlab.experiments.toy_common._summarise", lambda *a: {"final": {"w_KQ": float(layer2.w_KQ.iloc[-1])}}
+        "inductionlab.experiments.toy_common.summarise", lambda *a: {"final": {"w_KQ": float(layer2.w_KQ.iloc[-1])}}
     )
     out = literal_summary(layer2, [], Config(gf="none"), np.array([0.94]))
     for key in ("g4_end_over_floor", "w_V1_over_predicted", "w_KQ_over_predicted"):
@@ -89,5 +89,5 @@ def test_freezing_layer_1_stops_joint_training_from_forming_the_induction_head()
 def test_every_control_of_the_toy_experiments_is_used():
     for name in ("lazy-to-rich", "lazy-to-rich-boolean", "plateau-scaling", "joint-training"):
         module = experiments.get(name)
-        used = {c.control for c in module.CLAIMS if c.control}
-        assert used == {c.name for c in module.CONTROLS}
+        used = {c.control for c in module.claims if c.control}
+        assert used == {c.name for c in module.controls}

@@ -18,12 +18,13 @@ or the claim needs what this machine lacks, e.g. a GPU at paper scale; the reaso
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-Paper = Literal["wang", "chen", "ren"]
-PAPERS: dict[str, str] = {
+Paper = str  # "wang", "chen", "ren", or the short name of a researcher's own source (docs/own_experiment.md)
+PAPERS: dict[str, str] = {  # the toolkit's three papers; any other name is a source of its own
     "wang": "Wang, Yu, E & Wu — how transformers get rich",
     "chen": "Chen, Sheen, Wang & Yang — unveiling induction heads",
     "ren": "Ren, Wang & Lee — sparse contextual bigrams",
@@ -98,7 +99,7 @@ class Is:
         return "never (null)" if self.expected is None else f"= {self.expected}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Control:
     """A negative control (docs/conventions.md#controls): ``name`` (unique within its experiment), what it
     ``breaks`` (one sentence), and the run: the experiment's ``preset`` (the smallest budget at which the check
@@ -115,7 +116,7 @@ class Control:
             raise ValueError(f"control {self.name!r}: a name of letters, digits and '-', and what it breaks")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Claim:
     """One claim: ``id`` (unique, e.g. ``wang-thm5.5-L``), the paper and where in it (figure / theorem /
     section), the claim in one sentence, the summary ``key`` (dotted; a key may itself hold dots), what the paper
@@ -138,8 +139,11 @@ class Claim:
     if_failed: str = ""
 
     def __post_init__(self) -> None:
-        if self.paper not in PAPERS:
-            raise ValueError(f"claim {self.id}: paper must be one of {', '.join(PAPERS)}, got {self.paper!r}")
+        if not isinstance(self.paper, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", self.paper):
+            raise ValueError(
+                f"claim {self.id}: paper must be a short lower-case name ({', '.join(PAPERS)} or your own), "
+                f"got {self.paper!r}"
+            )
         if not self.id or not self.key or not self.statement:
             raise ValueError(f"claim {self.id!r}: id, key and statement are required")
         if self.if_failed and self.if_failed.split(":", 1)[0] not in FAILURE_KINDS:

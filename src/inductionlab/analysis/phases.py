@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from inductionlab.theory.mixed import PHASE_NAMES, PhaseTimes
 
@@ -80,3 +81,16 @@ def plateau(t: np.ndarray, y: np.ndarray, tol: float = 0.05) -> tuple[float, flo
         if j - i >= 2 and t[j] - t[i] > best:
             best, found = t[j] - t[i], (float(t[i]), float(t[j]))
     return found
+
+
+def phase_times_by_run(layer2: pd.DataFrame, alpha_star: float, w_star: float) -> list[dict]:
+    """The phase times of Theorem 5.5 (:func:`phase_times`) of each run of a toy's layer-2 metrics (columns
+    run, seed, t, loss_G4, loss_IH2, w_V2, w_KQ): one ``{"run", "seed", "T_I", …}`` per run."""
+    return [
+        {
+            "run": int(run_id),
+            "seed": int(df.seed.iloc[-1]),
+            **phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, alpha_star, w_star).as_dict(),
+        }
+        for run_id, df in layer2.groupby("run")
+    ]

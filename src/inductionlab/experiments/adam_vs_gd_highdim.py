@@ -25,19 +25,15 @@ import torch
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_device, check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import lifted_target
 from inductionlab.train.autograd import TrainConfig, train
 
-NAME = "adam-vs-gd-highdim"
-DESCRIPTION = "Workshop Fig. 4: D = 100, online GD (lr 0.1) stays on the IH plateau, Adam (lr 5e-4) escapes"
-FIGURE = "Wang et al. workshop Fig. 4"
-WALL = "~9 min"  # default preset, 2 cores (GD 10 000 steps, Adam 3000)
 FLAT_RATE = 0.02  # decades of L_IH2 per 100 steps: slower than this is flat
 FLAT_STEPS = 200  # the least length of a plateau, in steps
-HEADLINE = ("gd_ih_fraction_of_plateau", "adam_ih_fraction_of_plateau", "gd_kq_error", "adam_kq_error")
 
 
 @dataclass(frozen=True)
@@ -84,48 +80,48 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "swap-optimizers",
-        "the two runs trade optimizers (the GD run trains with Adam at lr 5e-4, the Adam run with GD at lr 0.1), "
+        name="swap-optimizers",
+        breaks="the two runs trade optimizers (the GD run trains with Adam at lr 5e-4, the Adam run with GD at lr 0.1), "
         "2000 steps each: what tells them apart is the optimizer, not the label",
-        {"swap_optimizers": True},
+        overrides={"swap_optimizers": True},
         preset="swap",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-ws4-gd-plateau",
-        "wang",
-        'workshop App. B.3 and Fig. 4: "within the given number of iterations, GD remains stuck in the plateau"',
-        "Online GD in D = 100 is still on the induction-head plateau after 10 000 steps, past the D = 1 plateau "
+        id="wang-ws4-gd-plateau",
+        paper="wang",
+        where='workshop App. B.3 and Fig. 4: "within the given number of iterations, GD remains stuck in the plateau"',
+        statement="Online GD in D = 100 is still on the induction-head plateau after 10 000 steps, past the D = 1 plateau "
         "(T_50 ≈ 9 400 steps at lr 0.1 in lazy-to-rich)",
-        "gd_ih_fraction_of_plateau",
-        "≈ 1 (on the plateau)",
-        Between(lo=0.9),
+        key="gd_ih_fraction_of_plateau",
+        expected="≈ 1 (on the plateau)",
+        test=Between(lo=0.9),
         control="swap-optimizers",
         if_failed="a finding about the paper: GD in D = 100 leaves the plateau within 10 000 steps, so its plateau "
         "is not longer than the D = 1 one at this budget",
     ),
     Claim(
-        "wang-ws4-adam-escapes",
-        "wang",
-        'workshop App. B.3 and Fig. 4: "whereas Adam successfully escapes that plateau"',
-        "Adam (lr 5e-4) escapes the induction-head plateau within 3000 steps",
-        "adam_ih_fraction_of_plateau",
-        "≪ 1",
-        Between(hi=0.01),
+        id="wang-ws4-adam-escapes",
+        paper="wang",
+        where='workshop App. B.3 and Fig. 4: "whereas Adam successfully escapes that plateau"',
+        statement="Adam (lr 5e-4) escapes the induction-head plateau within 3000 steps",
+        key="adam_ih_fraction_of_plateau",
+        expected="≪ 1",
+        test=Between(hi=0.01),
         control="swap-optimizers",
     ),
     Claim(
-        "wang-ws4-adam-plateaus",
-        "wang",
-        'workshop App. B.3, Fig. 4 caption: Adam "experiences a challenging transition characterized by multiple '
+        id="wang-ws4-adam-plateaus",
+        paper="wang",
+        where='workshop App. B.3, Fig. 4 caption: Adam "experiences a challenging transition characterized by multiple '
         'plateaus during learning induction heads"',
-        "Adam's induction-head loss descends through at least two plateaus (flat stretches of L_IH2 of ≥ 200 steps "
+        statement="Adam's induction-head loss descends through at least two plateaus (flat stretches of L_IH2 of ≥ 200 steps "
         "moving < 0.02 decades per 100 steps, above 1% of the IH plateau)",
-        "adam_ih_plateaus.count",
-        "multiple plateaus (≥ 2)",
-        Between(lo=2),
+        key="adam_ih_plateaus.count",
+        expected="multiple plateaus (≥ 2)",
+        test=Between(lo=2),
         if_failed="a finding about the paper: under reading A (D = 100) Adam's L_IH2 falls from 3.2e-3 to 8e-11 in "
         "3000 steps without a flat stretch, while GD's sits on one plateau from step 1600 to 10 000",
     ),
@@ -199,7 +195,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             loss,
             lambda gen: torch.randn(tcfg.batch_size, m.L, m.d, generator=gen),
             evaluate,
-            ctx.child(name, threads=1, device=cfg.device),
+            ctx.child(name, threads=1),
             desc=name,
         )
         tables.append(metrics.assign(optimizer=name))
@@ -249,3 +245,18 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     kx.set_title("induction-head weights", fontsize=9)
     kx.legend(fontsize=8)
     return [plots.save(fig, Path(out_dir) / "adam_vs_gd_highdim.png")]
+
+
+EXPERIMENT = Experiment(
+    name="adam-vs-gd-highdim",
+    description="Workshop Fig. 4: D = 100, online GD (lr 0.1) stays on the IH plateau, Adam (lr 5e-4) escapes",
+    figure="Wang et al. workshop Fig. 4",
+    wall="~9 min",  # default preset, 2 cores (GD 10 000 steps, Adam 3000)
+    headline=("gd_ih_fraction_of_plateau", "adam_ih_fraction_of_plateau", "gd_kq_error", "adam_kq_error"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

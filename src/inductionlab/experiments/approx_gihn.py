@@ -25,17 +25,11 @@ from tqdm.auto import tqdm
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import generalized_induction_head, rbf, sample_tokens
 from inductionlab.theory.approximation import pod, rbf_numpy
 from inductionlab.theory.constructions import approximation_errors, gihn_construction, left_pad
-
-NAME = "approx-gihn"
-DESCRIPTION = "Theorem 4.4: error of the GIH_n construction (RBF similarity, POD + FFN) vs FFN width m and bases K"
-FIGURE = "Wang et al. Theorem 4.4"
-WALL = "~15 s"  # default preset, 2 cores
-CPU_ONLY = "the constructions are evaluated in float64 on small samples; nothing trains"
-HEADLINE = ("measured_rate", "predicted_rate", "measured_K_exponent", "predicted_K_exponent")
 
 
 @dataclass(frozen=True)
@@ -91,33 +85,33 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-copy",
-        "layer 1's value matrices zeroed: layer 1 copies no previous token, so the FFN and layer 2 get no patch",
-        {"copy_previous": False},
+        name="no-copy",
+        breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so the FFN and layer 2 get no patch",
+        overrides={"copy_previous": False},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-thm4.4-rate",
-        "wang",
-        "§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)}) for a POD with σ_k ≲ k^{−(1+γ)}",
-        "The GIH_n construction's error falls with the FFN width m at least at the bound's rate m^{−γ/(2γ+1)}",
-        "measured_rate",
-        "measured rate / predicted ≥ 1",
-        Between(lo=1.0),
+        id="wang-thm4.4-rate",
+        paper="wang",
+        where="§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)}) for a POD with σ_k ≲ k^{−(1+γ)}",
+        statement="The GIH_n construction's error falls with the FFN width m at least at the bound's rate m^{−γ/(2γ+1)}",
+        key="measured_rate",
+        expected="measured rate / predicted ≥ 1",
+        test=Between(lo=1.0),
         over="predicted_rate",
         control="no-copy",
     ),
     Claim(
-        "wang-thm4.4-heads",
-        "wang",
-        "§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)})",
-        "At a fixed wide FFN, more layer-1 heads lower the error (the C_{q,n}/H^q term) until the FFN term is left",
-        "error_fewest_over_most_heads",
-        "error(H = n − 1) / error(H = 8(n − 1)) ≫ 1, falling with H",
-        Between(lo=10.0),
+        id="wang-thm4.4-heads",
+        paper="wang",
+        where="§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)})",
+        statement="At a fixed wide FFN, more layer-1 heads lower the error (the C_{q,n}/H^q term) until the FFN term is left",
+        key="error_fewest_over_most_heads",
+        expected="error(H = n − 1) / error(H = 8(n − 1)) ≫ 1, falling with H",
+        test=Between(lo=10.0),
         control="no-copy",
     ),
 )
@@ -154,7 +148,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     x = sample_tokens((cfg.n_samples, cfg.L, cfg.d), "uniform", torch.Generator().manual_seed(cfg.seeds[0]))
     rows = []
     grid = [(m, K) for m in cfg.widths for K in cfg.bases if m >= 2 * K]
-    for m, K in tqdm(grid, desc=NAME, disable=not ctx.progress):
+    for m, K in tqdm(grid, desc="approx-gihn", disable=not ctx.progress):
         err = _error(cfg, decomposition, x, m, K, cfg.heads_per_group)
         rows.append(
             {
@@ -223,3 +217,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     sx.set_xlabel("k"), sx.set_ylabel("POD singular value σ_k")
     sx.set_title(f"POD of g (fitted γ = {plots.num(s.get('pod_gamma')):.2f})", fontsize=9)
     return [plots.save(fig, Path(out_dir) / "approx_gihn.png")]
+
+
+EXPERIMENT = Experiment(
+    name="approx-gihn",
+    description="Theorem 4.4: error of the GIH_n construction (RBF similarity, POD + FFN) vs FFN width m and bases K",
+    figure="Wang et al. Theorem 4.4",
+    wall="~15 s",  # default preset, 2 cores
+    cpu_only="the constructions are evaluated in float64 on small samples; nothing trains",
+    headline=("measured_rate", "predicted_rate", "measured_K_exponent", "predicted_K_exponent"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

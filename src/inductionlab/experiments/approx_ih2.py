@@ -18,16 +18,10 @@ from tqdm.auto import tqdm
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Near
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
 from inductionlab.theory.constructions import approximation_errors, ih2_bound, ih2_construction
-
-NAME = "approx-ih2"
-DESCRIPTION = "Theorem 4.1: error of the IH_2 construction vs the layer-1 slope p, against 4B³‖W*‖e^{-p}, several L"
-FIGURE = "Wang et al. Theorem 4.1"
-WALL = "~30 s"  # default preset, 2 cores
-CPU_ONLY = "the constructions are evaluated in float64 on small samples; nothing trains"
-HEADLINE = ("max_error_over_bound", "decay_rate_fit", "error_ratio_p2_p7")
 
 
 @dataclass(frozen=True)
@@ -64,34 +58,34 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-copy",
-        "layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
-        {"copy_previous": False},
+        name="no-copy",
+        breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
+        overrides={"copy_previous": False},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-thm4.1-bound",
-        "wang",
-        "§4.1, Theorem 4.1 (two-layer single-head TF, error O(e^{−p}) uniformly in L; our constant 4B³‖W*‖₂)",
-        "The two-layer construction fits IH_2 within 4B³‖W*‖e^{−p}, at every L",
-        "max_error_over_bound",
-        "error / bound ≤ 1",
-        Between(hi=1.0),
+        id="wang-thm4.1-bound",
+        paper="wang",
+        where="§4.1, Theorem 4.1 (two-layer single-head TF, error O(e^{−p}) uniformly in L; our constant 4B³‖W*‖₂)",
+        statement="The two-layer construction fits IH_2 within 4B³‖W*‖e^{−p}, at every L",
+        key="max_error_over_bound",
+        expected="error / bound ≤ 1",
+        test=Between(hi=1.0),
         control="no-copy",
         if_failed="open: the bound is our explicit constant for the theorem's O(e^{−p}); a failure means the "
         "construction or the constant is wrong",
     ),
     Claim(
-        "wang-thm4.1-rate",
-        "wang",
-        "§4.1, Theorem 4.1 (error O(e^{−p}) in the layer-1 slope p, uniformly in L)",
-        "The error decays like e^{−p} in the layer-1 slope, free of L",
-        "decay_rate_fit",
-        "rate 1",
-        Near(1.0, atol=0.1),
+        id="wang-thm4.1-rate",
+        paper="wang",
+        where="§4.1, Theorem 4.1 (error O(e^{−p}) in the layer-1 slope p, uniformly in L)",
+        statement="The error decays like e^{−p} in the layer-1 slope, free of L",
+        key="decay_rate_fit",
+        expected="rate 1",
+        test=Near(1.0, atol=0.1),
         control="no-copy",
     ),
 )
@@ -111,7 +105,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     token_bound = cfg.d**0.5
     gen = torch.Generator().manual_seed(cfg.seeds[0])
     rows = []
-    for L in tqdm(cfg.L_values, desc=NAME, disable=not ctx.progress):
+    for L in tqdm(cfg.L_values, desc="approx-ih2", disable=not ctx.progress):
         x = sample_tokens((cfg.n_samples, L, cfg.d), "uniform", gen)
         err = approximation_errors(model_cfg, params, lambda t: induction_head(t, w_star), x)
         for p, e in zip(cfg.p_values, err):
@@ -154,3 +148,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     )
     ax.legend(fontsize=8)
     return [plots.save(fig, Path(out_dir) / "approx_ih2.png")]
+
+
+EXPERIMENT = Experiment(
+    name="approx-ih2",
+    description="Theorem 4.1: error of the IH_2 construction vs the layer-1 slope p, against 4B³‖W*‖e^{-p}, several L",
+    figure="Wang et al. Theorem 4.1",
+    wall="~30 s",  # default preset, 2 cores
+    cpu_only="the constructions are evaluated in float64 on small samples; nothing trains",
+    headline=("max_error_over_bound", "decay_rate_fit", "error_ratio_p2_p7"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

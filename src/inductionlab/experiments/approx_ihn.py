@@ -23,16 +23,11 @@ from tqdm.auto import tqdm
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import induction_head, sample_tokens, skewed_matrix
 from inductionlab.theory.constructions import approximation_errors, ihn_bound, ihn_construction, left_pad
 
-NAME = "approx-ihn"
-DESCRIPTION = "Theorem 4.3: error of the multi-head IH_n construction vs the number of heads H, n = 2, 3, 4"
-FIGURE = "Wang et al. Theorem 4.3"
-WALL = "~15 s"  # default preset, 2 cores
-CPU_ONLY = "the constructions are evaluated in float64 on small samples; nothing trains"
-HEADLINE = ("max_error_over_bound", "error_decreases_with_H", "power_law_q_fit")
 FLOAT_FLOOR = 1e-13  # errors below this are float64 round-off, left out of the decay fits
 
 
@@ -70,42 +65,42 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-copy",
-        "layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
-        {"copy_previous": False},
+        name="no-copy",
+        breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
+        overrides={"copy_previous": False},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-thm4.3-bound",
-        "wang",
-        "§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
-        "The H-head construction fits IH_n within the C/H^q bound",
-        "max_error_over_bound",
-        "error / bound ≤ 1",
-        Between(hi=1.0),
+        id="wang-thm4.3-bound",
+        paper="wang",
+        where="§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
+        statement="The H-head construction fits IH_n within the C/H^q bound",
+        key="max_error_over_bound",
+        expected="error / bound ≤ 1",
+        test=Between(hi=1.0),
         control="no-copy",
     ),
     Claim(
-        "wang-thm4.3-rate",
-        "wang",
-        "§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
-        "The error falls with H faster than a fixed power (C_q/H^q for every q)",
-        "power_law_q_fit.2",
-        "any q; fitted q ≥ 2",
-        Between(lo=2.0),
+        id="wang-thm4.3-rate",
+        paper="wang",
+        where="§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
+        statement="The error falls with H faster than a fixed power (C_q/H^q for every q)",
+        key="power_law_q_fit.2",
+        expected="any q; fitted q ≥ 2",
+        test=Between(lo=2.0),
         control="no-copy",
     ),
     Claim(
-        "wang-thm4.3-monotone",
-        "wang",
-        "§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
-        "More heads give a smaller error (n = 3)",
-        "error_decreases_with_H.3",
-        "decreasing in H",
-        Is(True),
+        id="wang-thm4.3-monotone",
+        paper="wang",
+        where="§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
+        statement="More heads give a smaller error (n = 3)",
+        key="error_decreases_with_H.3",
+        expected="decreasing in H",
+        test=Is(True),
         control="no-copy",
     ),
 )
@@ -130,7 +125,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     token_bound = cfg.d**0.5
     rows = []
     grid = [(n, m) for n in cfg.n_values for m in cfg.heads_per_group]
-    for n, m in tqdm(grid, desc=NAME, disable=not ctx.progress):
+    for n, m in tqdm(grid, desc="approx-ihn", disable=not ctx.progress):
         w_star = skewed_matrix((n - 1) * cfg.d, cfg.w_scale, cfg.w_skew)
         model_cfg, params, kernels = ihn_construction(w_star, n, cfg.d, m, cfg.pad)
         short_cfg, short_params, _ = ihn_construction(w_star, n, cfg.d, m, 0)
@@ -194,3 +189,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     kx.set_title(r"Lemma D.2 kernel fits ($\beta_k = c\,k$)", fontsize=9)
     kx.legend(fontsize=8)
     return [plots.save(fig, Path(out_dir) / "approx_ihn.png")]
+
+
+EXPERIMENT = Experiment(
+    name="approx-ihn",
+    description="Theorem 4.3: error of the multi-head IH_n construction vs the number of heads H, n = 2, 3, 4",
+    figure="Wang et al. Theorem 4.3",
+    wall="~15 s",  # default preset, 2 cores
+    cpu_only="the constructions are evaluated in float64 on small samples; nothing trains",
+    headline=("max_error_over_bound", "error_decreases_with_H", "power_law_q_fit"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

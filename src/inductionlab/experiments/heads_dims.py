@@ -20,18 +20,13 @@ import pandas as pd
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_device, check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.transformer import fit_induction
-
-NAME = "heads-dims"
-DESCRIPTION = "Fig. 4: final loss on IH_4 for (H, D) in {2, 8}^2 — enough heads and width are necessary"
-FIGURE = "Wang et al. Fig. 4"
-WALL = "~16 min"  # default preset, 2 cores
-HEADLINE = ("final_loss.2x2", "final_loss.2x8", "final_loss.8x2", "final_loss.8x8")
 
 
 @dataclass(frozen=True)
@@ -73,25 +68,25 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-positions",
-        "no relative positions (model.rpe off, and no other positional signal): no (H, D) can copy the previous "
+        name="no-positions",
+        breaks="no relative positions (model.rpe off, and no other positional signal): no (H, D) can copy the previous "
         "tokens, so H = D = 8 fails like H = D = 2",
-        {"model.rpe": False},
+        overrides={"model.rpe": False},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-fig4-heads-dims",
-        "wang",
-        'v3 Fig. 4 caption: "the transformer with H = D = 8 (> n) successfully expresses this task, while the '
+        id="wang-fig4-heads-dims",
+        paper="wang",
+        where='v3 Fig. 4 caption: "the transformer with H = D = 8 (> n) successfully expresses this task, while the '
         'transformer with H = D = 2 (< n) fails" (n = 4; no optimiser or schedule given)',
-        "Enough heads and width are needed: H = D = 8 fits IH_4, H = D = 2 does not (Adam lr 1e-2, constant, "
+        statement="Enough heads and width are needed: H = D = 8 fits IH_4, H = D = 2 does not (Adam lr 1e-2, constant, "
         "12 000 steps: the paper gives no training protocol)",
-        "final_loss.8x8",
-        "loss(8×8) ≤ 10% of loss(2×2)",
-        Between(hi=0.1),
+        key="final_loss.8x8",
+        expected="loss(8×8) ≤ 10% of loss(2×2)",
+        test=Between(hi=0.1),
         over="final_loss.2x2",
         control="no-positions",
         if_failed="open: at a constant learning rate 1e-2 Adam's (8, 8) loss oscillates on a floor of 12–15% of the "
@@ -110,7 +105,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
                 cfg.task,
                 cfg.train,
                 cfg.seeds,
-                ctx.child(f"{H}x{D}", threads=1, device=cfg.device),
+                ctx.child(f"{H}x{D}", threads=1),
                 cfg.eval_size,
                 desc=f"H={H} D={D}",
             )
@@ -136,3 +131,18 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     ax.set_title("Necessity of heads H and width D (Theorem 4.3: H ≳ n−1, D ≥ nd)", fontsize=9)
     ax.legend(fontsize=8)
     return [plots.save(fig, Path(out_dir) / "heads_dims.png")]
+
+
+EXPERIMENT = Experiment(
+    name="heads-dims",
+    description="Fig. 4: final loss on IH_4 for (H, D) in {2, 8}^2 — enough heads and width are necessary",
+    figure="Wang et al. Fig. 4",
+    wall="~16 min",  # default preset, 2 cores
+    headline=("final_loss.2x2", "final_loss.2x8", "final_loss.8x2", "final_loss.8x8"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -24,6 +24,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,39 +33,26 @@ import torch
 from inductionlab import plots
 from inductionlab.analysis.claims import Claim, Control, Is, Near
 from inductionlab.analysis.heads import score_columns
+from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.lm_common import ArchitectureConfig
-from inductionlab.experiments.markov_common import ChenModelConfig, copier_frozen, plot_copier_frozen
-from inductionlab.experiments.toy_common import train_and_time
+from inductionlab.experiments.markov_common import ChenModelConfig
+from inductionlab.models import chen
 from inductionlab.models import transformer as tf
 from inductionlab.models.toy import ToyConfig
+from inductionlab.rng import generator
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
-from inductionlab.tasks.markov import MarkovConfig
+from inductionlab.tasks.markov import MarkovConfig, datasets
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.chen import StagedConfig
+from inductionlab.train.chen import StagedConfig, train_staged
 from inductionlab.train.text import token_losses
-from inductionlab.train.toy import ToyTrainConfig
+from inductionlab.train.toy import ToyTrainConfig, train_from
 
-NAME = "interventions"
-DESCRIPTION = (
-    "Causal tests: toy layer 1 clamped, w_KQ held until t0, Chen copier RPE frozen — each beside its unintervened run"
-)
-FIGURE = "Wang et al. §5; Chen et al. §3"
-WALL = "~6.5 min"  # default preset, 2 cores (measured 392 s)
-CPU_ONLY = "the toy and the Chen model train with steps bound by Python overhead, which a GPU does not remove"
-HEADLINE = (
-    "toy_layer1_clamped.T_50",
-    "toy_layer1_clamped.final_w_KQ",
-    "toy_wkq_held.T_50_shift",
-    "toy_wkq_held.T_I_shift",
-    "transformer_layer1_ablated.final_induction_score",
-    "transformer_layer1_ablated.baseline_final_induction_score",
-    "chen_rpe_frozen.p_selected",
-)
 WKQ_SHIFT_TOLERANCE = 0.25  # |T_50 shift − t₀| ≤ 0.25 t₀: the other parameters keep moving during the hold
 T_I_TOLERANCE = 0.05  # |T_I shift| ≤ 0.05 t₀: the 4-gram phase does not wait for w_KQ
 SCORE_TOLERANCE = 0.1  # an ablated run's final induction score within 0.1 of its start: no induction head
@@ -171,55 +159,55 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-intervention",
-        "every toy and transformer variant trains as its unintervened baseline (layer 1 free, w_KQ free, layer 1 "
+        name="no-intervention",
+        breaks="every toy and transformer variant trains as its unintervened baseline (layer 1 free, w_KQ free, layer 1 "
         "not ablated), so each check compares a run with itself; the Chen section is cut to 5 epochs",
-        {"act": False, "chen_train.epochs": "5", "chen_n_samples": 120, "chen_n_val": 20},
+        overrides={"act": False, "chen_train.epochs": "5", "chen_n_samples": 120, "chen_n_val": 20},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "mech-layer1-clamped",
-        "wang",
-        "§5 (causal)",
-        "With layer 1 held back (p̃ clamped) the induction head never emerges",
-        "checks.layer1_clamped_never_emerges",
-        "no emergence",
-        Is(True),
+        id="mech-layer1-clamped",
+        paper="wang",
+        where="§5 (causal)",
+        statement="With layer 1 held back (p̃ clamped) the induction head never emerges",
+        key="checks.layer1_clamped_never_emerges",
+        expected="no emergence",
+        test=Is(True),
         control="no-intervention",
     ),
     Claim(
-        "mech-wkq-held",
-        "wang",
-        "§5 (causal)",
-        "Holding w_KQ until t₀ delays emergence by ≈ t₀ and leaves T_I alone",
-        "checks.wkq_held_T_50_shift_near_t0",
-        "T_50 shifts by ≈ t₀",
-        Is(True),
+        id="mech-wkq-held",
+        paper="wang",
+        where="§5 (causal)",
+        statement="Holding w_KQ until t₀ delays emergence by ≈ t₀ and leaves T_I alone",
+        key="checks.wkq_held_T_50_shift_near_t0",
+        expected="T_50 shifts by ≈ t₀",
+        test=Is(True),
         control="no-intervention",
     ),
     Claim(
-        "mech-layer1-ablated",
-        "wang",
-        "§5 (causal)",
-        "With layer 1's heads ablated no induction head forms in a transformer",
-        "checks.layer1_ablated_no_induction_head",
-        "score stays near its start",
-        Is(True),
+        id="mech-layer1-ablated",
+        paper="wang",
+        where="§5 (causal)",
+        statement="With layer 1's heads ablated no induction head forms in a transformer",
+        key="checks.layer1_ablated_no_induction_head",
+        expected="score stays near its start",
+        test=Is(True),
         control="no-intervention",
     ),
     Claim(
-        "mech-chen-rpe-frozen",
-        "chen",
-        "§3.2 Stage I (the FFN selector trains with the RPE at its initialisation, head h biased to lag h)",
-        "The selector's choice of {1,2} rests on the copier's head-to-lag bias at initialisation: with the RPE "
+        id="mech-chen-rpe-frozen",
+        paper="chen",
+        where="§3.2 Stage I (the FFN selector trains with the RPE at its initialisation, head h biased to lag h)",
+        statement="The selector's choice of {1,2} rests on the copier's head-to-lag bias at initialisation: with the RPE "
         "frozen at a lag-agnostic initialisation (w₊ = w₋) the three two-lag subsets look alike to the selector, "
         "which splits its mass evenly over them: p_{1,2} = 1/3 instead of → 1",
-        "chen_rpe_frozen.p_selected_uniform_init_frozen",
-        "p_{1,2} = 1/3 ({1,2}, {1,3}, {2,3} indistinguishable)",
-        Near(1 / 3, atol=0.01),
+        key="chen_rpe_frozen.p_selected_uniform_init_frozen",
+        expected="p_{1,2} = 1/3 ({1,2}, {1,3}, {2,3} indistinguishable)",
+        test=Near(1 / 3, atol=0.01),
         if_failed="open: a lag-agnostic copier gives the three two-lag subsets the same features, so p_{1,2} can "
         "leave 1/3 only through the smaller subsets keeping mass or through round-off",
     ),
@@ -231,15 +219,14 @@ def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: 
     tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
     hooks, _ = I.build(intervention, I.toy_family())
     target = MixedTarget.from_config(cfg.task, len(cfg.seeds))
-    _, layer2, times = train_and_time(
+    _, layer2 = train_from(
         tcfg,
         target,
         cfg.model.sigma_init,
         list(cfg.seeds),
         ctx.child(re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_"), hooks=(*ctx.hooks, *hooks)),
-        cfg.task.alpha_star,
-        cfg.task.w_star,
     )
+    times = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
     phases = pd.DataFrame(times).drop(columns=["run", "seed"]).mean()
     return {
         "metrics": layer2.assign(variant=label),
@@ -259,7 +246,7 @@ def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
     entry = ("blocks.0.attn",) if ablate and cfg.act else ()
     hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
     fwd = I.forward_hooks(ablations)
-    held_out = repeated_random_tokens(cfg.tf_eval_size, T, 2, torch.Generator().manual_seed(2024), vocab=model.vocab)
+    held_out = repeated_random_tokens(cfg.tf_eval_size, T, 2, generator(cfg.seeds[0], "held-out"), vocab=model.vocab)
 
     def per_position(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x (B, 2T) → (S, B, 2T − 1)
         return token_losses(model, views(theta), x, fwd)
@@ -343,6 +330,53 @@ def _transformer_summary(tfm: pd.DataFrame) -> tuple[dict, dict]:
     return section, checks
 
 
+def copier_frozen(
+    task: MarkovConfig,
+    model: chen.ChenConfig,
+    train: StagedConfig,
+    seeds: tuple[int, ...],
+    n_samples: int,
+    n_val: int,
+    ctx: RunContext,
+) -> tuple[pd.DataFrame, dict]:
+    """The selector's final p_{1,2} trained with the copier's RPE free, frozen at the paper's initialisation, and
+    frozen at a lag-agnostic one (w_+ = w_−) — the metrics of the three (column ``variant``) and a summary."""
+    tr, va = datasets(task, seeds, n_samples, n_val)
+    label = chen.subset_label((0, 1))
+    uniform = replace(model, w_plus=model.w_minus)
+    variants = (("free", model, ()), ("frozen", model, ("copier",)), ("uniform_frozen", uniform, ("copier",)))
+    tables, p = [], {}
+    for name, variant, freeze in variants:
+        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(variant))
+        _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}", threads=1), hooks, desc=name)
+        tables.append(m.assign(variant=name))
+        p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())
+    summary = {
+        "p_selected": p["frozen"],
+        "p_selected_unintervened": p["free"],
+        "p_selected_uniform_init_frozen": p["uniform_frozen"],
+        "reaches_0.99": {k: v >= 0.99 for k, v in p.items()},
+    }
+    return pd.concat(tables, ignore_index=True), summary
+
+
+def plot_copier_frozen(cx: Any, table: pd.DataFrame, summary: dict, styles: list[str]) -> None:
+    """The selector's p_{1,2} against epoch for the variants of :func:`copier_frozen`, on axes ``cx``."""
+    label = chen.subset_label((0, 1))
+    for k, (style, (variant, g)) in enumerate(zip(styles, table.groupby("variant", sort=False))):
+        mean = g.groupby("epoch")[f"p_{label}"].mean()
+        cx.plot(np.maximum(mean.index, 1), mean.values, style, color=f"C{k}", label=f"RPE {variant.replace('_', ' ')}")
+    cx.axhline(0.99, color="0.5", lw=0.8, ls=":")
+    cx.set_xscale("log")
+    cx.set_xlabel("epoch (stage c)"), cx.set_ylabel(f"selector $p_{{{label[1:-1]}}}$")
+    cx.set_title(
+        f"Chen model, copier RPE frozen: $p_{{{label[1:-1]}}}$ free {summary['p_selected_unintervened']:.2f}, "
+        f"frozen {summary['p_selected']:.2f}, uniform-init frozen {summary['p_selected_uniform_init_frozen']:.2f}",
+        fontsize=8,
+    )
+    cx.legend(fontsize=7)
+
+
 def run(cfg: Config, ctx: RunContext) -> Results:
     window = f"@0:{cfg.t0_steps}"
     joint = {
@@ -419,3 +453,29 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         lines = dx.get_legend_handles_labels(), lx.get_legend_handles_labels()
         dx.legend(lines[0][0] + lines[1][0], lines[0][1] + lines[1][1], fontsize=6, loc="center left")
     return [plots.save(fig, Path(out_dir) / "interventions.png")]
+
+
+EXPERIMENT = Experiment(
+    name="interventions",
+    description=(
+        "Causal tests: toy layer 1 clamped, w_KQ held until t0, Chen copier RPE frozen — each beside its unintervened run"
+    ),
+    figure="Wang et al. §5; Chen et al. §3",
+    wall="~6.5 min",  # default preset, 2 cores (measured 392 s)
+    cpu_only="the toy and the Chen model train with steps bound by Python overhead, which a GPU does not remove",
+    headline=(
+        "toy_layer1_clamped.T_50",
+        "toy_layer1_clamped.final_w_KQ",
+        "toy_wkq_held.T_50_shift",
+        "toy_wkq_held.T_I_shift",
+        "transformer_layer1_ablated.final_induction_score",
+        "transformer_layer1_ablated.baseline_final_induction_score",
+        "chen_rpe_frozen.p_selected",
+    ),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

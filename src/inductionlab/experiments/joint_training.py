@@ -19,21 +19,15 @@ import pandas as pd
 
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
+from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.config import check_seeds
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
-from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train.interventions import InterventionConfig, build, check, toy_family
-from inductionlab.train.toy import ToyTrainConfig, stages_of
-
-NAME = "joint-training"
-DESCRIPTION = "Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget"
-FIGURE = "Wang et al. §5 (stages)"
-WALL = "~1.5 min"  # default preset, 2 cores
-CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove"
-HEADLINE = ("layerwise.T_III", "layerwise-ideal.T_III", "joint.T_III", "joint.final_w_KQ")
+from inductionlab.train.toy import ToyTrainConfig, stages_of, train_from
 
 
 @dataclass(frozen=True)
@@ -77,23 +71,23 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "layer1-frozen",
-        "p̃ frozen at σ_init in every schedule: layer 1 never becomes a previous-token head, so joint training has "
+        name="layer1-frozen",
+        breaks="p̃ frozen at σ_init in every schedule: layer 1 never becomes a previous-token head, so joint training has "
         "no keys y_s ≈ x_{s−1} for the induction head",
-        {"intervene.freeze": ("p_tilde",)},
+        overrides={"intervene.freeze": ("p_tilde",)},
         preset=None,  # the default: at quick (20k Stage-II steps) the intact joint run has not reached T_III either
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-s5-joint",
-        "wang",
-        "§5 (stages)",
-        "Joint training passes through the same transition as the idealised layerwise protocol, at a similar time",
-        "joint.T_III",
-        "T_III(joint) ≈ T_III(layerwise)",
-        Between(0.8, 1.25),
+        id="wang-s5-joint",
+        paper="wang",
+        where="§5 (stages)",
+        statement="Joint training passes through the same transition as the idealised layerwise protocol, at a similar time",
+        key="joint.T_III",
+        expected="T_III(joint) ≈ T_III(layerwise)",
+        test=Between(0.8, 1.25),
         over="layerwise-ideal.T_III",
         control="layer1-frozen",
     ),
@@ -107,15 +101,10 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     hooks, _ = build(cfg.intervene, toy_family())
     for schedule, layer1 in (("layerwise", "trained"), ("layerwise-ideal", "ideal"), ("joint", "trained")):
         tcfg = replace(cfg.train, schedule=schedule.split("-")[0], stage2_layer1=layer1)
-        _, layer2, times = train_and_time(
-            tcfg,
-            target,
-            cfg.model.sigma_init,
-            seeds,
-            ctx.child(schedule, hooks=(*ctx.hooks, *hooks)),
-            cfg.task.alpha_star,
-            cfg.task.w_star,
+        _, layer2 = train_from(
+            tcfg, target, cfg.model.sigma_init, seeds, ctx.child(schedule, hooks=(*ctx.hooks, *hooks))
         )
+        times = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
         tables.append(layer2.assign(schedule=schedule))
         runs = []
         for run_times in times:
@@ -162,3 +151,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         fontsize=9,
     )
     return [plots.save(fig, Path(out_dir) / "joint_training.png")]
+
+
+EXPERIMENT = Experiment(
+    name="joint-training",
+    description="Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget",
+    figure="Wang et al. §5 (stages)",
+    wall="~1.5 min",  # default preset, 2 cores
+    cpu_only="the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove",
+    headline=("layerwise.T_III", "layerwise-ideal.T_III", "joint.T_III", "joint.final_w_KQ"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

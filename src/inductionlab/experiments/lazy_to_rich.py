@@ -4,43 +4,161 @@ the mixed 4-gram + in-context 2-gram target, with gradient flow beside SGD (the 
 
 from __future__ import annotations
 
-from inductionlab.analysis.claims import Between, Claim, Control, Near
-from inductionlab.experiments.toy_common import PRESETS, Config, plot, run
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
 
-NAME = "lazy-to-rich"
-DESCRIPTION = (
-    "Toy model on the mixed 4-gram + induction-head target: four-phase lazy-to-rich transition (Wang et al. Fig. 2)"
-)
-FIGURE = "Wang et al. Fig. 2"
-WALL = "~3 min"  # default preset, 2 cores
-CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove"
-HEADLINE = ("T_I", "T_II", "T_50", "T_III", "final.loss_IH2", "final.w_KQ")
+import pandas as pd
+
+from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Control, Near
+from inductionlab.analysis.phases import phase_times_by_run
+from inductionlab.experiments.experiment import Experiment
+from inductionlab.experiments.toy_common import PRESETS, Config, gradient_flows, literal_summary, summarise
+from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+from inductionlab.train.interventions import build, toy_family, windows
+from inductionlab.train.toy import layer2_metrics, train_from
+
+
+def run(cfg: Config, ctx: RunContext) -> Results:
+    seeds = list(cfg.seeds)
+    target = MixedTarget.from_config(cfg.task, len(seeds))
+    pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
+    gf_future = pool.submit(gradient_flows, cfg) if pool else None
+    try:
+        hooks, _ = build(cfg.intervene, toy_family())
+        out, layer2 = train_from(
+            cfg.train, target, cfg.model.sigma_init, seeds, ctx.child(hooks=(*ctx.hooks, *hooks)) if hooks else ctx
+        )
+        times = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
+        gf = gf_future.result() if gf_future else gradient_flows(cfg)
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
+    tables = {"metrics": out.metrics}
+    summary = summarise(layer2, times, cfg, out.p_tilde_after_stage1)
+    if cfg.literal:
+        literal_cfg = replace(cfg, train=replace(cfg.train, stage2_layer1="trained"), literal=False)
+        lit, lit_layer2 = train_from(
+            literal_cfg.train, target, cfg.model.sigma_init, seeds, ctx.child("literal", hooks=(*ctx.hooks, *hooks))
+        )
+        lit_times = phase_times_by_run(lit_layer2, cfg.task.alpha_star, cfg.task.w_star)
+        tables["literal"] = lit.metrics
+        summary["literal"] = literal_summary(lit_layer2, lit_times, literal_cfg, lit.p_tilde_after_stage1)
+    if cfg.intervene:
+        summary["intervention_windows_t"] = [
+            [cfg.train.lr * a, None if b is None else cfg.train.lr * b] for a, b in windows(cfg.intervene)
+        ]
+    if gf:
+        tables["gf"] = pd.concat([r.curve.assign(method=m) for m, r in gf.items()], ignore_index=True)
+        summary["gf_phases"] = {m: r.phases.as_dict() for m, r in gf.items()}
+    return Results(tables, summary)
+
+
+SYMBOLS = {
+    "loss": r"$\mathcal{L}$",
+    "loss_G4": r"$\mathcal{L}_{G_4}$",
+    "loss_IH2": r"$\mathcal{L}_{IH_2}$",
+    "p": "$p$",
+    "w_V1": "$w_{V1}$",
+    "w_V2": "$w_{V2}$",
+    "w_KQ": "$w_{KQ}$",
+    "p_tilde": r"$\tilde p = p^{(1,1)}$",
+}
+
+
+def _curves(ax, table: pd.DataFrame, col: str, **style) -> None:
+    """One curve per run; with several runs the mean over seeds ± one standard deviation, each seed faint."""
+    wide = table.pivot_table(index="t", columns="run", values=col)
+    if wide.shape[1] == 1:
+        ax.plot(wide.index, wide.iloc[:, 0], lw=1.4, **style)
+    else:
+        plots.seed_band(ax, wide.index.to_numpy(), wide.to_numpy().T, style["color"], style.get("label"))
+
+
+def _literal_curves(ax, literal: pd.DataFrame | None, cols: tuple[str, ...]) -> None:
+    """The literal protocol's Stage II (``literal = true``), mean over runs, dash-dotted beside the default."""
+    if literal is None or not len(literal):
+        return
+    mean = layer2_metrics(literal).groupby("t")[list(cols)].mean()
+    for col in cols:
+        label = f"{SYMBOLS[col]} (literal: learned layer 1)" if col == cols[0] else None
+        ax.plot(mean.index, mean[col], "-.", color=plots.CURVE_COLORS[col], lw=0.9, alpha=0.7, label=label)
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    """Three panels on the Stage-II t axis — total loss; L_G4 and L_IH2; p, w_V1, w_V2, w_KQ — with GF
+    overlaid (dashed: closed form, dotted: exact softmax), the literal protocol dash-dotted (``literal = true``) and
+    the four phases shaded; plus Stage I."""
+    metrics, s = results.tables["metrics"], results.summary
+    st2 = layer2_metrics(metrics)
+    gf = results.tables.get("gf")
+    fig, axes = plots.subplots(3)
+    spans = plots.phase_spans(s, float(st2.t.max()))
+    panels = [("loss",), ("loss_G4", "loss_IH2"), ("p", "w_V1", "w_V2", "w_KQ")]
+    titles = ["total loss", "partial losses", "layer-2 parameters"]
+    ylabels = ["loss (log scale)", "partial loss (log scale)", "parameter value"]
+    t_end = float(st2.t.max())
+    for ax, cols, title, ylabel in zip(axes, panels, titles, ylabels):
+        plots.shade_phases(ax, spans, labels=ax is axes[0])
+        plots.mark_windows(ax, s.get("intervention_windows_t"), t_end)
+        for col in cols:
+            _curves(ax, st2, col, color=plots.CURVE_COLORS[col], label=f"{SYMBOLS[col]} (SGD)")
+            for method, style in (("closed", "--"), ("exact", ":")):
+                g = gf[gf.method == method] if gf is not None else []
+                if len(g):
+                    label = f"GF ({method} form)" if col == cols[0] else None
+                    ax.plot(g.t, g[col], style, color=plots.CURVE_COLORS[col], lw=1.0, label=label)
+        _literal_curves(ax, results.tables.get("literal"), cols)
+        ax.set(title=title, xlabel="t = lr × step (Stage II)", ylabel=ylabel)
+        if ax is not axes[2]:  # log scale, floored below the SGD curves (GF's closed form reaches 1e-18)
+            floor = float(st2[list(cols)].where(st2[list(cols)] > 0).min().min())
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=floor / 10)
+        ax.legend(fontsize=7, loc="center right" if ax is axes[2] else "upper right", ncol=2 if ax is axes[2] else 1)
+    times = ", ".join(f"{k} = {plots.num(s.get(k)):.0f}" for k in ("T_I", "T_II", "T_50", "T_III"))
+    fig.suptitle(f"Lazy to rich, SGD over {s.get('n_runs', 1)} seed(s): phase times {times}")
+    paths = [plots.save(fig, Path(out_dir) / "lazy_to_rich.png")]
+    st1 = metrics[metrics.stage == "I"]
+    if len(st1):
+        fig, (ax,) = plots.subplots(1)
+        _curves(ax, st1, "p_tilde", color=plots.CURVE_COLORS["p_tilde"], label=SYMBOLS["p_tilde"])
+        ax.set(
+            title=r"Stage I: the layer-1 slope ($y_s \to x_{s-1}$ needs $\tilde p \gg 1$)",
+            xlabel="t = lr × step (Stage I)",
+            ylabel=r"$\tilde p$",
+        )
+        ax.legend(fontsize=7)
+        paths.append(plots.save(fig, Path(out_dir) / "stage1.png"))
+    return paths
+
 
 CONFIG = Config(literal=True)
 
 CONTROLS = (
     Control(
-        "wkq-clamped",
-        "w_K and w_Q held at 0.01: layer 2 cannot become an induction head",
-        {"intervene.clamp": ("w_KQ=0.01",)},
+        name="wkq-clamped",
+        breaks="w_K and w_Q held at 0.01: layer 2 cannot become an induction head",
+        overrides={"intervene.clamp": ("w_KQ=0.01",)},
         preset="quick",
     ),
     Control(
-        "g4-head-frozen",
-        "the 4-gram head's p and w_V1 frozen at σ_init: layer 2 cannot fit the 4-gram",
-        {"intervene.freeze": ("p", "w_V1"), "gf": "none"},
+        name="g4-head-frozen",
+        breaks="the 4-gram head's p and w_V1 frozen at σ_init: layer 2 cannot fit the 4-gram",
+        overrides={"intervene.freeze": ("p", "w_V1"), "gf": "none"},
         preset="quick",
     ),
     Control(
-        "wq-kicked",
-        "w_Q set to 0.05 for the first Stage-II step, so Stage II starts off the balanced manifold w_Q² = w_K²",
-        {"intervene.clamp": ("w_Q=0.05@2000:2001",), "gf": "none", "literal": False},
+        name="wq-kicked",
+        breaks="w_Q set to 0.05 for the first Stage-II step, so Stage II starts off the balanced manifold w_Q² = w_K²",
+        overrides={"intervene.clamp": ("w_Q=0.05@2000:2001",), "gf": "none", "literal": False},
         preset="quick",
     ),
     Control(
-        "values-zero-stage1",
-        "w_V1 and w_V2 held at 0 through Stage I: the drift of p̃ is proportional to them (appendix C.2)",
-        {"intervene.clamp": ("w_V1=0@0:100000", "w_V2=0@0:100000")},
+        name="values-zero-stage1",
+        breaks="w_V1 and w_V2 held at 0 through Stage I: the drift of p̃ is proportional to them (appendix C.2)",
+        overrides={"intervene.clamp": ("w_V1=0@0:100000", "w_V2=0@0:100000")},
         preset="stage1",
     ),
 )
@@ -49,123 +167,186 @@ LITERAL_WHERE = "App. B.1 (Stage I 100k iterations, then Stage II), eq. (5), Lem
 
 CLAIMS = (
     Claim(
-        "wang-fig2-lazy-first",
-        "wang",
-        "Fig. 2 (dynamics paper Fig. 1); Thm 5.5 Phases I–III",
-        "The 4-gram part is learned long before the induction head emerges (lazy, then rich)",
-        "T_I",
-        "T_I = O(1) ≪ T_50 = Θ((1+α*)²L log(1/σ)/w*²)",
-        Between(hi=0.5),
+        id="wang-fig2-lazy-first",
+        paper="wang",
+        where="Fig. 2 (dynamics paper Fig. 1); Thm 5.5 Phases I–III",
+        statement="The 4-gram part is learned long before the induction head emerges (lazy, then rich)",
+        key="T_I",
+        expected="T_I = O(1) ≪ T_50 = Θ((1+α*)²L log(1/σ)/w*²)",
+        test=Between(hi=0.5),
         over="T_50",
         control="g4-head-frozen",
     ),
     Claim(
-        "wang-fig2-wkq",
-        "wang",
-        "Fig. 2 (dynamics paper Fig. 1); §5.2 fixed point w_KQ = w*",
-        "w_KQ converges to the target's w*",
-        "final.w_KQ",
-        "w* = 0.49",
-        Near(0.49, rtol=0.05),
+        id="wang-fig2-wkq",
+        paper="wang",
+        where="Fig. 2 (dynamics paper Fig. 1); §5.2 fixed point w_KQ = w*",
+        statement="w_KQ converges to the target's w*",
+        key="final.w_KQ",
+        expected="w* = 0.49",
+        test=Near(0.49, rtol=0.05),
         control="wkq-clamped",
     ),
     Claim(
-        "wang-fig2-ih-fit",
-        "wang",
-        "Fig. 2 (dynamics paper Fig. 1); Thm 5.5 Phase IV",
-        "The induction-head loss falls to zero after the transition",
-        "final.loss_IH2",
-        "→ 0",
-        Between(hi=1e-6),
+        id="wang-fig2-ih-fit",
+        paper="wang",
+        where="Fig. 2 (dynamics paper Fig. 1); Thm 5.5 Phase IV",
+        statement="The induction-head loss falls to zero after the transition",
+        key="final.loss_IH2",
+        expected="→ 0",
+        test=Between(hi=1e-6),
         control="wkq-clamped",
     ),
     Claim(
-        "wang-thm5.5-flow",
-        "wang",
-        "Thm 5.5 (stated for gradient flow, eq. 4); App. B.1 (SGD, lr 0.1)",
-        "SGD's emergence time matches the gradient flow of the population loss",
-        "T_50",
-        "T_50(SGD) ≈ T_50(gradient flow)",
-        Between(0.7, 1.3),
+        id="wang-thm5.5-flow",
+        paper="wang",
+        where="Thm 5.5 (stated for gradient flow, eq. 4); App. B.1 (SGD, lr 0.1)",
+        statement="SGD's emergence time matches the gradient flow of the population loss",
+        key="T_50",
+        expected="T_50(SGD) ≈ T_50(gradient flow)",
+        test=Between(0.7, 1.3),
         over="gf_phases.exact.T_50",
         control="wkq-clamped",
     ),
     Claim(
-        "wang-lemma5.3-stage1",
-        "wang",
-        "Lemma 5.3 (dynamics paper Lemma 2), App. C.2; App. B.1 (100k Stage-I iterations)",
-        "Stage I makes layer 1 a previous-token head: p̃ grows (p̃ → ∞ as t → ∞; at the paper's budget, ≥ 0.5)",
-        "p_tilde_after_stage1",
-        "p̃ → ∞",
-        Between(lo=0.5),
+        id="wang-lemma5.3-stage1",
+        paper="wang",
+        where="Lemma 5.3 (dynamics paper Lemma 2), App. C.2; App. B.1 (100k Stage-I iterations)",
+        statement="Stage I makes layer 1 a previous-token head: p̃ grows (p̃ → ∞ as t → ∞; at the paper's budget, ≥ 0.5)",
+        key="p_tilde_after_stage1",
+        expected="p̃ → ∞",
+        test=Between(lo=0.5),
         control="values-zero-stage1",
         if_failed="a limit of this machine: p̃ grows only like log(1 + c·t) with c ∝ σ_init/L (App. C.2), so a "
         "shortened Stage I (the quick preset's 2000 steps give 0.03) cannot show it; judge it at the default",
     ),
     Claim(
-        "wang-lemma5.4-balance",
-        "wang",
-        "Lemma 5.4 (dynamics paper Lemma 3), App. C.3",
-        "In Stage II w_Q² − w_K² is conserved, hence w_Q ≡ w_K from θ(0) = σ_init·1: the largest |w_Q² − w_K²| over "
+        id="wang-lemma5.4-balance",
+        paper="wang",
+        where="Lemma 5.4 (dynamics paper Lemma 3), App. C.3",
+        statement="In Stage II w_Q² − w_K² is conserved, hence w_Q ≡ w_K from θ(0) = σ_init·1: the largest |w_Q² − w_K²| over "
         "Stage II, relative to the largest w_Q² + w_K²",
-        "balance_wq2_minus_wk2",
-        "w_Q²(t) ≡ w_K²(t)",
-        Between(hi=1e-6),
+        key="balance_wq2_minus_wk2",
+        expected="w_Q²(t) ≡ w_K²(t)",
+        test=Between(hi=1e-6),
         control="wq-kicked",
     ),
     Claim(
-        "wang-fig2-literal-g4-floor",
-        "wang",
-        LITERAL_WHERE,
-        "Literal protocol: after the paper's 100k Stage-I steps p̃ is finite (≈ 0.94), so y_{L−1} keeps the fraction "
+        id="wang-fig2-literal-g4-floor",
+        paper="wang",
+        where=LITERAL_WHERE,
+        statement="Literal protocol: after the paper's 100k Stage-I steps p̃ is finite (≈ 0.94), so y_{L−1} keeps the fraction "
         "e^{−p̃} off x_{L−2} and L_G4 floors at e^{−2p̃} of its start (≈ 15%): T_I is never reached. Ratio of the "
         "final L_G4/L_G4(0) to e^{−2p̃}",
-        "literal.g4_end_over_floor",
-        "the paper's Fig. 2 assumes p̃ = ∞ (y_s = x_{s−1}, Lemma 5.3); our derivation: floor e^{−2p̃}",
-        Between(0.9, 1.15),
+        key="literal.g4_end_over_floor",
+        expected="the paper's Fig. 2 assumes p̃ = ∞ (y_s = x_{s−1}, Lemma 5.3); our derivation: floor e^{−2p̃}",
+        test=Between(0.9, 1.15),
         if_failed="a limit of this machine: the finite-p̃ fixed point is reached only after the paper's 100k "
         "Stage-I and Stage-II steps; shorter presets (quick: p̃ = 0.03, 40k Stage-II steps) do not get there",
     ),
     Claim(
-        "wang-fig2-literal-wkq",
-        "wang",
-        LITERAL_WHERE,
-        "Literal protocol: with finite p̃ the keys are y_s, and E[x_{s−1} | y_s] = (1+e^{−p̃}) y_s, so w_KQ settles "
+        id="wang-fig2-literal-wkq",
+        paper="wang",
+        where=LITERAL_WHERE,
+        statement="Literal protocol: with finite p̃ the keys are y_s, and E[x_{s−1} | y_s] = (1+e^{−p̃}) y_s, so w_KQ settles "
         "at w*·√(1+e^{−p̃}) (≈ 0.578), not w* = 0.49. Ratio of the final w_KQ to that value",
-        "literal.w_KQ_over_predicted",
-        "w_KQ → w* at p̃ = ∞ (Fig. 2); our derivation at finite p̃: w*·√(1+e^{−p̃})",
-        Near(1.0, atol=0.03),
+        key="literal.w_KQ_over_predicted",
+        expected="w_KQ → w* at p̃ = ∞ (Fig. 2); our derivation at finite p̃: w*·√(1+e^{−p̃})",
+        test=Near(1.0, atol=0.03),
         control="wkq-clamped",
         if_failed="a limit of this machine: the finite-p̃ fixed point is reached only after the paper's 100k "
         "Stage-I and Stage-II steps; shorter presets (quick: p̃ = 0.03, 40k Stage-II steps) do not get there",
     ),
     Claim(
-        "wang-fig2-literal-wv1",
-        "wang",
-        LITERAL_WHERE,
-        "Literal protocol: the 4-gram head's value settles at g*(1+e^{−p̃}) (≈ 0.695) instead of g* = α*/(1+α*) = 0.5. "
+        id="wang-fig2-literal-wv1",
+        paper="wang",
+        where=LITERAL_WHERE,
+        statement="Literal protocol: the 4-gram head's value settles at g*(1+e^{−p̃}) (≈ 0.695) instead of g* = α*/(1+α*) = 0.5. "
         "Ratio of the final w_V1 to that value",
-        "literal.w_V1_over_predicted",
-        "w_V1 → g* at p̃ = ∞ (§5.2 fixed point); our derivation at finite p̃: g*(1+e^{−p̃})",
-        Near(1.0, atol=0.03),
+        key="literal.w_V1_over_predicted",
+        expected="w_V1 → g* at p̃ = ∞ (§5.2 fixed point); our derivation at finite p̃: g*(1+e^{−p̃})",
+        test=Near(1.0, atol=0.03),
         control="g4-head-frozen",
         if_failed="a limit of this machine: the finite-p̃ fixed point is reached only after the paper's 100k "
         "Stage-I and Stage-II steps; shorter presets (quick: p̃ = 0.03, 40k Stage-II steps) do not get there",
     ),
 )
 
-__all__ = [
-    "CLAIMS",
-    "CONFIG",
-    "CONTROLS",
-    "CPU_ONLY",
-    "DESCRIPTION",
-    "FIGURE",
-    "HEADLINE",
-    "NAME",
-    "PRESETS",
-    "WALL",
-    "Config",
-    "plot",
-    "run",
-]
+
+EXPERIMENT = Experiment(
+    name="lazy-to-rich",
+    description=(
+        "Toy model on the mixed 4-gram + induction-head target: four-phase lazy-to-rich transition (Wang et al. Fig. 2)"
+    ),
+    figure="Wang et al. Fig. 2",
+    wall="~3 min",  # default preset, 2 cores
+    cpu_only="the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove",
+    headline=("T_I", "T_II", "T_50", "T_III", "final.loss_IH2", "final.w_KQ"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)
+
+# Workshop Fig. 3 (docs/conventions.md#wang-6-2): the same experiment with Boolean tokens x_i ~ Unif{±1}; the closed
+# forms of §5.4 assume Gaussian tokens, so only the exact-softmax gradient flow (Monte Carlo over ±1 tokens) is drawn.
+
+BOOLEAN_CONFIG = replace(Config(), task=MixedTaskConfig(tokens="boolean"), gf="exact")
+
+BOOLEAN_CONTROLS = (
+    Control(
+        name="wkq-clamped",
+        breaks="w_K and w_Q held at 0.01: layer 2 cannot become an induction head",
+        overrides={"intervene.clamp": ("w_KQ=0.01",), "gf": "none"},
+        preset="quick",
+    ),
+    Control(
+        name="g4-head-frozen",
+        breaks="the 4-gram head's p and w_V1 frozen at σ_init: layer 2 cannot fit the 4-gram",
+        overrides={"intervene.freeze": ("p", "w_V1"), "gf": "none"},
+        preset="quick",
+    ),
+)
+
+BOOLEAN_CLAIMS = (
+    Claim(
+        id="wang-ws3-lazy-first",
+        paper="wang",
+        where="workshop Fig. 3 (dynamics paper App. B, Fig. 3: Boolean tokens)",
+        statement="With ±1 tokens the 4-gram part is learned long before the induction head",
+        key="T_I",
+        expected="T_I ≪ T_50",
+        test=Between(hi=0.5),
+        over="T_50",
+        control="g4-head-frozen",
+    ),
+    Claim(
+        id="wang-ws3-ih-fit",
+        paper="wang",
+        where="workshop Fig. 3 (dynamics paper App. B, Fig. 3: Boolean tokens)",
+        statement="With ±1 tokens the induction head forms: w_KQ reaches w*",
+        key="final.w_KQ",
+        expected="w* = 0.49",
+        test=Near(0.49, rtol=0.05),
+        control="wkq-clamped",
+    ),
+)
+
+BOOLEAN = Experiment(
+    name="lazy-to-rich-boolean",
+    description="The lazy-to-rich experiment with Boolean ±1 tokens (workshop Fig. 3)",
+    figure="Wang et al. workshop Fig. 3",
+    wall="~3 min",  # default preset, 2 cores
+    cpu_only="the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove",
+    headline=("T_I", "T_II", "T_50", "T_III", "final.loss_IH2", "final.w_KQ"),
+    config=BOOLEAN_CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=BOOLEAN_CLAIMS,
+    controls=BOOLEAN_CONTROLS,
+)
+
+__all__ = ["BOOLEAN", "EXPERIMENT"]

@@ -14,9 +14,9 @@ selected heads copy docs/conventions.md#chen-4-1, acceptance 8.3).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -61,20 +61,6 @@ class ChenModelConfig:
 Loss = Literal["ce", "softmax_of_probs"]
 
 
-def selected_lags(model: chen.ChenConfig, params: dict[str, torch.Tensor], subset: tuple[int, ...]) -> tuple[int, ...]:
-    """The lags the heads of ``subset`` copy (the argmax of each head's RPE weights; run 0)."""
-    return tuple(sorted(int(params["w"][0, h].argmax()) + 1 for h in subset))
-
-
-def copier_attention(model: chen.ChenConfig, w: torch.Tensor, subset: tuple[int, ...]) -> float:
-    """The least, over the heads of ``subset``, of a head's attention on the lag it copies (its largest RPE
-    weight): softmax(w_h) over the lags the head may attend to, once all of them are in the sequence
-    (docs/conventions.md#chen-2-1); ``w`` (H, M) of one run."""
-    allowed = chen.allowed_lags(model)[:, -model.window :]
-    attention = w.double().masked_fill(~allowed, -torch.inf).softmax(-1)
-    return float(min(attention[h].max() for h in subset)) if subset else float("nan")
-
-
 def summarize(
     model: chen.ChenConfig,
     task: MarkovConfig,
@@ -88,7 +74,7 @@ def summarize(
     best = max(
         range(len(model.subsets)), key=lambda k: (p[chen.subset_label(model.subsets[k])], -len(model.subsets[k]))
     )
-    lags = selected_lags(model, params, model.subsets[best])
+    lags = chen.selected_lags(params, model.subsets[best])
     y = chen.predict(model, params, chen.make_batch(model, val_tokens)).double()  # (S, B, d)
     inputs = val_tokens[..., :-1]
     gih = torch.stack([gih_predictor(x, lags, model.vocab_size) for x in inputs])
@@ -99,8 +85,10 @@ def summarize(
         "p_selected": p,
         "selected_subset": chen.subset_label(model.subsets[best]),
         "selected_lags": list(lags),
-        "copier_attention": copier_attention(model, params["w"][0], model.subsets[best]),
-        "copier_attention_initial": copier_attention(model, chen.init_params(model, 1)["w"][0], model.subsets[best]),
+        "copier_attention": chen.copier_attention(model, params["w"][0], model.subsets[best]),
+        "copier_attention_initial": chen.copier_attention(
+            model, chen.init_params(model, 1)["w"][0], model.subsets[best]
+        ),
         "a_final": float(last.a.mean()),
         "a_log_slope": slope,
         "a_log_r2": r2,
@@ -299,50 +287,3 @@ def _attention_maps(rpe: pd.DataFrame, path: Path, n: int = 10) -> Path:
     fig.colorbar(im, ax=list(axes[: len(heads)]), shrink=0.8, label="attention (grey: none)")
     fig.suptitle("Layer-1 attention of run 0 over the first positions")
     return plots.save(fig, path)
-
-
-def copier_frozen(
-    task: MarkovConfig,
-    model: chen.ChenConfig,
-    train: StagedConfig,
-    seeds: tuple[int, ...],
-    n_samples: int,
-    n_val: int,
-    ctx: RunContext,
-) -> tuple[pd.DataFrame, dict]:
-    """The selector's final p_{1,2} trained with the copier's RPE free, frozen at the paper's initialisation, and
-    frozen at a lag-agnostic one (w_+ = w_−) — the metrics of the three (column ``variant``) and a summary."""
-    tr, va = datasets(task, seeds, n_samples, n_val)
-    label = chen.subset_label((0, 1))
-    uniform = replace(model, w_plus=model.w_minus)
-    variants = (("free", model, ()), ("frozen", model, ("copier",)), ("uniform_frozen", uniform, ("copier",)))
-    tables, p = [], {}
-    for name, variant, freeze in variants:
-        hooks, _ = build(InterventionConfig(freeze=freeze), chen_family(variant))
-        _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}", threads=1), hooks, desc=name)
-        tables.append(m.assign(variant=name))
-        p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())
-    summary = {
-        "p_selected": p["frozen"],
-        "p_selected_unintervened": p["free"],
-        "p_selected_uniform_init_frozen": p["uniform_frozen"],
-        "reaches_0.99": {k: v >= 0.99 for k, v in p.items()},
-    }
-    return pd.concat(tables, ignore_index=True), summary
-
-
-def plot_copier_frozen(cx: Any, table: pd.DataFrame, summary: dict, styles: list[str]) -> None:
-    """The selector's p_{1,2} against epoch for the variants of :func:`copier_frozen`, on axes ``cx``."""
-    label = chen.subset_label((0, 1))
-    for k, (style, (variant, g)) in enumerate(zip(styles, table.groupby("variant", sort=False))):
-        mean = g.groupby("epoch")[f"p_{label}"].mean()
-        cx.plot(np.maximum(mean.index, 1), mean.values, style, color=f"C{k}", label=f"RPE {variant.replace('_', ' ')}")
-    cx.axhline(0.99, color="0.5", lw=0.8, ls=":")
-    cx.set_xscale("log")
-    cx.set_xlabel("epoch (stage c)"), cx.set_ylabel(f"selector $p_{{{label[1:-1]}}}$")
-    cx.set_title(
-        f"Chen model, copier RPE frozen: $p_{{{label[1:-1]}}}$ free {summary['p_selected_unintervened']:.2f}, "
-        f"frozen {summary['p_selected']:.2f}, uniform-init frozen {summary['p_selected_uniform_init_frozen']:.2f}",
-        fontsize=8,
-    )
-    cx.legend(fontsize=7)

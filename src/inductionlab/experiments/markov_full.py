@@ -23,18 +23,12 @@ import pandas as pd
 
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.markov_common import ChenModelConfig, Loss, plot_variants, run_variants
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
-
-NAME = "markov-full"
-DESCRIPTION = "Chen et al. App. B: the full model (W_Q, W_K, W_OV, LayerNorm) trained jointly"
-FIGURE = "Chen et al. App. B (full)"
-WALL = "~12 min"  # default preset, 2 cores: 8 seeds × the surrogate (458 s), 4 × the cross-entropy
-CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
-HEADLINE = ("p_selected.{1,2}", "p_selected.{1,3}", "p_selected.{2,3}", "a_log_slope")
 
 
 @dataclass(frozen=True)
@@ -80,65 +74,65 @@ AUTHORS_A = 0.61
 
 CONTROLS = (
     Control(
-        "parents-13",
-        "the chain's parents are {1,3}: {1,2} is no longer the informative set (wrong parent set); two seeds",
-        {"task.parents": "1,3", "seeds": "2024,2025"},
+        name="parents-13",
+        breaks="the chain's parents are {1,3}: {1,2} is no longer the informative set (wrong parent set); two seeds",
+        overrides={"task.parents": "1,3", "seeds": "2024,2025"},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "chen-appB-select",
-        "chen",
-        "App. B (the full model; the authors' stored run, plot_full.ipynb)",
-        "Under the authors' loss the full model (W_Q, W_K, W_OV, LayerNorm) gives {1,2} the largest selection weight",
-        "p_selected_mean.{1,2}",
-        "authors' run: {1,2} 0.57, {1,3} 0.22, {2,3} 0.21 after 10 000 epochs",
-        Between(lo=0.4),
+        id="chen-appB-select",
+        paper="chen",
+        where="App. B (the full model; the authors' stored run, plot_full.ipynb)",
+        statement="Under the authors' loss the full model (W_Q, W_K, W_OV, LayerNorm) gives {1,2} the largest selection weight",
+        key="p_selected_mean.{1,2}",
+        expected="authors' run: {1,2} 0.57, {1,3} 0.22, {2,3} 0.21 after 10 000 epochs",
+        test=Between(lo=0.4),
         control="parents-13",
     ),
     Claim(
-        "chen-appB-authors-in-spread",
-        "chen",
-        "App. B (the authors' stored run, surrogate loss)",
-        "Under the authors' loss their p_{1,2} = 0.57 lies within our 8 seeds' spread (mean ± 2 standard deviations)",
-        "authors_z.{1,2}",
-        "0.57 (one run)",
-        Between(-2.0, 2.0),
+        id="chen-appB-authors-in-spread",
+        paper="chen",
+        where="App. B (the authors' stored run, surrogate loss)",
+        statement="Under the authors' loss their p_{1,2} = 0.57 lies within our 8 seeds' spread (mean ± 2 standard deviations)",
+        key="authors_z.{1,2}",
+        expected="0.57 (one run)",
+        test=Between(-2.0, 2.0),
         control="parents-13",
         if_failed="a finding about the paper: the authors' single run is not typical of its own protocol's seeds",
     ),
     Claim(
-        "chen-appB-authors-a-in-spread",
-        "chen",
-        "App. B (the authors' stored run, surrogate loss: a = 0.61 after 10 000 epochs)",
-        "Under the authors' loss their final a = 0.61 lies within our 8 seeds' spread (mean ± 2 standard deviations)",
-        "authors_z.a",
-        "a = 0.61 (one run)",
-        Between(-2.0, 2.0),
+        id="chen-appB-authors-a-in-spread",
+        paper="chen",
+        where="App. B (the authors' stored run, surrogate loss: a = 0.61 after 10 000 epochs)",
+        statement="Under the authors' loss their final a = 0.61 lies within our 8 seeds' spread (mean ± 2 standard deviations)",
+        key="authors_z.a",
+        expected="a = 0.61 (one run)",
+        test=Between(-2.0, 2.0),
         if_failed="a finding about the paper: with the same protocol our a grows faster than the authors' stored "
         "run's, while its p_S lies inside our spread",
     ),
     Claim(
-        "chen-appB-ce-select",
-        "chen",
-        "App. B; the rebuttal's table (loss: cross entropy)",
-        "Under the true cross-entropy the full model also gives {1,2} the largest selection weight",
-        "by_loss.ce.p_selected_mean.{1,2}",
-        "{1,2} leads (the authors' surrogate run: 0.57)",
-        Between(lo=0.4),
+        id="chen-appB-ce-select",
+        paper="chen",
+        where="App. B; the rebuttal's table (loss: cross entropy)",
+        statement="Under the true cross-entropy the full model also gives {1,2} the largest selection weight",
+        key="by_loss.ce.p_selected_mean.{1,2}",
+        expected="{1,2} leads (the authors' surrogate run: 0.57)",
+        test=Between(lo=0.4),
         control="parents-13",
     ),
     Claim(
-        "chen-appB-ce-sharper",
-        "chen",
-        "App. B (the authors' stored run, surrogate loss) against the true cross-entropy",
-        "Under the true cross-entropy the selection is further along at 10 000 epochs: the authors' 0.57 lies below "
+        id="chen-appB-ce-sharper",
+        paper="chen",
+        where="App. B (the authors' stored run, surrogate loss) against the true cross-entropy",
+        statement="Under the true cross-entropy the selection is further along at 10 000 epochs: the authors' 0.57 lies below "
         "our seeds' spread",
-        "by_loss.ce.authors_z.{1,2}",
-        "a finding, not a statement of the paper: z < −2",
-        Between(hi=-2.0),
+        key="by_loss.ce.authors_z.{1,2}",
+        expected="a finding, not a statement of the paper: z < −2",
+        test=Between(hi=-2.0),
         control="parents-13",
     ),
 )
@@ -185,3 +179,19 @@ def seed_spread(metrics: pd.DataFrame) -> dict:
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     return plot_variants(results, out_dir, "markov_full")
+
+
+EXPERIMENT = Experiment(
+    name="markov-full",
+    description="Chen et al. App. B: the full model (W_Q, W_K, W_OV, LayerNorm) trained jointly",
+    figure="Chen et al. App. B (full)",
+    wall="~12 min",  # default preset, 2 cores: 8 seeds × the surrogate (458 s), 4 × the cross-entropy
+    cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
+    headline=("p_selected.{1,2}", "p_selected.{1,3}", "p_selected.{2,3}", "a_log_slope"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -22,19 +22,13 @@ from pathlib import Path
 
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_memory, check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.markov_common import ChenModelConfig, Loss, plot_variants, run_variants
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
 from inductionlab.train.interventions import InterventionConfig, check, chen_family
-
-NAME = "markov-joint"
-DESCRIPTION = "Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t"
-FIGURE = "Chen et al. Fig. 6"
-WALL = "~7 min"  # default preset, 2 cores
-CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
-HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 
 
 @dataclass(frozen=True)
@@ -82,54 +76,54 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "bigram",
-        "a bigram chain (parents {1}): {1,2} is not the informative set (wrong parent set)",
-        {"task.parents": "1"},
+        name="bigram",
+        breaks="a bigram chain (parents {1}): {1,2} is not the informative set (wrong parent set)",
+        overrides={"task.parents": "1"},
         preset="control",
     ),
     Control(
-        "ce-loss",
-        "the true cross-entropy instead of the bounded surrogate: a has a finite optimum on finite L",
-        {"losses": "ce"},
+        name="ce-loss",
+        breaks="the true cross-entropy instead of the bounded surrogate: a has a finite optimum on finite L",
+        overrides={"losses": "ce"},
         preset="quick",
     ),
     Control(
-        "copier-frozen",
-        "the copier's RPE frozen at its initialisation: the heads cannot sharpen",
-        {"intervene.freeze": "copier"},
+        name="copier-frozen",
+        breaks="the copier's RPE frozen at its initialisation: the heads cannot sharpen",
+        overrides={"intervene.freeze": "copier"},
         preset="control",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "chen-fig6-select",
-        "chen",
-        "App. C.1, Fig. 6 (joint training, CWa)",
-        "Joint training selects {1,2} as well (the authors' shifted windows; a shared window re-admits {1,3})",
-        "p_selected.{1,2}",
-        "p_{1,2} = 1.000 from epoch 100 (the authors' stored run: 0.996 at epoch 10)",
-        Between(lo=0.99),
+        id="chen-fig6-select",
+        paper="chen",
+        where="App. C.1, Fig. 6 (joint training, CWa)",
+        statement="Joint training selects {1,2} as well (the authors' shifted windows; a shared window re-admits {1,3})",
+        key="p_selected.{1,2}",
+        expected="p_{1,2} = 1.000 from epoch 100 (the authors' stored run: 0.996 at epoch 10)",
+        test=Between(lo=0.99),
         control="bigram",
     ),
     Claim(
-        "chen-fig6-a-log",
-        "chen",
-        "App. C.1, Fig. 6 (the authors' surrogate loss)",
-        "Under joint training a grows like ln t",
-        "a_log_slope",
-        "a 0.70, 4.28, 7.28, 9.69 at epochs 10…10k: slope ≈ 1",
-        Between(0.7, 1.5),
+        id="chen-fig6-a-log",
+        paper="chen",
+        where="App. C.1, Fig. 6 (the authors' surrogate loss)",
+        statement="Under joint training a grows like ln t",
+        key="a_log_slope",
+        expected="a 0.70, 4.28, 7.28, 9.69 at epochs 10…10k: slope ≈ 1",
+        test=Between(0.7, 1.5),
         control="ce-loss",
     ),
     Claim(
-        "chen-fig6-copiers-sharpen",
-        "chen",
-        "App. C.1, Fig. 6 (the RPE panel)",
-        "Under joint training heads 1 and 2 sharpen onto lags 1 and 2 (from 0.90 of their attention at init)",
-        "copier_attention",
-        "the authors' run: w = 3.36, 4.14 on lags 1, 2 (from 3, the rest 0.1): attention 0.93, 0.98 — above 0.92",
-        Between(lo=0.92),
+        id="chen-fig6-copiers-sharpen",
+        paper="chen",
+        where="App. C.1, Fig. 6 (the RPE panel)",
+        statement="Under joint training heads 1 and 2 sharpen onto lags 1 and 2 (from 0.90 of their attention at init)",
+        key="copier_attention",
+        expected="the authors' run: w = 3.36, 4.14 on lags 1, 2 (from 3, the rest 0.1): attention 0.93, 0.98 — above 0.92",
+        test=Between(lo=0.92),
         control="copier-frozen",
         if_failed="a finding about the paper: head 2 sharpens (0.955 of its attention on lag 2 by epoch ~3000), "
         "then takes up lag 3 (w 0.58 at 20 000 epochs) and ends below its initial 0.90",
@@ -147,3 +141,19 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     return plot_variants(results, out_dir, "markov_joint")
+
+
+EXPERIMENT = Experiment(
+    name="markov-joint",
+    description="Chen et al. Fig. 6: joint training of c, w, a (CWa); p_S(t), RPE, a(t) ~ ln t",
+    figure="Chen et al. Fig. 6",
+    wall="~7 min",  # default preset, 2 cores
+    cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
+    headline=("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

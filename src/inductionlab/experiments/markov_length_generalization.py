@@ -30,18 +30,12 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.config import check_seeds, require
-from inductionlab.experiments.markov_common import ChenModelConfig, selected_lags
+from inductionlab.experiments.experiment import Experiment
+from inductionlab.experiments.markov_common import ChenModelConfig
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, datasets, sample
 from inductionlab.train.chen import StagedConfig, train_staged
-
-NAME = "markov-length-generalization"
-DESCRIPTION = "Chen et al.: a model trained at L=100, alpha=0.1 evaluated at L up to 1000 and alpha in {0.05, 0.1, 0.2}"
-FIGURE = "Chen et al. Fig. 21"
-WALL = "~1 min"  # default preset, 2 cores
-CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
-HEADLINE = ("loss_decreases_with_L", "gap_decreases_with_L", "gih_argmax_agreement")
 
 
 @dataclass(frozen=True)
@@ -94,9 +88,9 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "eval-parents-13",
-        "the evaluation chains have parents {1,3}, the model was trained on {1,2}: not the same parent structure",
-        {"eval_parents": "1,3"},
+        name="eval-parents-13",
+        breaks="the evaluation chains have parents {1,3}, the model was trained on {1,2}: not the same parent structure",
+        overrides={"eval_parents": "1,3"},
         preset="control",
     ),
 )
@@ -104,38 +98,38 @@ CONTROLS = (
 
 def _length_claim(alpha: str) -> Claim:
     return Claim(
-        f"chen-fig21-length-a{alpha}",
-        "chen",
-        "Fig. 21 (rebuttal PDF): L ∈ {10, …, 1000}, α ∈ {0.05, 0.1, 0.2}",
-        f"A model trained at L = 100, α = 0.1 and evaluated at α = {alpha}: its loss falls with L",
-        f"loss_decreases_with_L.{alpha}",
-        "decreasing in L at every α",
-        Is(True),
+        id=f"chen-fig21-length-a{alpha}",
+        paper="chen",
+        where="Fig. 21 (rebuttal PDF): L ∈ {10, …, 1000}, α ∈ {0.05, 0.1, 0.2}",
+        statement=f"A model trained at L = 100, α = 0.1 and evaluated at α = {alpha}: its loss falls with L",
+        key=f"loss_decreases_with_L.{alpha}",
+        expected="decreasing in L at every α",
+        test=Is(True),
     )
 
 
 def _gap_claim(alpha: str) -> Claim:
     return Claim(
-        f"chen-fig21-gap-a{alpha}",
-        "chen",
-        "rebuttal ('the model will generalize well as long as they maintain the same parent structure'), Fig. 21",
-        f"At α = {alpha} and L = 1000 (ten times the training length) the model is within 0.02 nats of Bayes",
-        f"bayes_gap.{alpha}.1000",
-        "the trained model tends to the Bayes predictor as L grows (gap 0.23–0.71 nats at L = 10)",
-        Between(hi=0.02),
+        id=f"chen-fig21-gap-a{alpha}",
+        paper="chen",
+        where="rebuttal ('the model will generalize well as long as they maintain the same parent structure'), Fig. 21",
+        statement=f"At α = {alpha} and L = 1000 (ten times the training length) the model is within 0.02 nats of Bayes",
+        key=f"bayes_gap.{alpha}.1000",
+        expected="the trained model tends to the Bayes predictor as L grows (gap 0.23–0.71 nats at L = 10)",
+        test=Between(hi=0.02),
         control="eval-parents-13",
     )
 
 
 CLAIMS = (
     Claim(
-        "chen-fig21-length",
-        "chen",
-        "Fig. 21 (rebuttal PDF): L ∈ {10, …, 1000}, α = 0.1",
-        "A model trained at L = 100 generalises to longer sequences: its loss falls with L",
-        "loss_decreases_with_L.0.1",
-        "decreasing in L",
-        Is(True),
+        id="chen-fig21-length",
+        paper="chen",
+        where="Fig. 21 (rebuttal PDF): L ∈ {10, …, 1000}, α = 0.1",
+        statement="A model trained at L = 100 generalises to longer sequences: its loss falls with L",
+        key="loss_decreases_with_L.0.1",
+        expected="decreasing in L",
+        test=Is(True),
     ),
     _length_claim("0.05"),
     _length_claim("0.2"),
@@ -173,10 +167,10 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     train_tokens, val_tokens = datasets(cfg.task, (cfg.seeds[0],), cfg.n_samples, cfg.n_val)
     model = cfg.model.build(cfg.task.vocab_size)
     params, metrics = train_staged(
-        model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1), desc=NAME
+        model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1), desc="markov-length-generalization"
     )
     best = int(chen.selection_weights(params["c"])[0].argmax())
-    lags = selected_lags(model, params, model.subsets[best])  # once: the same model at every L
+    lags = chen.selected_lags(params, model.subsets[best])  # once: the same model at every L
     rows = []
     for i, alpha in enumerate(cfg.alphas):  # common random numbers: every L is a window of the same sequences
         longest = replace(
@@ -224,3 +218,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     bx.set(xlabel="sequence length L", ylabel="loss − Bayes loss", title="gap to the Bayes predictor")
     ax.legend(fontsize=7), bx.legend(fontsize=7)
     return [plots.save(fig, Path(out_dir) / "markov_length_generalization.png")]
+
+
+EXPERIMENT = Experiment(
+    name="markov-length-generalization",
+    description="Chen et al.: a model trained at L=100, alpha=0.1 evaluated at L up to 1000 and alpha in {0.05, 0.1, 0.2}",
+    figure="Chen et al. Fig. 21",
+    wall="~1 min",  # default preset, 2 cores
+    cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
+    headline=("loss_decreases_with_L", "gap_decreases_with_L", "gih_argmax_agreement"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -22,17 +22,11 @@ import torch
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig, datasets, draw_kernels
 from inductionlab.theory.mutual_info import mutual_info_table
-
-NAME = "markov-mi"
-DESCRIPTION = "Chen et al.: modified vs standard chi^2 MI per lag set, and -dL/dp_S / a against the modified MI"
-FIGURE = "Chen et al. §4.2 (χ² MI)"
-WALL = "~1 s"  # default preset, 2 cores
-CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
-HEADLINE = ("argmax_modified_mi", "argmax_standard_mi", "grad_mi_correlation")
 
 
 @dataclass(frozen=True)
@@ -66,38 +60,38 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "parents-13",
-        "the chain's parents are {1,3}: {1,2} is no longer the parent set (wrong parent set)",
-        {"task.parents": "1,3"},
+        name="parents-13",
+        breaks="the chain's parents are {1,3}: {1,2} is no longer the parent set (wrong parent set)",
+        overrides={"task.parents": "1,3"},
         preset="quick",
     ),
     Control(
-        "lag-agnostic-heads",
-        "copier heads at a lag-agnostic RPE (w_+ = w_− = 0): every head averages lags 1..3, so no subset copies its lags",
-        {"copier_logit": 0.0},
+        name="lag-agnostic-heads",
+        breaks="copier heads at a lag-agnostic RPE (w_+ = w_− = 0): every head averages lags 1..3, so no subset copies its lags",
+        overrides={"copier_logit": 0.0},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "chen-s4.2-mi-argmax",
-        "chen",
-        "§3.3 (modified χ² mutual information), Thm 3.3 (S* = its argmax)",
-        "The modified χ² mutual information is largest for the true parents {1,2} (over all S ⊆ {1,2,3})",
-        "argmax_modified_mi",
-        "{1,2}",
-        Is("{1,2}"),
+        id="chen-s4.2-mi-argmax",
+        paper="chen",
+        where="§3.3 (modified χ² mutual information), Thm 3.3 (S* = its argmax)",
+        statement="The modified χ² mutual information is largest for the true parents {1,2} (over all S ⊆ {1,2,3})",
+        key="argmax_modified_mi",
+        expected="{1,2}",
+        test=Is("{1,2}"),
         control="parents-13",
     ),
     Claim(
-        "chen-s4.2-gradient",
-        "chen",
-        "§3.3, proof of Thm 3.3 (Stage I: the gradient on p_S is a·Ĩ_χ²(S) at small a)",
-        "At initialisation the selector's gradient is proportional to the modified χ² MI",
-        "grad_mi_correlation",
-        "correlation 1 (−∂L/∂p_S ≈ a·Ĩ(S))",
-        Between(lo=0.99),
+        id="chen-s4.2-gradient",
+        paper="chen",
+        where="§3.3, proof of Thm 3.3 (Stage I: the gradient on p_S is a·Ĩ_χ²(S) at small a)",
+        statement="At initialisation the selector's gradient is proportional to the modified χ² MI",
+        key="grad_mi_correlation",
+        expected="correlation 1 (−∂L/∂p_S ≈ a·Ĩ(S))",
+        test=Between(lo=0.99),
         control="lag-agnostic-heads",
     ),
 )
@@ -178,3 +172,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         title=f"correlation {s['grad_mi_correlation']:.3f}",
     )
     return [plots.save(fig, Path(out_dir) / "markov_mi.png")]
+
+
+EXPERIMENT = Experiment(
+    name="markov-mi",
+    description="Chen et al.: modified vs standard chi^2 MI per lag set, and -dL/dp_S / a against the modified MI",
+    figure="Chen et al. §4.2 (χ² MI)",
+    wall="~1 s",  # default preset, 2 cores
+    cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
+    headline=("argmax_modified_mi", "argmax_standard_mi", "grad_mi_correlation"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

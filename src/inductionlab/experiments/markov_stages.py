@@ -21,19 +21,13 @@ from pathlib import Path
 
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_memory, check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.markov_common import ChenModelConfig, Loss, plot_variants, run_variants
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
 from inductionlab.train.interventions import InterventionConfig, check, chen_family
-
-NAME = "markov-stages"
-DESCRIPTION = "Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t"
-FIGURE = "Chen et al. Figs. 3–5"
-WALL = "~4 min"  # default preset, 2 cores
-CPU_ONLY = "the model runs on tables over the few window states that occur; an epoch takes milliseconds"
-HEADLINE = ("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}")
 
 
 @dataclass(frozen=True)
@@ -87,97 +81,97 @@ CONTROL_PRESET = "control"  # the submission run's rates at D = 2, surrogate onl
 
 CONTROLS = (
     Control(
-        "parents-13",
-        "the chain's parents are {1,3}: {1,2} is no longer the informative set (wrong parent set), at D = 2 and 3",
-        {"task.parents": "1,3", "degrees": "2,3"},
+        name="parents-13",
+        breaks="the chain's parents are {1,3}: {1,2} is no longer the informative set (wrong parent set), at D = 2 and 3",
+        overrides={"task.parents": "1,3", "degrees": "2,3"},
         preset=CONTROL_PRESET,
     ),
     Control(
-        "copier-frozen",
-        "the copier's RPE frozen at its initialisation: Stage II cannot sharpen the heads",
-        {"intervene.freeze": "copier"},
+        name="copier-frozen",
+        breaks="the copier's RPE frozen at its initialisation: Stage II cannot sharpen the heads",
+        overrides={"intervene.freeze": "copier"},
         preset=CONTROL_PRESET,
     ),
     Control(
-        "a-frozen",
-        "the classifier's a held at 0.01: layer 2 cannot concentrate on the matching positions",
-        {"intervene.freeze": "classifier"},
+        name="a-frozen",
+        breaks="the classifier's a held at 0.01: layer 2 cannot concentrate on the matching positions",
+        overrides={"intervene.freeze": "classifier"},
         preset=CONTROL_PRESET,
     ),
     Control(
-        "ce-loss",
-        "the true cross-entropy instead of the bounded surrogate: a has a finite optimum on finite L",
-        {"losses": "ce"},
+        name="ce-loss",
+        breaks="the true cross-entropy instead of the bounded surrogate: a has a finite optimum on finite L",
+        overrides={"losses": "ce"},
         preset=CONTROL_PRESET,
     ),
     Control(
-        "deterministic",
-        "α = 0.001: near-deterministic kernels, on which the cross-entropy keeps rewarding a larger a",
-        {"task.alpha": 0.001, "losses": "ce"},
+        name="deterministic",
+        breaks="α = 0.001: near-deterministic kernels, on which the cross-entropy keeps rewarding a larger a",
+        overrides={"task.alpha": 0.001, "losses": "ce"},
         preset="control-a",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "chen-thm3.3-select",
-        "chen",
-        "Thm 3.3 (Stage I), §3.3; Fig. 3 (D = 2)",
-        "Stage I: the selector converges to the true parent set {1,2}, the argmax of the modified χ² MI (D = 2)",
-        "p_selected.{1,2}",
-        "p_{1,2} → 1",
-        Between(lo=0.99),
+        id="chen-thm3.3-select",
+        paper="chen",
+        where="Thm 3.3 (Stage I), §3.3; Fig. 3 (D = 2)",
+        statement="Stage I: the selector converges to the true parent set {1,2}, the argmax of the modified χ² MI (D = 2)",
+        key="p_selected.{1,2}",
+        expected="p_{1,2} → 1",
+        test=Between(lo=0.99),
         control="parents-13",
     ),
     Claim(
-        "chen-thm3.3-D3-select",
-        "chen",
-        "§3.3 (the modified χ² MI trades information for size); experiments with D = 3 (Figs. 3–5)",
-        "With D = 3, where {1,2,3} is allowed, the selector still converges to {1,2}, not to the superset",
-        f"runs.{SURROGATE_D3}.p_selected.{{1,2}}",
-        "p_{1,2} → 1 although {1,2,3} carries the same standard MI",
-        Between(lo=0.99),
+        id="chen-thm3.3-D3-select",
+        paper="chen",
+        where="§3.3 (the modified χ² MI trades information for size); experiments with D = 3 (Figs. 3–5)",
+        statement="With D = 3, where {1,2,3} is allowed, the selector still converges to {1,2}, not to the superset",
+        key=f"runs.{SURROGATE_D3}.p_selected.{{1,2}}",
+        expected="p_{1,2} → 1 although {1,2,3} carries the same standard MI",
+        test=Between(lo=0.99),
         control="parents-13",
     ),
     Claim(
-        "chen-thm3.3-copiers-sharpen",
-        "chen",
-        "Thm 3.3 (Stage II), Fig. 4",
-        "Stage II: each head of the selected set sharpens onto its parent lag (the copier), from 0.90 at init",
-        "copier_attention",
-        "attention of heads 1, 2 on lags 1, 2 → 1",
-        Between(lo=0.99),
+        id="chen-thm3.3-copiers-sharpen",
+        paper="chen",
+        where="Thm 3.3 (Stage II), Fig. 4",
+        statement="Stage II: each head of the selected set sharpens onto its parent lag (the copier), from 0.90 at init",
+        key="copier_attention",
+        expected="attention of heads 1, 2 on lags 1, 2 → 1",
+        test=Between(lo=0.99),
         control="copier-frozen",
     ),
     Claim(
-        "chen-thm3.3-a-log",
-        "chen",
-        "Thm 3.3 (Stage III), Fig. 5 (the authors' surrogate loss)",
-        "Stage III: the classifier's a grows like ln t under the authors' loss (slope per ln t over the second half)",
-        "a_log_slope",
-        "slope ≈ 1 per ln t (a ≈ 8 after 5000 epochs)",
-        Between(0.7, 1.5),
+        id="chen-thm3.3-a-log",
+        paper="chen",
+        where="Thm 3.3 (Stage III), Fig. 5 (the authors' surrogate loss)",
+        statement="Stage III: the classifier's a grows like ln t under the authors' loss (slope per ln t over the second half)",
+        key="a_log_slope",
+        expected="slope ≈ 1 per ln t (a ≈ 8 after 5000 epochs)",
+        test=Between(0.7, 1.5),
         control="ce-loss",
     ),
     Claim(
-        "chen-a2-ce-a-levels-off",
-        "chen",
-        "Thm 3.3 (Stage III: a → ∞); rebuttal's table (loss: cross entropy)",
-        "Under the true cross-entropy a(t) levels off at a finite a (≈ 5.6): ln t holds only under the surrogate",
-        f"runs.{CE_D2}.a_log_slope",
-        "the paper: a grows without bound; here a finite optimum: |slope per ln t| ≤ 0.5 late in Stage III",
-        Between(-0.5, 0.5),
+        id="chen-a2-ce-a-levels-off",
+        paper="chen",
+        where="Thm 3.3 (Stage III: a → ∞); rebuttal's table (loss: cross entropy)",
+        statement="Under the true cross-entropy a(t) levels off at a finite a (≈ 5.6): ln t holds only under the surrogate",
+        key=f"runs.{CE_D2}.a_log_slope",
+        expected="the paper: a grows without bound; here a finite optimum: |slope per ln t| ≤ 0.5 late in Stage III",
+        test=Between(-0.5, 0.5),
         control="deterministic",
         if_failed="open: a still grows at the end of Stage III, so the finite optimum was not reached in 5000 epochs",
     ),
     Claim(
-        "chen-s4-gih",
-        "chen",
-        "§4.1 (the generalised induction head), Thm 3.3",
-        "The trained model predicts like the generalised induction head over the lags its selected heads copy",
-        "gih_argmax_agreement",
-        "= GIH (argmax agreement on validation sequences)",
-        Between(lo=0.99),
+        id="chen-s4-gih",
+        paper="chen",
+        where="§4.1 (the generalised induction head), Thm 3.3",
+        statement="The trained model predicts like the generalised induction head over the lags its selected heads copy",
+        key="gih_argmax_agreement",
+        expected="= GIH (argmax agreement on validation sequences)",
+        test=Between(lo=0.99),
         control="a-frozen",
     ),
 )
@@ -194,3 +188,19 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     return plot_variants(results, out_dir, "markov_stages")
+
+
+EXPERIMENT = Experiment(
+    name="markov-stages",
+    description="Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t",
+    figure="Chen et al. Figs. 3–5",
+    wall="~4 min",  # default preset, 2 cores
+    cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
+    headline=("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

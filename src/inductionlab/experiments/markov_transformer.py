@@ -31,6 +31,7 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.models import transformer as tf
 from inductionlab.runs import Results, RunContext
@@ -40,12 +41,6 @@ from inductionlab.train.chen import reference_predictors
 from inductionlab.train.interventions import InterventionConfig, build, check, forward_hooks, transformer_family
 from inductionlab.train.text import token_losses
 
-NAME = "markov-transformer"
-DESCRIPTION = "Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags"
-FIGURE = "Wang et al. × Chen et al. (stages)"
-WALL = "~11 min"  # default preset, 2 cores (measured 643 s with another job on the second core)
-CPU_ONLY = "a d = 32 two-layer model on 3 tokens: the step is Python and sampling overhead"
-HEADLINE = ("t_unigram", "t_bigram", "t_bayes", "final_kl_to_bayes", "final_induction_score", "layer1_top_lags")
 REFERENCES = ("uniform", "unigram", "bigram", "bayes")  # the stage order
 
 
@@ -107,45 +102,45 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "layer1-ablated",
-        "every layer-1 head's output zeroed: no previous-token information reaches layer 2 (and layer 1 gets no "
+        name="layer1-ablated",
+        breaks="every layer-1 head's output zeroed: no previous-token information reaches layer 2 (and layer 1 gets no "
         "gradient), so no in-context bigram or n-gram statistic can be formed",
-        {"intervene.ablate": "blocks.0.attn", "compare": ""},
+        overrides={"intervene.ablate": "blocks.0.attn", "compare": ""},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "cross-markov-stages",
-        "chen",
-        "§5 × Wang et al.",
-        "An unstructured two-layer transformer passes through the unigram → bigram → Bayes (trigram) stages in order",
-        "stages_in_order",
-        "unigram, then bigram, then the n-gram (statistical induction head) stage",
-        Is(True),
+        id="cross-markov-stages",
+        paper="chen",
+        where="§5 × Wang et al.",
+        statement="An unstructured two-layer transformer passes through the unigram → bigram → Bayes (trigram) stages in order",
+        key="stages_in_order",
+        expected="unigram, then bigram, then the n-gram (statistical induction head) stage",
+        test=Is(True),
         control="layer1-ablated",
     ),
     Claim(
-        "cross-markov-bayes",
-        "chen",
-        "§5 × Wang et al.",
-        "On the trigram chain it ends far closer to the Bayes predictor than to the in-context bigram estimator",
-        "final_kl_to_bayes",
-        "KL(Bayes ‖ model) ≤ 0.3 KL(bigram ‖ model)",
-        Between(hi=0.3),
+        id="cross-markov-bayes",
+        paper="chen",
+        where="§5 × Wang et al.",
+        statement="On the trigram chain it ends far closer to the Bayes predictor than to the in-context bigram estimator",
+        key="final_kl_to_bayes",
+        expected="KL(Bayes ‖ model) ≤ 0.3 KL(bigram ‖ model)",
+        test=Between(hi=0.3),
         over="final_kl.bigram",
         control="layer1-ablated",
     ),
     Claim(
-        "cross-markov-lags",
-        "chen",
-        "§2–3 (layer 1 copies the parents: the copier, Thm 3.3 Stage II) × Wang et al.",
-        "Its layer 1 attends to the parent lags {1, 2}: on average over its heads ≥ 0.8 of a query's attention "
+        id="cross-markov-lags",
+        paper="chen",
+        where="§2–3 (layer 1 copies the parents: the copier, Thm 3.3 Stage II) × Wang et al.",
+        statement="Its layer 1 attends to the parent lags {1, 2}: on average over its heads ≥ 0.8 of a query's attention "
         "falls on lags 1 and 2 (which head takes which lag is reported, not claimed: see layer1_lag_weights)",
-        "layer1_parent_mass",
-        "Chen's copier heads attend to the parents only (mass 1 on lags {1, 2})",
-        Between(lo=0.8),
+        key="layer1_parent_mass",
+        expected="Chen's copier heads attend to the parents only (mass 1 on lags {1, 2})",
+        test=Between(lo=0.8),
         control="layer1-ablated",
     ),
 )
@@ -284,3 +279,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         lx.set_title(f"layer-1 lag weights; top lags {s[setting]['layer1_top_lags']}", fontsize=8)
         lx.legend(fontsize=5, ncol=2)
     return [plots.save(fig, Path(out_dir) / "markov_transformer.png")]
+
+
+EXPERIMENT = Experiment(
+    name="markov-transformer",
+    description="Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags",
+    figure="Wang et al. × Chen et al. (stages)",
+    wall="~11 min",  # default preset, 2 cores (measured 643 s with another job on the second core)
+    cpu_only="a d = 32 two-layer model on 3 tokens: the step is Python and sampling overhead",
+    headline=("t_unigram", "t_bigram", "t_bayes", "final_kl_to_bayes", "final_induction_score", "layer1_top_lags"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -20,23 +20,18 @@ from tqdm.auto import tqdm
 
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Near
+from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
-from inductionlab.experiments.toy_common import train_and_time
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.theory.mixed import check_ih_domain, ih_ratio_lazy, predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
-from inductionlab.train.toy import ToyTrainConfig
+from inductionlab.train.toy import ToyTrainConfig, train_from
 
-NAME = "plateau-scaling"
-DESCRIPTION = "Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²"
-FIGURE = "Wang et al. Theorem 5.5"
-WALL = "~2 min"  # default preset, 2 cores (the exact-softmax flow at the one-factor points included)
-CPU_ONLY = "the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove"
-HEADLINE = ("exponents.L", "exponents.one_plus_alpha", "exponents.w_star", "log_inv_sigma_r2")
 FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
 TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
 
@@ -128,163 +123,163 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "sigma-large",
-        "σ_init = 0.1, not ≪ 1 (Theorem 5.5's assumption): w_KQ moves during Phase I, so the induction head is no "
+        name="sigma-large",
+        breaks="σ_init = 0.1, not ≪ 1 (Theorem 5.5's assumption): w_KQ moves during Phase I, so the induction head is no "
         "longer lazy while the 4-gram is learned",
-        {"model.sigma_init": 0.1},
+        overrides={"model.sigma_init": 0.1},
         preset="flow",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-thm5.5-L",
-        "wang",
-        "Thm 5.5",
-        "The plateau length grows linearly in L",
-        "exponents.L",
-        "exponent 1",
-        Near(1.0, atol=0.15),
+        id="wang-thm5.5-L",
+        paper="wang",
+        where="Thm 5.5",
+        statement="The plateau length grows linearly in L",
+        key="exponents.L",
+        expected="exponent 1",
+        test=Near(1.0, atol=0.15),
     ),
     Claim(
-        "wang-thm5.5-alpha",
-        "wang",
-        "Thm 5.5",
-        "The plateau length grows like (1 + α*)²",
-        "exponents.one_plus_alpha",
-        "exponent 2",
-        Near(2.0, atol=0.2),
+        id="wang-thm5.5-alpha",
+        paper="wang",
+        where="Thm 5.5",
+        statement="The plateau length grows like (1 + α*)²",
+        key="exponents.one_plus_alpha",
+        expected="exponent 2",
+        test=Near(2.0, atol=0.2),
     ),
     Claim(
-        "wang-thm5.5-wstar",
-        "wang",
-        "Thm 5.5",
-        "The plateau length falls like 1/w*²",
-        "exponents.w_star",
-        "exponent −2",
-        Near(-2.0, atol=0.2),
+        id="wang-thm5.5-wstar",
+        paper="wang",
+        where="Thm 5.5",
+        statement="The plateau length falls like 1/w*²",
+        key="exponents.w_star",
+        expected="exponent −2",
+        test=Near(-2.0, atol=0.2),
     ),
     Claim(
-        "wang-thm5.5-sigma",
-        "wang",
-        "Thm 5.5",
-        "The plateau length is linear in log(1/σ_init)",
-        "log_inv_sigma_r2",
-        "linear (R² → 1)",
-        Between(lo=0.99),
+        id="wang-thm5.5-sigma",
+        paper="wang",
+        where="Thm 5.5",
+        statement="The plateau length is linear in log(1/σ_init)",
+        key="log_inv_sigma_r2",
+        expected="linear (R² → 1)",
+        test=Between(lo=0.99),
     ),
     Claim(
-        "wang-thm5.5-L-exact",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
-        "The plateau grows linearly in L on the exact-softmax gradient flow too (Monte Carlo loss, not eq. 10)",
-        "exponents_exact.L",
-        "exponent 1",
-        Near(1.0, atol=0.15),
+        id="wang-thm5.5-L-exact",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        statement="The plateau grows linearly in L on the exact-softmax gradient flow too (Monte Carlo loss, not eq. 10)",
+        key="exponents_exact.L",
+        expected="exponent 1",
+        test=Near(1.0, atol=0.15),
     ),
     Claim(
-        "wang-thm5.5-alpha-exact",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
-        "The plateau grows like (1 + α*)² on the exact-softmax gradient flow too",
-        "exponents_exact.one_plus_alpha",
-        "exponent 2",
-        Near(2.0, atol=0.2),
+        id="wang-thm5.5-alpha-exact",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        statement="The plateau grows like (1 + α*)² on the exact-softmax gradient flow too",
+        key="exponents_exact.one_plus_alpha",
+        expected="exponent 2",
+        test=Near(2.0, atol=0.2),
     ),
     Claim(
-        "wang-thm5.5-wstar-exact",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
-        "The plateau falls like 1/w*² on the exact-softmax gradient flow too",
-        "exponents_exact.w_star",
-        "exponent −2",
-        Near(-2.0, atol=0.2),
+        id="wang-thm5.5-wstar-exact",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        statement="The plateau falls like 1/w*² on the exact-softmax gradient flow too",
+        key="exponents_exact.w_star",
+        expected="exponent −2",
+        test=Near(-2.0, atol=0.2),
         if_failed="a finding about the paper: on the exact softmax the local w* exponent over w* ∈ [0.25, 0.49] is "
         "≈ −1.8 (quick: −1.81); the Θ hides w*-dependent factors of the softmax normaliser that eq. 10 drops",
     ),
     Claim(
-        "wang-thm5.5-L-sgd",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phases II–III; App. B.1 (online SGD, lr 0.1, B = 1000)",
-        "The plateau grows linearly in L under online SGD too (T_III at grid.sgd_L = 20, 40, σ_init = 0.01)",
-        "exponents_sgd.L",
-        "exponent 1",
-        Near(1.0, atol=0.15),
+        id="wang-thm5.5-L-sgd",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phases II–III; App. B.1 (online SGD, lr 0.1, B = 1000)",
+        statement="The plateau grows linearly in L under online SGD too (T_III at grid.sgd_L = 20, 40, σ_init = 0.01)",
+        key="exponents_sgd.L",
+        expected="exponent 1",
+        test=Near(1.0, atol=0.15),
         if_failed="a limit of this machine: the exponent needs SGD at two L (default grid.sgd_L = 20, 40); the quick "
         "preset trains L = 20 only",
     ),
     Claim(
-        "wang-thm5.5-phase1-TI",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phase I",
-        "Phase I takes T_I = O(1): the time at which L_G4 falls to 1% of its start does not grow with L "
+        id="wang-thm5.5-phase1-TI",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phase I",
+        statement="Phase I takes T_I = O(1): the time at which L_G4 falls to 1% of its start does not grow with L "
         "(closed-form gradient flow, eqs. 7 and 10, at L in grid.L_values)",
-        "phases.T_I_exponent",
-        "T_I = O(1) in L: exponent 0",
-        Near(0.0, atol=0.05),
+        key="phases.T_I_exponent",
+        expected="T_I = O(1) in L: exponent 0",
+        test=Near(0.0, atol=0.05),
     ),
     Claim(
-        "wang-thm5.5-phase1-ih",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phase I",
-        "At T_I the induction-head loss is still ≥ 99% of its start, L_IH2(T_I) ≥ 0.99 L_IH2(0) (the theorem assumes "
+        id="wang-thm5.5-phase1-ih",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phase I",
+        statement="At T_I the induction-head loss is still ≥ 99% of its start, L_IH2(T_I) ≥ 0.99 L_IH2(0) (the theorem assumes "
         "L ≫ 1; largest ratio over the L grid)",
-        "phases.ih_ratio_T_I_max",
-        "L_IH2(T_I)/L_IH2(0) ≥ 0.99",
-        Between(lo=0.99),
+        key="phases.ih_ratio_T_I_max",
+        expected="L_IH2(T_I)/L_IH2(0) ≥ 0.99",
+        test=Between(lo=0.99),
         if_failed="a finding about the paper: the bound holds only for L ≫ T_I ≈ 205, since w_V2 relaxes on the "
         "time scale L − 2 and its fit removes up to 93% of L_IH2(0) while w_KQ is still σ_init, so the ratio is "
         "0.07 at L = 40 and reaches 0.99 only near L ≈ 4·10⁴ (phases.ih_ratio_T_I_vs_lazy)",
     ),
     Claim(
-        "wang-thm5.5-phase1-ih-lazy",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phase I; eq. (10)",
-        "What holds instead of the 99% bound at finite L: L_IH2(T_I)/L_IH2(0) follows the fit of w_V2 alone with "
+        id="wang-thm5.5-phase1-ih-lazy",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phase I; eq. (10)",
+        statement="What holds instead of the 99% bound at finite L: L_IH2(T_I)/L_IH2(0) follows the fit of w_V2 alone with "
         "w_KQ frozen at σ_init (theory.mixed.ih_ratio_lazy), rising toward 1 as L grows (largest relative gap "
         "over the L grid)",
-        "phases.ih_ratio_T_I_vs_lazy",
-        "ratio = 1 − (B²/AC)(1 − e^{−2A·T_I/(L−2)}) (our derivation from eq. 10), → 1 as L → ∞",
-        Between(hi=0.02),
+        key="phases.ih_ratio_T_I_vs_lazy",
+        expected="ratio = 1 − (B²/AC)(1 − e^{−2A·T_I/(L−2)}) (our derivation from eq. 10), → 1 as L → ∞",
+        test=Between(hi=0.02),
         control="sigma-large",
     ),
     Claim(
-        "wang-thm5.5-To",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
-        "The observation time T_o (first time w_V2 exceeds h* = 1/(1+α*)) is Θ(L): its exponent in L",
-        "phases.T_o_exponent",
-        "T_o = Θ(L): exponent 1",
-        Near(1.0, atol=0.1),
+        id="wang-thm5.5-To",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        statement="The observation time T_o (first time w_V2 exceeds h* = 1/(1+α*)) is Θ(L): its exponent in L",
+        key="phases.T_o_exponent",
+        expected="T_o = Θ(L): exponent 1",
+        test=Near(1.0, atol=0.1),
     ),
     Claim(
-        "wang-thm5.5-wkq-rate",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phases II–III",
-        "w_KQ grows exponentially at a rate Θ(w*²/((1+α*)²L)): the fitted rate of log w_KQ (while 2σ_init < w_KQ < "
+        id="wang-thm5.5-wkq-rate",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phases II–III",
+        statement="w_KQ grows exponentially at a rate Θ(w*²/((1+α*)²L)): the fitted rate of log w_KQ (while 2σ_init < w_KQ < "
         "w*/4) times (1+α*)²L/w*² is the same at every L (max/min over the L grid)",
-        "phases.wkq_rate_spread",
-        "w_KQ(t) = σ_init exp(Θ(w*²t/((1+α*)²L))): rate × (1+α*)²L/w*² constant in L",
-        Between(1.0, 1.2),
+        key="phases.wkq_rate_spread",
+        expected="w_KQ(t) = σ_init exp(Θ(w*²t/((1+α*)²L))): rate × (1+α*)²L/w*² constant in L",
+        test=Between(1.0, 1.2),
     ),
     Claim(
-        "wang-thm5.5-phase4-g4",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phase IV",
-        "After T_III the 4-gram loss falls like 1/t: the log–log slope of L_G4 against t (mean over the L grid)",
-        "phases.g4_loglog_slope",
-        "L_G4 = O(1/t): slope −1",
-        Near(-1.0, atol=0.05),
+        id="wang-thm5.5-phase4-g4",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phase IV",
+        statement="After T_III the 4-gram loss falls like 1/t: the log–log slope of L_G4 against t (mean over the L grid)",
+        key="phases.g4_loglog_slope",
+        expected="L_G4 = O(1/t): slope −1",
+        test=Near(-1.0, atol=0.05),
     ),
     Claim(
-        "wang-thm5.5-phase4-ih",
-        "wang",
-        "Thm 5.5 (dynamics paper Thm 4), Phase IV",
-        "After T_III the induction loss decays exponentially at a rate Ω(w*²/((1+α*)²L)): the rate of log L_IH2 times "
+        id="wang-thm5.5-phase4-ih",
+        paper="wang",
+        where="Thm 5.5 (dynamics paper Thm 4), Phase IV",
+        statement="After T_III the induction loss decays exponentially at a rate Ω(w*²/((1+α*)²L)): the rate of log L_IH2 times "
         "(1+α*)²L/w*² is the same at every L (max/min over the L grid)",
-        "phases.ih_rate_spread",
-        "L_IH2 = O(exp(−Ω(w*²t/((1+α*)²L)))): rate × (1+α*)²L/w*² constant in L",
-        Between(1.0, 1.2),
+        key="phases.ih_rate_spread",
+        expected="L_IH2 = O(exp(−Ω(w*²t/((1+α*)²L)))): rate × (1+α*)²L/w*² constant in L",
+        test=Between(1.0, 1.2),
     ),
 )
 
@@ -406,15 +401,10 @@ def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
     steps = int(math.ceil(2 * t_gf / cfg.train.lr))
     train_cfg = replace(cfg.train, stage2_steps=steps)
     target = MixedTarget.per_run([cfg.task.alpha_star] * S, [cfg.task.w_star] * S, L)
-    _, _, per_run = train_and_time(
-        train_cfg,
-        target,
-        torch.tensor(sigmas),
-        [cfg.seeds[0] + i for i in range(S)],
-        ctx.child(f"sgd_L{L}"),
-        cfg.task.alpha_star,
-        cfg.task.w_star,
+    _, layer2 = train_from(
+        train_cfg, target, torch.tensor(sigmas), [cfg.seeds[0] + i for i in range(S)], ctx.child(f"sgd_L{L}")
     )
+    per_run = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
     rows = []
     for times in per_run:
         s = sigmas[times["run"]]
@@ -525,3 +515,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         f"w* {plots.num(ex.get('w_star')):.2f} (−2); R² in log(1/σ) {plots.num(s.get('log_inv_sigma_r2')):.4f}"
     )
     return [plots.save(fig, Path(out_dir) / "plateau_scaling.png")]
+
+
+EXPERIMENT = Experiment(
+    name="plateau-scaling",
+    description="Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²",
+    figure="Wang et al. Theorem 5.5",
+    wall="~2 min",  # default preset, 2 cores (the exact-softmax flow at the one-factor points included)
+    cpu_only="the six-parameter toy trains with a hand-written step whose time is Python overhead and random numbers, which a GPU does not remove",
+    headline=("exponents.L", "exponents.one_plus_alpha", "exponents.w_star", "log_inv_sigma_r2"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -23,17 +23,12 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import check_device, check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.transformer import fit_induction
-
-NAME = "probe"
-DESCRIPTION = "Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4"
-FIGURE = "Wang et al. Fig. 3"
-WALL = "~3 min"  # default preset, 2 cores
-HEADLINE = ("probe_distance_initial", "probe_distance_final", "loss_initial", "loss_final")
 
 
 @dataclass(frozen=True)
@@ -73,24 +68,24 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-positions",
-        "no relative positions (model.rpe off, and the model has no other positional signal): layer 1 sees its "
+        name="no-positions",
+        breaks="no relative positions (model.rpe off, and the model has no other positional signal): layer 1 sees its "
         "prefix as a set and cannot tell x_{s−1} from x_{s−2}, so it cannot hold X_{s−n+1:s}",
-        {"model.rpe": False},
+        overrides={"model.rpe": False},
         preset=None,  # at quick the intact model fails the check too
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-fig3-probe",
-        "wang",
-        'v3 Fig. 3 caption: "the probing loss decreases significantly during training, confirming our key '
+        id="wang-fig3-probe",
+        paper="wang",
+        where='v3 Fig. 3 caption: "the probing loss decreases significantly during training, confirming our key '
         'construction in Theorem 4.3"',
-        "Layer 1 learns to hold the previous n − 1 tokens: the probe distance falls sharply",
-        "probe_distance_final",
-        "falls to a small fraction of its start",
-        Between(hi=0.2),
+        statement="Layer 1 learns to hold the previous n − 1 tokens: the probe distance falls sharply",
+        key="probe_distance_final",
+        expected="falls to a small fraction of its start",
+        test=Between(hi=0.2),
         over="probe_distance_initial",
         control="no-positions",
     ),
@@ -103,11 +98,11 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         cfg.task,
         cfg.train,
         cfg.seeds,
-        ctx.child(threads=1, device=cfg.device),
+        ctx.child(threads=1),
         cfg.eval_size,
         probe_size=cfg.probe_size,
         probe=probe_distance,
-        desc=NAME,
+        desc="probe",
     )
     per_step = metrics.groupby("step")[["loss", "probe_distance"]].mean()
     return Results(
@@ -139,3 +134,18 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         fontsize=9,
     )
     return [plots.save(fig, Path(out_dir) / "probe.png")]
+
+
+EXPERIMENT = Experiment(
+    name="probe",
+    description="Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4",
+    figure="Wang et al. Fig. 3",
+    wall="~3 min",  # default preset, 2 cores
+    headline=("probe_distance_initial", "probe_distance_final", "loss_initial", "loss_final"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

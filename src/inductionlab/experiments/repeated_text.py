@@ -40,6 +40,7 @@ from inductionlab.analysis.ablation import head_ablation
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.text_common import (
     SMOKE,
     Config,
@@ -51,23 +52,12 @@ from inductionlab.experiments.text_common import (
     use_bf16,
 )
 from inductionlab.models import transformer as tf
+from inductionlab.rng import generator
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import TextConfig
 from inductionlab.train.autograd import TrainConfig
 
-NAME = "repeated-text"
-DESCRIPTION = "Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU"
-FIGURE = "Wang et al. Fig. 5 (repeat)"
-WALL = "~5 min"  # default preset, 2 cores
-HEADLINE = (
-    "t_loss_drop",
-    "t_induction_half",
-    "final_induction_score",
-    "t_half_p_norm",
-    "t_double_wkq_norm",
-    "p_learned_first",
-)
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop
 MIN_ABLATION_COST = 0.01  # nats: below this an ablation changes nothing measurable (float32 noise is ~1e-6)
 
@@ -90,68 +80,68 @@ PRESETS = {"quick": {"train.steps": 800}, "smoke": SMOKE}
 
 CONTROLS = (
     Control(
-        "layer1-ablated",
-        "every layer-1 head's output zeroed throughout training: no previous-token head, so no induction head",
-        {"intervene.ablate": ("blocks.0.attn",)},
+        name="layer1-ablated",
+        breaks="every layer-1 head's output zeroed throughout training: no previous-token head, so no induction head",
+        overrides={"intervene.ablate": ("blocks.0.attn",)},
         preset=None,  # at quick the intact model fails the checks too
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-fig5r-p-first",
-        "wang",
-        "Fig. 5 (repeat)",
-        "‖p‖ is learned before ‖(W_K, W_Q)‖ doubles",
-        "p_learned_first",
-        "p first",
-        Is(True),
+        id="wang-fig5r-p-first",
+        paper="wang",
+        where="Fig. 5 (repeat)",
+        statement="‖p‖ is learned before ‖(W_K, W_Q)‖ doubles",
+        key="p_learned_first",
+        expected="p first",
+        test=Is(True),
     ),
     Claim(
-        "wang-fig5r-induction",
-        "wang",
-        "Fig. 5 (repeat)",
-        "An induction head forms on real text with a repeated half",
-        "final_induction_score",
-        "an induction head forms",
-        Between(lo=0.3),
+        id="wang-fig5r-induction",
+        paper="wang",
+        where="Fig. 5 (repeat)",
+        statement="An induction head forms on real text with a repeated half",
+        key="final_induction_score",
+        expected="an induction head forms",
+        test=Between(lo=0.3),
         control="layer1-ablated",
     ),
     Claim(
-        "wang-fig5r-drop",
-        "wang",
-        "Fig. 5 (repeat)",
-        "The loss drop on repeated tokens coincides with the induction head's formation",
-        "drop_vs_induction_gap_fraction",
-        "same time (within 10% of training)",
-        Between(hi=0.1),
+        id="wang-fig5r-drop",
+        paper="wang",
+        where="Fig. 5 (repeat)",
+        statement="The loss drop on repeated tokens coincides with the induction head's formation",
+        key="drop_vs_induction_gap_fraction",
+        expected="same time (within 10% of training)",
+        test=Between(hi=0.1),
         control="layer1-ablated",
     ),
     Claim(
-        "mech-ablation-last-layer",
-        "wang",
-        "§4 (mechanism)",
-        "Ablating the last layer's top induction head costs the most copying loss of that layer's heads",
-        "top_ablation_is_top_induction",
-        "the induction head carries the copying",
-        Is(True),
+        id="mech-ablation-last-layer",
+        paper="wang",
+        where="§4 (mechanism)",
+        statement="Ablating the last layer's top induction head costs the most copying loss of that layer's heads",
+        key="top_ablation_is_top_induction",
+        expected="the induction head carries the copying",
+        test=Is(True),
     ),
     Claim(
-        "mech-ablation-overall",
-        "wang",
-        "§4.1, Theorem 4.1 and Remark 4.2: layer 1 attends to the adjacent token, layer 2 retrieves with it",
-        "The circuit needs both of its heads: zero-ablating the layer-1 previous-token head and zero-ablating the "
+        id="mech-ablation-overall",
+        paper="wang",
+        where="§4.1, Theorem 4.1 and Remark 4.2: layer 1 attends to the adjacent token, layer 2 retrieves with it",
+        statement="The circuit needs both of its heads: zero-ablating the layer-1 previous-token head and zero-ablating the "
         "layer-2 induction head each cost at least half of the larger of the two copying-loss increases",
-        "ablation_smaller_over_larger",
-        "both heads necessary: smaller / larger ablation cost ≥ 0.5",
-        Between(lo=0.5),
+        key="ablation_smaller_over_larger",
+        expected="both heads necessary: smaller / larger ablation cost ≥ 0.5",
+        test=Between(lo=0.5),
         control="layer1-ablated",
     ),
 )
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus, model, params, metrics = train_on_text(cfg, ctx, repeated=True, desc=NAME)
+    corpus, model, params, metrics = train_on_text(cfg, ctx, repeated=True, desc="repeated-text")
     ablation, top = _ablation(cfg, model, params)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
@@ -201,9 +191,7 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     the top previous-token score, the head with the top induction score) and ``ablation_smaller_over_larger``
     their ratio, near 1 when the circuit needs both heads."""
     T = cfg.eval.score_period
-    tokens = repeated_random_tokens(
-        cfg.eval.score_batch, T, 2, torch.Generator().manual_seed(cfg.eval.seed + 1), vocab=model.vocab
-    )
+    tokens = repeated_random_tokens(cfg.eval.score_batch, T, 2, generator(cfg.eval.seed, "eval"), vocab=model.vocab)
     targets = tokens[:, 1:]
 
     def per_position(logits: torch.Tensor) -> torch.Tensor:  # (S, B, 2T − 1)
@@ -293,3 +281,25 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         )
         paths.append(plots.save(fig, Path(out_dir) / "repeated_text_ablation.png"))
     return paths
+
+
+EXPERIMENT = Experiment(
+    name="repeated-text",
+    description="Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU",
+    figure="Wang et al. Fig. 5 (repeat)",
+    wall="~5 min",  # default preset, 2 cores
+    headline=(
+        "t_loss_drop",
+        "t_induction_half",
+        "final_induction_score",
+        "t_half_p_norm",
+        "t_double_wkq_norm",
+        "p_learned_first",
+    ),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

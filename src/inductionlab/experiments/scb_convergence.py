@@ -30,22 +30,11 @@ import numpy as np
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.train.proximal import SCBTrainConfig, train_scb
-
-NAME = "scb-convergence"
-DESCRIPTION = "Ren et al. Fig. 1: proximal Algorithm 1 vs vanilla SGD (large and small LR) on sparse contextual bigrams"
-FIGURE = "Ren et al. Fig. 1"
-WALL = "~1 min"  # default preset (58 s measured on one core: 7 runs on one axis)
-CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
-HEADLINE = (
-    "final.proximal.dist_A_norm",
-    "final.sgd_large_lr.dist_A_norm",
-    "final.sgd_small_lr.dist_A_norm",
-    "proximal_beats_sgd_dist_A_norm",
-)
 
 
 @dataclass(frozen=True)
@@ -74,104 +63,104 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-decay",
-        "Stage 2 keeps Stage 1's large step (η₂ = η₁): the step-size decay that carries Algorithm 1 is gone",
-        {"train.eta2": 0.03},
+        name="no-decay",
+        breaks="Stage 2 keeps Stage 1's large step (η₂ = η₁): the step-size decay that carries Algorithm 1 is gone",
+        overrides={"train.eta2": 0.03},
         preset="quick",
     ),
     Control(
-        "inert-lambda",
-        "the high-noise comparison's λ set to the paper's 1e-5, at which the prox zeroes almost nothing",
-        {"active_lambda": 1e-5},
+        name="inert-lambda",
+        breaks="the high-noise comparison's λ set to the paper's 1e-5, at which the prox zeroes almost nothing",
+        overrides={"active_lambda": 1e-5},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "ren-fig1-recovers",
-        "ren",
-        "§5.1 and Fig. 1; Thm 3.1",
-        "Algorithm 1 recovers the sparse attention: 'the final distance to the ground-truth after normalization gets "
+        id="ren-fig1-recovers",
+        paper="ren",
+        where="§5.1 and Fig. 1; Thm 3.1",
+        statement="Algorithm 1 recovers the sparse attention: 'the final distance to the ground-truth after normalization gets "
         "close to 0' (§5.1)",
-        "final.proximal.dist_A_norm",
-        "‖Ā − Q‖_μ → 0",
-        Between(hi=0.01),
+        key="final.proximal.dist_A_norm",
+        expected="‖Ā − Q‖_μ → 0",
+        test=Between(hi=0.01),
         control="no-decay",
     ),
     Claim(
-        "ren-fig1-beats-sgd",
-        "ren",
-        "§5.1 and Fig. 1",
-        "Algorithm 1 beats vanilla SGD at the same learning rate: 'SGD struggles to converge with the same small batch "
+        id="ren-fig1-beats-sgd",
+        paper="ren",
+        where="§5.1 and Fig. 1",
+        statement="Algorithm 1 beats vanilla SGD at the same learning rate: 'SGD struggles to converge with the same small batch "
         "size and large learning rate' (§5.1)",
-        "final.proximal.dist_A_norm",
-        "proximal / SGD(η₁) ≤ 0.5",
-        Between(hi=0.5),
+        key="final.proximal.dist_A_norm",
+        expected="proximal / SGD(η₁) ≤ 0.5",
+        test=Between(hi=0.5),
         over="final.SGD η=0.03.dist_A_norm",
         control="no-decay",
     ),
     Claim(
-        "ren-fig1-beats-small-sgd",
-        "ren",
-        "§5.1 and Fig. 1",
-        "Algorithm 1 beats vanilla SGD at a tenth of the learning rate: with a smaller rate 'the convergence rate is "
+        id="ren-fig1-beats-small-sgd",
+        paper="ren",
+        where="§5.1 and Fig. 1",
+        statement="Algorithm 1 beats vanilla SGD at a tenth of the learning rate: with a smaller rate 'the convergence rate is "
         "too slow' (§5.1)",
-        "final.proximal.dist_A_norm",
-        "proximal / SGD(η₁/10) ≤ 1",
-        Between(hi=1.0),
+        key="final.proximal.dist_A_norm",
+        expected="proximal / SGD(η₁/10) ≤ 1",
+        test=Between(hi=1.0),
         over="final.SGD η=0.003.dist_A_norm",
         control="no-decay",
         if_failed="a finding about the paper: with the ℓ1 step inert at λ = 1e-5, Algorithm 1's Stage 2 is SGD at "
         "η₁/10 after 2000 steps at η₁ and a rounding, so the two end close (ratio 0.82 here)",
     ),
     Claim(
-        "ren-fig1-l1-buys",
-        "ren",
-        "§5.1 (last sentence) and App. I",
-        "The ℓ1 step is what resolves the gradient variance: 'proximal gradient descent with an ℓ1 regularizer can "
+        id="ren-fig1-l1-buys",
+        paper="ren",
+        where="§5.1 (last sentence) and App. I",
+        statement="The ℓ1 step is what resolves the gradient variance: 'proximal gradient descent with an ℓ1 regularizer can "
         "resolve this issue' (§5.1); 'ℓ1 regularization is necessary' (App. I) — at the paper's λ = 1e-5, Algorithm 1 "
         "beats the same algorithm with λ = 0",
-        "final.proximal.dist_A_norm",
-        "proximal(λ = 1e-5) / proximal(λ = 0) ≤ 0.9",
-        Between(hi=0.9),
+        key="final.proximal.dist_A_norm",
+        expected="proximal(λ = 1e-5) / proximal(λ = 0) ≤ 0.9",
+        test=Between(hi=0.9),
         over="final.proximal λ=0.dist_A_norm",
         if_failed="a finding about the paper: at N = 5, T = 500, B = 64 with η₂ = η₁/10 the prox at λ = 1e-5 zeroes "
         "about 1e-5 of the entries per step, so Algorithm 1's lead over SGD comes from the step-size decay, and a "
         "larger λ only biases the support (λ = 1e-2 is worse)",
     ),
     Claim(
-        "ren-fig1-l1-high-noise",
-        "ren",
-        "App. I ('ℓ1 regularization is necessary and outperforms SGD when batch size is small (gradient noise is "
+        id="ren-fig1-l1-high-noise",
+        paper="ren",
+        where="App. I ('ℓ1 regularization is necessary and outperforms SGD when batch size is small (gradient noise is "
         "large)'); §3.3",
-        "Where Stage 2's gradient noise is large (η₂ = η₁, no decay), an active λ = 1e-2 beats λ = 0",
-        "final.no decay active λ.dist_A_norm",
-        "proximal(λ = 1e-2) / proximal(λ = 0), both at η₂ = η₁: ≤ 0.75",
-        Between(hi=0.75),
+        statement="Where Stage 2's gradient noise is large (η₂ = η₁, no decay), an active λ = 1e-2 beats λ = 0",
+        key="final.no decay active λ.dist_A_norm",
+        expected="proximal(λ = 1e-2) / proximal(λ = 0), both at η₂ = η₁: ≤ 0.75",
+        test=Between(hi=0.75),
         over="final.no decay λ=0.dist_A_norm",
         control="inert-lambda",
     ),
     Claim(
-        "ren-fig1-prox-zeroes",
-        "ren",
-        "§3.3 (Stage 2)",
-        "The useless (off-support) entries 'will be set to 0 in the proximal step': at λ = 1e-5 most entries of A are "
+        id="ren-fig1-prox-zeroes",
+        paper="ren",
+        where="§3.3 (Stage 2)",
+        statement="The useless (off-support) entries 'will be set to 0 in the proximal step': at λ = 1e-5 most entries of A are "
         "zeroed in each Stage-2 step",
-        "prox.zeroed_fraction",
-        "zeroed entries per Stage-2 step / (T·N) ≥ 0.5 (the off-support share is 1 − Q/T = 0.994)",
-        Between(lo=0.5),
+        key="prox.zeroed_fraction",
+        expected="zeroed entries per Stage-2 step / (T·N) ≥ 0.5 (the off-support share is 1 − Q/T = 0.994)",
+        test=Between(lo=0.5),
         if_failed="a finding about the paper: at λ = 1e-5 the threshold η_Aλ ≈ 2.5e-7 lies far below the "
         "off-support entries' size (|1 − α|/T ≈ 4e-3), so the prox zeroes about 1e-5 of T·N per step",
     ),
     Claim(
-        "ren-fig1-negative-branch",
-        "ren",
-        "§2 (after eq. 6)",
-        "'No ã can ever become smaller than −η_Aλ': the negative soft-threshold branch never fires",
-        "prox.negative_fraction",
-        "0 entries per Stage-2 step (≤ 1e-3 of T·N)",
-        Between(hi=1e-3),
+        id="ren-fig1-negative-branch",
+        paper="ren",
+        where="§2 (after eq. 6)",
+        statement="'No ã can ever become smaller than −η_Aλ': the negative soft-threshold branch never fires",
+        key="prox.negative_fraction",
+        expected="0 entries per Stage-2 step (≤ 1e-3 of T·N)",
+        test=Between(hi=1e-3),
         if_failed="a finding about the paper: at B = 64 the off-line noise of the off-support entries exceeds both "
         "(1 − α)/T and η_Aλ, so about half of them are negative from the first Stage-2 step on (58 % with Stage 1 ended "
         "by the signal, α ≈ 1), and α's drift past 1 along αβ ≈ 1 keeps it so; 'never' needs Lemma E.3's batch",
@@ -249,3 +238,24 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     axes[0].legend(fontsize=7)
     fig.suptitle("Algorithm 1 (proximal) against SGD on the same sparse-contextual-bigram data")
     return [plots.save(fig, Path(out_dir) / "scb_convergence.png")]
+
+
+EXPERIMENT = Experiment(
+    name="scb-convergence",
+    description="Ren et al. Fig. 1: proximal Algorithm 1 vs vanilla SGD (large and small LR) on sparse contextual bigrams",
+    figure="Ren et al. Fig. 1",
+    wall="~1 min",  # default preset (58 s measured on one core: 7 runs on one axis)
+    cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
+    headline=(
+        "final.proximal.dist_A_norm",
+        "final.sgd_large_lr.dist_A_norm",
+        "final.sgd_small_lr.dist_A_norm",
+        "proximal_beats_sgd_dist_A_norm",
+    ),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -31,18 +31,12 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle, noise_scales
 from inductionlab.train.proximal import SCBTrainConfig, train_scb
-
-NAME = "scb-noise-sim"
-DESCRIPTION = "Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD"
-FIGURE = "Ren et al. App. I (noise)"
-WALL = "~3 min"  # default preset, 2 cores (176 s beside another run; the batch sweep at N = 50 is most of it)
-CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
-HEADLINE = ("proximal_best_dist_A_norm",)
 
 
 @dataclass(frozen=True)
@@ -96,52 +90,52 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "no-stage2",
-        "ρ = 1e9: Algorithm 1 never leaves Stage 1 — no rounding, no step-size decay, no prox (vanilla SGD at η₁)",
-        {"train.rho": 1e9},
+        name="no-stage2",
+        breaks="ρ = 1e9: Algorithm 1 never leaves Stage 1 — no rounding, no step-size decay, no prox (vanilla SGD at η₁)",
+        overrides={"train.rho": 1e9},
         preset="n10",
     ),
     Control(
-        "batch-capped",
-        "the batch sweep capped at B = 64, below what Stage 1 needs at N = 50 (4000 steps: at B = 64 Stage 1 does not "
+        name="batch-capped",
+        breaks="the batch sweep capped at B = 64, below what Stage 1 needs at N = 50 (4000 steps: at B = 64 Stage 1 does not "
         "end within the default 6000)",
-        {"N_values": "50", "sweep_batches": "16,64", "train.steps": 4000, "train.stage1_steps": 4000},
+        overrides={"N_values": "50", "sweep_batches": "16,64", "train.steps": 4000, "train.stage1_steps": 4000},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "ren-noise-prox-n10",
-        "ren",
-        "App. I (Gaussian-noise simulations: 'proximal gradient descent performs better than the vanilla gradient "
+        id="ren-noise-prox-n10",
+        paper="ren",
+        where="App. I (Gaussian-noise simulations: 'proximal gradient descent performs better than the vanilla gradient "
         "descent with a small batch size')",
-        "Under gradient noise (N = 10) the proximal method beats vanilla SGD at the same learning rate",
-        "final.10.proximal.dist_A_norm",
-        "better: proximal / SGD(η₁) ≤ 0.8",
-        Between(hi=0.8),
+        statement="Under gradient noise (N = 10) the proximal method beats vanilla SGD at the same learning rate",
+        key="final.10.proximal.dist_A_norm",
+        expected="better: proximal / SGD(η₁) ≤ 0.8",
+        test=Between(hi=0.8),
         over="final.10.sgd_large_lr.dist_A_norm",
         control="no-stage2",
     ),
     Claim(
-        "ren-noise-n50",
-        "ren",
-        "App. I (N = 50 by the Gaussian-noise simulation; the batch 'can be chosen from' a standard set)",
-        "At N = 50 the proximal method leaves Stage 1 and recovers Q once the batch B of the noise model is large "
+        id="ren-noise-n50",
+        paper="ren",
+        where="App. I (N = 50 by the Gaussian-noise simulation; the batch 'can be chosen from' a standard set)",
+        statement="At N = 50 the proximal method leaves Stage 1 and recovers Q once the batch B of the noise model is large "
         "enough (the paper leaves B open; at B = 64 Stage 1's O(Q/T) signal is lost in the noise)",
-        "min_batch_to_recover.50",
-        "a batch within the sweep, ≤ 1024",
-        Between(hi=1024),
+        key="min_batch_to_recover.50",
+        expected="a batch within the sweep, ≤ 1024",
+        test=Between(hi=1024),
         control="batch-capped",
     ),
     Claim(
-        "ren-noise-stage1-poly",
-        "ren",
-        "§3.2 (Stage 1 needs poly(T) samples: an O(Q/T) signal against T-independent noise)",
-        "Stage 1 costs poly(T)·poly(N, Q) samples: at T = 10NQ the batch it needs grows polynomially with N",
-        "min_batch_log_log_slope",
-        "slope of log B against log N ≥ 1 (O(Q/T) signal against T-independent noise: B ∝ T² heuristically)",
-        Between(lo=1.0),
+        id="ren-noise-stage1-poly",
+        paper="ren",
+        where="§3.2 (Stage 1 needs poly(T) samples: an O(Q/T) signal against T-independent noise)",
+        statement="Stage 1 costs poly(T)·poly(N, Q) samples: at T = 10NQ the batch it needs grows polynomially with N",
+        key="min_batch_log_log_slope",
+        expected="slope of log B against log N ≥ 1 (O(Q/T) signal against T-independent noise: B ∝ T² heuristically)",
+        test=Between(lo=1.0),
         control="batch-capped",
         if_failed="open: the smallest batch that recovers is read on a grid of powers of four, so the slope is coarse",
     ),
@@ -238,3 +232,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.minorticks_off()
     return [plots.save(fig, Path(out_dir) / "scb_noise_sim.png")]
+
+
+EXPERIMENT = Experiment(
+    name="scb-noise-sim",
+    description="Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD",
+    figure="Ren et al. App. I (noise)",
+    wall="~3 min",  # default preset, 2 cores (176 s beside another run; the batch sweep at N = 50 is most of it)
+    cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
+    headline=("proximal_best_dist_A_norm",),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -22,19 +22,13 @@ import pandas as pd
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.models.linear import softmax_attention
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.theory.scb import population_loss
 from inductionlab.train.proximal import SCBTrainConfig, train_scb
 from inductionlab.train.scb_softmax import train_softmax_scb
-
-NAME = "scb-softmax"
-DESCRIPTION = "Ren et al. Fig. 2: linear (Algorithm 1) vs softmax attention (SGD) on the same SCB data"
-FIGURE = "Ren et al. Fig. 2"
-WALL = "~1.5 min"  # default preset, 2 cores
-CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
-HEADLINE = ("loss_gap", "attention_cosine_linear_vs_softmax")
 
 
 @dataclass(frozen=True)
@@ -58,45 +52,45 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "softmax-stalled",
-        "the softmax logits' rate cut from 10 to 0.01: softmax attention stays on its uniform plateau",
-        {"softmax_lr_W": 0.01},
+        name="softmax-stalled",
+        breaks="the softmax logits' rate cut from 10 to 0.01: softmax attention stays on its uniform plateau",
+        overrides={"softmax_lr_W": 0.01},
         preset=None,
     ),
 )
 
 CLAIMS = (
     Claim(
-        "ren-fig2-patterns",
-        "ren",
-        "§5.2 and Fig. 2",
-        "Softmax attention learns the same pattern as the linear model ('qualitatively similar behaviors'; Fig. 2's "
+        id="ren-fig2-patterns",
+        paper="ren",
+        where="§5.2 and Fig. 2",
+        statement="Softmax attention learns the same pattern as the linear model ('qualitatively similar behaviors'; Fig. 2's "
         "heat-maps of softmax(W) and A)",
-        "attention_cosine_linear_vs_softmax",
-        "similar patterns: cosine of the two learned attention matrices ≥ 0.9",
-        Between(lo=0.9),
+        key="attention_cosine_linear_vs_softmax",
+        expected="similar patterns: cosine of the two learned attention matrices ≥ 0.9",
+        test=Between(lo=0.9),
         control="softmax-stalled",
     ),
     Claim(
-        "ren-fig2-loss",
-        "ren",
-        "§5.2 and Fig. 2",
-        "Softmax and linear attention reach the same loss (Fig. 2's loss curves), judged against the learnable range: "
+        id="ren-fig2-loss",
+        paper="ren",
+        where="§5.2 and Fig. 2",
+        statement="Softmax and linear attention reach the same loss (Fig. 2's loss curves), judged against the learnable range: "
         "(softmax − linear final loss) / (initial loss − loss at the truth (P, Q))",
-        "loss_gap_over_learnable",
-        "similar losses: |gap| ≤ 10 % of the learnable drop",
-        Between(-0.1, 0.1),
+        key="loss_gap_over_learnable",
+        expected="similar losses: |gap| ≤ 10 % of the learnable drop",
+        test=Between(-0.1, 0.1),
         control="softmax-stalled",
     ),
     Claim(
-        "ren-fig2-softmax-learns",
-        "ren",
-        "§5.2 and Fig. 2",
-        "Softmax attention trained by SGD learns the task: its loss falls most of the way from the start to the "
+        id="ren-fig2-softmax-learns",
+        paper="ren",
+        where="§5.2 and Fig. 2",
+        statement="Softmax attention trained by SGD learns the task: its loss falls most of the way from the start to the "
         "truth's loss",
-        "learned_fraction.softmax",
-        "(initial − final loss) / (initial − loss at (P, Q)) ≥ 0.9",
-        Between(lo=0.9),
+        key="learned_fraction.softmax",
+        expected="(initial − final loss) / (initial − loss at (P, Q)) ≥ 0.9",
+        test=Between(lo=0.9),
         control="softmax-stalled",
     ),
 )
@@ -172,3 +166,19 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.set_yscale("linear" if col == "loss" else "log")
         ax.legend(fontsize=7)
     return [plots.save(fig, Path(out_dir) / "scb_softmax.png")]
+
+
+EXPERIMENT = Experiment(
+    name="scb-softmax",
+    description="Ren et al. Fig. 2: linear (Algorithm 1) vs softmax attention (SGD) on the same SCB data",
+    figure="Ren et al. Fig. 2",
+    wall="~1.5 min",  # default preset, 2 cores
+    cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
+    headline=("loss_gap", "attention_cosine_linear_vs_softmax"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -47,17 +47,12 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
 from inductionlab.train.loop import NonFiniteError
 from inductionlab.train.proximal import SCBTrainConfig, evaluate, reversal, train_scb, transfer_start
-
-NAME = "scb-transfer"
-DESCRIPTION = "Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)"
-FIGURE = "Ren et al. §4 (transfer)"
-WALL = "~13 min"  # default preset, one core (785 s measured; calibration of c at T = 250 included, ~5 s)
-CPU_ONLY = "the SCB trainers run on an index sampler and small (N × N, T × N) matrices"
 
 
 @dataclass(frozen=True)
@@ -128,80 +123,80 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "small-batch",
-        "the one-step batch cut to 250·ln T samples: the step's noise swamps the boosted signal",
-        {"batch_per_log_T": 250.0},
+        name="small-batch",
+        breaks="the one-step batch cut to 250·ln T samples: the step's noise swamps the boosted signal",
+        overrides={"batch_per_log_T": 250.0},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "ren-s4-scratch-grows",
-        "ren",
-        "§3.2 (Stage 1 needs poly(T) samples); §4, Thm 4.1",
-        "From scratch, the samples needed grow with T",
-        "log_log_slope.scratch",
-        "poly(T): log-log slope over the T grid > 0 (≥ 0.05)",
-        Between(lo=0.05),
+        id="ren-s4-scratch-grows",
+        paper="ren",
+        where="§3.2 (Stage 1 needs poly(T) samples); §4, Thm 4.1",
+        statement="From scratch, the samples needed grow with T",
+        key="log_log_slope.scratch",
+        expected="poly(T): log-log slope over the T grid > 0 (≥ 0.05)",
+        test=Between(lo=0.05),
     ),
     Claim(
-        "ren-s4-transfer-flat",
-        "ren",
-        "§4, Thm 4.1 (= Thm H.3): 'poly(N, Q)·log T samples'",
-        "After transfer, the samples needed grow only like log T",
-        "log_log_slope.transfer",
-        "log T: log-log slope ≈ 0.13 over T = 250–16 000; ≤ 0.25",
-        Between(-0.1, 0.25),
+        id="ren-s4-transfer-flat",
+        paper="ren",
+        where="§4, Thm 4.1 (= Thm H.3): 'poly(N, Q)·log T samples'",
+        statement="After transfer, the samples needed grow only like log T",
+        key="log_log_slope.transfer",
+        expected="log T: log-log slope ≈ 0.13 over T = 250–16 000; ≤ 0.25",
+        test=Between(-0.1, 0.25),
         control="small-batch",
         if_failed="a limit of this machine: 4 instances per T on a 3 200-sample logging grid leave about ±0.1 of noise "
         "in a slope whose log T value is 0.135",
     ),
     Claim(
-        "ren-s4-transfer-slower",
-        "ren",
-        "§4 ('bypass the initial sample-intensive signal-boosting stage'), Thm 4.1",
-        "Transfer's cost grows more slowly with T than training from scratch (poly(N, Q)·log T against poly(T))",
-        "log_log_slope.transfer",
-        "slope(transfer) / slope(scratch) < 1",
-        Between(hi=1.0),
+        id="ren-s4-transfer-slower",
+        paper="ren",
+        where="§4 ('bypass the initial sample-intensive signal-boosting stage'), Thm 4.1",
+        statement="Transfer's cost grows more slowly with T than training from scratch (poly(N, Q)·log T against poly(T))",
+        key="log_log_slope.transfer",
+        expected="slope(transfer) / slope(scratch) < 1",
+        test=Between(hi=1.0),
         over="log_log_slope.scratch",
         control="small-batch",
         if_failed="a limit of this machine: at T ≤ 16 000 scratch grows only like T^0.2 (fixed η₁), so the two slopes "
         "differ by less than their noise",
     ),
     Claim(
-        "ren-s4-transfer-cheaper",
-        "ren",
-        "§4, Thm 4.1",
-        "At the largest T of the grid transfer needs fewer samples than training from scratch",
-        "transfer_over_scratch_at_max_T",
-        "transfer < scratch once poly(T) exceeds poly(N, Q)·log T",
-        Between(hi=1.0),
+        id="ren-s4-transfer-cheaper",
+        paper="ren",
+        where="§4, Thm 4.1",
+        statement="At the largest T of the grid transfer needs fewer samples than training from scratch",
+        key="transfer_over_scratch_at_max_T",
+        expected="transfer < scratch once poly(T) exceeds poly(N, Q)·log T",
+        test=Between(hi=1.0),
         control="small-batch",
         if_failed="a limit of this machine: scratch's poly(T) cost overtakes transfer's only near the top of the grid "
         "(fits cross at T ≈ 3000; 11 % apart at 16 000)",
     ),
     Claim(
-        "ren-s4-one-c",
-        "ren",
-        "App. H, Lemma H.2 (one step with poly(N, Q)·log T samples lands α₁ = Θ(1) inside Stage 2's basin)",
-        "One c for every T: the batch c·ln T, with c calibrated at the smallest T, still lands the rounded attention "
+        id="ren-s4-one-c",
+        paper="ren",
+        where="App. H, Lemma H.2 (one step with poly(N, Q)·log T samples lands α₁ = Θ(1) inside Stage 2's basin)",
+        statement="One c for every T: the batch c·ln T, with c calibrated at the smallest T, still lands the rounded attention "
         "within the calibration tolerance at the largest T",
-        "landed_worst_at_max_T",
-        "‖Ā₁ − Q‖_μ ≤ 0.3 (the calibration tolerance) on every instance",
-        Between(hi=0.3),
+        key="landed_worst_at_max_T",
+        expected="‖Ā₁ − Q‖_μ ≤ 0.3 (the calibration tolerance) on every instance",
+        test=Between(hi=0.3),
         if_failed="open: at a fixed c the worst landing grows with T (0.25 at T = 250 to 0.51 at 16 000 for c = 2000), "
         "so the constant that makes Lemma H.2's log T hold is not reached here; Stage 2 still recovers Q at every T",
     ),
     Claim(
-        "ren-s3-stage2-logT",
-        "ren",
-        "§3.3 and Thm 3.1 (after τ₁, poly(N, Q, 1/ε)·log T samples); Lemma E.3",
-        "Stage 2 needs only log T samples: the samples Algorithm 1 spends after Stage 1 grow like log T, not poly(T)",
-        "stage2_log_log_slope.scratch",
-        "log T: log-log slope ≈ 0.13 over T = 250–16 000; ≤ 0.25",
-        Between(hi=0.25),
+        id="ren-s3-stage2-logT",
+        paper="ren",
+        where="§3.3 and Thm 3.1 (after τ₁, poly(N, Q, 1/ε)·log T samples); Lemma E.3",
+        statement="Stage 2 needs only log T samples: the samples Algorithm 1 spends after Stage 1 grow like log T, not poly(T)",
+        key="stage2_log_log_slope.scratch",
+        expected="log T: log-log slope ≈ 0.13 over T = 250–16 000; ≤ 0.25",
+        test=Between(hi=0.25),
         if_failed="a limit of this machine: Stage 2 takes 4–10 logging intervals of 3 200 samples, so its slope over T "
         "carries ±0.1 of noise",
     ),
@@ -468,3 +463,18 @@ def _plot_kappa(ax, s: dict) -> None:
     )
     ax.set_title(f"transfer cost against κ (T = {s.get('kappa_T', '')}); {where}", fontsize=8)
     ax.legend(fontsize=8)
+
+
+EXPERIMENT = Experiment(
+    name="scb-transfer",
+    description="Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)",
+    figure="Ren et al. §4 (transfer)",
+    wall="~13 min",  # default preset, one core (785 s measured; calibration of c at T = 250 included, ~5 s)
+    cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -102,7 +102,7 @@ def train_on_text(
         corpus.val,
         cfg.data.L,
         cfg.seeds,
-        ctx.child(device=cfg.device),
+        ctx,
         repeated=repeated,
         bf16=use_bf16(cfg),
         diagnostics=score_columns,

@@ -13,27 +13,21 @@ exact-softmax loss with a Monte-Carlo gradient (:mod:`inductionlab.train.flow`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-import torch
 
-from inductionlab import plots
-from inductionlab.analysis.phases import PHASE_NAMES, phase_times
+from inductionlab.analysis.phases import PHASE_NAMES
 from inductionlab.config import check_memory, check_seeds, require
 from inductionlab.experiments.keys_common import set_here
-from inductionlab.models.toy import PARAMS, ToyConfig, init_params
-from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+from inductionlab.models.toy import PARAMS, ToyConfig
+from inductionlab.tasks.mixed import MixedTaskConfig
 from inductionlab.theory.mixed import g_star
 from inductionlab.train.flow import FlowProblem, solve_flow
-from inductionlab.train.interventions import InterventionConfig, build, check, toy_family, windows
-from inductionlab.train.toy import ToyTrainConfig, TrainResult, stages_of, train_toy
+from inductionlab.train.interventions import InterventionConfig, check, toy_family
+from inductionlab.train.toy import ToyTrainConfig, stages_of
 
 
 @dataclass(frozen=True)
@@ -116,82 +110,7 @@ PRESETS = {
 }
 
 
-def layer2_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the stage that trains layer 2: Stage II, or the joint stage."""
-    last = "joint" if "joint" in set(metrics.stage) else "II"
-    return metrics[metrics.stage == last]
-
-
-def train_and_time(
-    train_cfg: ToyTrainConfig,
-    target: MixedTarget,
-    sigma_init: float | torch.Tensor,
-    seeds: Sequence[int],
-    ctx: RunContext,
-    alpha_star: float,
-    w_star: float,
-) -> tuple[TrainResult, pd.DataFrame, list[dict]]:
-    """Train one toy model per seed from θ(0) = σ_init·1 and locate the phases of Theorem 5.5 on the layer-2
-    stage: returns the training result, the layer-2 metrics and, per run, {"run", "seed", T_I, …}."""
-    out = train_toy(train_cfg, target, init_params(sigma_init, len(seeds)), seeds, ctx)
-    layer2 = layer2_metrics(out.metrics)
-    times = [
-        {
-            "run": int(run_id),
-            "seed": int(df.seed.iloc[-1]),
-            **phase_times(df.t, df.loss_G4, df.loss_IH2, df.w_V2, df.w_KQ, alpha_star, w_star).as_dict(),
-        }
-        for run_id, df in layer2.groupby("run")
-    ]
-    return out, layer2, times
-
-
-def run(cfg: Config, ctx: RunContext) -> Results:
-    seeds = list(cfg.seeds)
-    target = MixedTarget.from_config(cfg.task, len(seeds))
-    pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
-    gf_future = pool.submit(_gradient_flows, cfg) if pool else None
-    try:
-        hooks, _ = build(cfg.intervene, toy_family())
-        out, layer2, times = train_and_time(
-            cfg.train,
-            target,
-            cfg.model.sigma_init,
-            seeds,
-            ctx.child(hooks=(*ctx.hooks, *hooks)) if hooks else ctx,
-            cfg.task.alpha_star,
-            cfg.task.w_star,
-        )
-        gf = gf_future.result() if gf_future else _gradient_flows(cfg)
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-    tables = {"metrics": out.metrics}
-    summary = _summarise(layer2, times, cfg, out.p_tilde_after_stage1)
-    if cfg.literal:
-        literal_cfg = replace(cfg, train=replace(cfg.train, stage2_layer1="trained"), literal=False)
-        lit, lit_layer2, lit_times = train_and_time(
-            literal_cfg.train,
-            target,
-            cfg.model.sigma_init,
-            seeds,
-            ctx.child("literal", hooks=(*ctx.hooks, *hooks)),
-            cfg.task.alpha_star,
-            cfg.task.w_star,
-        )
-        tables["literal"] = lit.metrics
-        summary["literal"] = literal_summary(lit_layer2, lit_times, literal_cfg, lit.p_tilde_after_stage1)
-    if cfg.intervene:
-        summary["intervention_windows_t"] = [
-            [cfg.train.lr * a, None if b is None else cfg.train.lr * b] for a, b in windows(cfg.intervene)
-        ]
-    if gf:
-        tables["gf"] = pd.concat([r.curve.assign(method=m) for m, r in gf.items()], ignore_index=True)
-        summary["gf_phases"] = {m: r.phases.as_dict() for m, r in gf.items()}
-    return Results(tables, summary)
-
-
-def _summarise(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tilde_1: np.ndarray) -> dict:
+def summarise(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tilde_1: np.ndarray) -> dict:
     per_run = []
     for run_times in times:
         df = layer2[layer2.run == run_times["run"]]
@@ -225,7 +144,7 @@ def literal_summary(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tild
     The 4-gram head (positive softmax weights) fits g*x_{L−2} at best from y_{L−1} alone: g → g*(1+r), leaving the
     fraction r² = e^{−2p̃} of L_G4(0).  The induction head's logit w_KQ² x_L y_s best matches w*² x_L x_{s−1} at
     w_KQ ≈ w* √(1+r)."""
-    out = _summarise(layer2, times, cfg, p_tilde_1)
+    out = summarise(layer2, times, cfg, p_tilde_1)
     first, last = layer2.groupby("run").first(), layer2.groupby("run").last()
     r = np.exp(-p_tilde_1.astype(float))[first.index.to_numpy()]
     out["g4_end_over_start"] = float(np.mean(last.loss_G4 / first.loss_G4))
@@ -247,7 +166,7 @@ def _nanmean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
-def _gradient_flows(cfg: Config) -> dict:
+def gradient_flows(cfg: Config) -> dict:
     """GF curves on the Stage-II time axis [0, lr × steps] (not for Adam, whose time axis differs)."""
     if cfg.gf == "none" or cfg.train.optimizer == "adam":
         return {}
@@ -265,81 +184,3 @@ def _gradient_flows(cfg: Config) -> dict:
     )
     methods = {"both": ("closed", "exact"), "closed": ("closed",), "exact": ("exact",)}[cfg.gf]
     return {m: solve_flow(FlowProblem(**base, loss=m)) for m in methods}
-
-
-SYMBOLS = {
-    "loss": r"$\mathcal{L}$",
-    "loss_G4": r"$\mathcal{L}_{G_4}$",
-    "loss_IH2": r"$\mathcal{L}_{IH_2}$",
-    "p": "$p$",
-    "w_V1": "$w_{V1}$",
-    "w_V2": "$w_{V2}$",
-    "w_KQ": "$w_{KQ}$",
-    "p_tilde": r"$\tilde p = p^{(1,1)}$",
-}
-
-
-def _curves(ax, table: pd.DataFrame, col: str, **style) -> None:
-    """One curve per run; with several runs the mean over seeds ± one standard deviation, each seed faint."""
-    wide = table.pivot_table(index="t", columns="run", values=col)
-    if wide.shape[1] == 1:
-        ax.plot(wide.index, wide.iloc[:, 0], lw=1.4, **style)
-    else:
-        plots.seed_band(ax, wide.index.to_numpy(), wide.to_numpy().T, style["color"], style.get("label"))
-
-
-def _literal_curves(ax, literal: pd.DataFrame | None, cols: tuple[str, ...]) -> None:
-    """The literal protocol's Stage II (``literal = true``), mean over runs, dash-dotted beside the default."""
-    if literal is None or not len(literal):
-        return
-    mean = layer2_metrics(literal).groupby("t")[list(cols)].mean()
-    for col in cols:
-        label = f"{SYMBOLS[col]} (literal: learned layer 1)" if col == cols[0] else None
-        ax.plot(mean.index, mean[col], "-.", color=plots.CURVE_COLORS[col], lw=0.9, alpha=0.7, label=label)
-
-
-def plot(results: Results, out_dir: Path) -> list[Path]:
-    """Three panels on the Stage-II t axis — total loss; L_G4 and L_IH2; p, w_V1, w_V2, w_KQ — with GF
-    overlaid (dashed: closed form, dotted: exact softmax), the literal protocol dash-dotted (``literal = true``) and
-    the four phases shaded; plus Stage I."""
-    metrics, s = results.tables["metrics"], results.summary
-    st2 = layer2_metrics(metrics)
-    gf = results.tables.get("gf")
-    fig, axes = plots.subplots(3)
-    spans = plots.phase_spans(s, float(st2.t.max()))
-    panels = [("loss",), ("loss_G4", "loss_IH2"), ("p", "w_V1", "w_V2", "w_KQ")]
-    titles = ["total loss", "partial losses", "layer-2 parameters"]
-    ylabels = ["loss (log scale)", "partial loss (log scale)", "parameter value"]
-    t_end = float(st2.t.max())
-    for ax, cols, title, ylabel in zip(axes, panels, titles, ylabels):
-        plots.shade_phases(ax, spans, labels=ax is axes[0])
-        plots.mark_windows(ax, s.get("intervention_windows_t"), t_end)
-        for col in cols:
-            _curves(ax, st2, col, color=plots.CURVE_COLORS[col], label=f"{SYMBOLS[col]} (SGD)")
-            for method, style in (("closed", "--"), ("exact", ":")):
-                g = gf[gf.method == method] if gf is not None else []
-                if len(g):
-                    label = f"GF ({method} form)" if col == cols[0] else None
-                    ax.plot(g.t, g[col], style, color=plots.CURVE_COLORS[col], lw=1.0, label=label)
-        _literal_curves(ax, results.tables.get("literal"), cols)
-        ax.set(title=title, xlabel="t = lr × step (Stage II)", ylabel=ylabel)
-        if ax is not axes[2]:  # log scale, floored below the SGD curves (GF's closed form reaches 1e-18)
-            floor = float(st2[list(cols)].where(st2[list(cols)] > 0).min().min())
-            ax.set_yscale("log")
-            ax.set_ylim(bottom=floor / 10)
-        ax.legend(fontsize=7, loc="center right" if ax is axes[2] else "upper right", ncol=2 if ax is axes[2] else 1)
-    times = ", ".join(f"{k} = {plots.num(s.get(k)):.0f}" for k in ("T_I", "T_II", "T_50", "T_III"))
-    fig.suptitle(f"Lazy to rich, SGD over {s.get('n_runs', 1)} seed(s): phase times {times}")
-    paths = [plots.save(fig, Path(out_dir) / "lazy_to_rich.png")]
-    st1 = metrics[metrics.stage == "I"]
-    if len(st1):
-        fig, (ax,) = plots.subplots(1)
-        _curves(ax, st1, "p_tilde", color=plots.CURVE_COLORS["p_tilde"], label=SYMBOLS["p_tilde"])
-        ax.set(
-            title=r"Stage I: the layer-1 slope ($y_s \to x_{s-1}$ needs $\tilde p \gg 1$)",
-            xlabel="t = lr × step (Stage I)",
-            ylabel=r"$\tilde p$",
-        )
-        ax.legend(fontsize=7)
-        paths.append(plots.save(fig, Path(out_dir) / "stage1.png"))
-    return paths

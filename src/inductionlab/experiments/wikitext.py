@@ -25,6 +25,7 @@ from pathlib import Path
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.phases import plateau
+from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.text_common import (
     SMOKE,
     Config,
@@ -36,13 +37,6 @@ from inductionlab.experiments.text_common import (
     use_bf16,
 )
 from inductionlab.runs import Results, RunContext
-
-NAME = "wikitext"
-DESCRIPTION = "WikiText-2: two-layer ALiBi transformer, SGD; ||p|| learned before ||(W_K, W_Q)|| grows (paper Fig. 5)"
-FIGURE = "Wang et al. Fig. 5"
-WALL = "~8 min"  # default preset, 2 cores
-HEADLINE = ("t_half_p_norm", "t_double_wkq_norm", "wkq_relative_growth", "final.val_loss")
-
 
 CONFIG = Config()
 PRESETS = {
@@ -61,53 +55,53 @@ PRESETS = {
 
 CONTROLS = (
     Control(
-        "p-frozen",
-        "every layer's slopes p held at their initial 0.01: the positional part cannot be learned",
-        {"intervene.freeze": ("blocks.0.attn.p", "blocks.1.attn.p")},
+        name="p-frozen",
+        breaks="every layer's slopes p held at their initial 0.01: the positional part cannot be learned",
+        overrides={"intervene.freeze": ("blocks.0.attn.p", "blocks.1.attn.p")},
         preset="quick",
     ),
 )
 
 CLAIMS = (
     Claim(
-        "wang-fig5-p-learned",
-        "wang",
-        'Fig. 5 (workshop Fig. 2): "position encoding p\'s are learned first"',
-        "On WikiText-2, layer 1's slopes are learned early: ‖p‖ at least doubles from its start",
-        "p_relative_growth",
-        "‖p‖ grows from its small start (0.02) while the loss is on its plateau",
-        Between(lo=1.0),
+        id="wang-fig5-p-learned",
+        paper="wang",
+        where='Fig. 5 (workshop Fig. 2): "position encoding p\'s are learned first"',
+        statement="On WikiText-2, layer 1's slopes are learned early: ‖p‖ at least doubles from its start",
+        key="p_relative_growth",
+        expected="‖p‖ grows from its small start (0.02) while the loss is on its plateau",
+        test=Between(lo=1.0),
         control="p-frozen",
     ),
     Claim(
-        "wang-fig5-p-first-cpu",
-        "wang",
-        "Fig. 5 (workshop Fig. 2): \"p's are learned first; W_K, W_Q are learned slowly at the beginning, "
+        id="wang-fig5-p-first-cpu",
+        paper="wang",
+        where="Fig. 5 (workshop Fig. 2): \"p's are learned first; W_K, W_Q are learned slowly at the beginning, "
         'resembling an exponential increase"',
-        "On WikiText-2, ‖p‖ reaches half its final value before ‖(W_K, W_Q)‖ has doubled, and ‖(W_K, W_Q)‖ does "
+        statement="On WikiText-2, ‖p‖ reaches half its final value before ‖(W_K, W_Q)‖ has doubled, and ‖(W_K, W_Q)‖ does "
         "double within the run",
-        "t_half_p_norm",
-        "t(‖p‖ half learned) / t(‖(W_K, W_Q)‖ doubled) ≤ 0.5",
-        Between(hi=0.5),
+        key="t_half_p_norm",
+        expected="t(‖p‖ half learned) / t(‖(W_K, W_Q)‖ doubled) ≤ 0.5",
+        test=Between(hi=0.5),
         over="t_double_wkq_norm",
         if_failed="a limit of this machine: at the CPU preset's 3000 steps of SGD lr 0.1 ‖(W_K, W_Q)‖ has not "
         "doubled (it grows slowly from 0.01, as the paper says), so the second half of the order is not reached",
     ),
     Claim(
-        "wang-fig5-induction",
-        "wang",
-        "Fig. 5",
-        "At paper scale an induction head forms on WikiText-2 once W_K, W_Q grow",
-        "final.induction_score",
-        "an induction head forms",
-        Between(lo=0.3),
+        id="wang-fig5-induction",
+        paper="wang",
+        where="Fig. 5",
+        statement="At paper scale an induction head forms on WikiText-2 once W_K, W_Q grow",
+        key="final.induction_score",
+        expected="an induction head forms",
+        test=Between(lo=0.3),
         needs="a GPU: the paper preset (full vocabulary, 1500 epochs)",
     ),
 )
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus, _, _, metrics = train_on_text(cfg, ctx, repeated=False, desc=NAME)
+    corpus, _, _, metrics = train_on_text(cfg, ctx, repeated=False, desc="wikitext")
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
     start, end = plateau(steps, mean.val_loss.to_numpy())
@@ -150,3 +144,18 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     plot_norms(bx, mean, s)
     plot_scores(cx, mean)
     return [plots.save(fig, Path(out_dir) / "wikitext.png")]
+
+
+EXPERIMENT = Experiment(
+    name="wikitext",
+    description="WikiText-2: two-layer ALiBi transformer, SGD; ||p|| learned before ||(W_K, W_Q)|| grows (paper Fig. 5)",
+    figure="Wang et al. Fig. 5",
+    wall="~8 min",  # default preset, 2 cores
+    headline=("t_half_p_norm", "t_double_wkq_norm", "wkq_relative_growth", "final.val_loss"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

@@ -270,3 +270,17 @@ def loss(cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torc
     if cfg.loss == "ce":
         return -(y.gather(2, batch.labels.unsqueeze(-1)).squeeze(-1) + EPS_LOG).log().mean(-1)
     return -(y.log_softmax(-1).gather(2, batch.labels.unsqueeze(-1)).squeeze(-1)).mean(-1)
+
+
+def selected_lags(params: dict[str, torch.Tensor], subset: tuple[int, ...]) -> tuple[int, ...]:
+    """The lags the heads of ``subset`` copy (the argmax of each head's RPE weights; run 0)."""
+    return tuple(sorted(int(params["w"][0, h].argmax()) + 1 for h in subset))
+
+
+def copier_attention(model: ChenConfig, w: torch.Tensor, subset: tuple[int, ...]) -> float:
+    """The least, over the heads of ``subset``, of a head's attention on the lag it copies (its largest RPE
+    weight): softmax(w_h) over the lags the head may attend to, once all of them are in the sequence
+    (docs/conventions.md#chen-2-1); ``w`` (H, M) of one run."""
+    allowed = allowed_lags(model)[:, -model.window :]
+    attention = w.double().masked_fill(~allowed, -torch.inf).softmax(-1)
+    return float(min(attention[h].max() for h in subset)) if subset else float("nan")

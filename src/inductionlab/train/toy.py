@@ -25,6 +25,7 @@ import torch
 from inductionlab._runtime import compiled, tune_process
 from inductionlab.config import check_memory, check_schedule, require
 from inductionlab.models import toy
+from inductionlab.rng import derive
 from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
 from inductionlab.train import loop, optim
@@ -206,7 +207,7 @@ class ToyStepper:
             None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
         )
         if cfg.optimizer == "gd":
-            gens = make_generators([s + 7919 * (index + 1) for s in self.seeds])
+            gens = make_generators([derive(s, "stage", index) for s in self.seeds])
             self.fixed = make_batch(
                 new_tokens(S, L, cfg.n_samples, gens, self.target.tokens), self.target, stage.layer1, frozen_a
             )
@@ -257,6 +258,22 @@ class ToyStepper:
         self.compiled = state.get("compiled")
         for g, st in zip(self.gens, state["gens"]):
             g.set_state(st)
+
+
+def layer2_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the stage that trains layer 2: Stage II, or the joint stage."""
+    last = "joint" if "joint" in set(metrics.stage) else "II"
+    return metrics[metrics.stage == last]
+
+
+def train_from(
+    cfg: ToyTrainConfig, target: MixedTarget, sigma_init: float | torch.Tensor, seeds: Sequence[int], ctx: RunContext
+) -> tuple[TrainResult, pd.DataFrame]:
+    """Train one toy model per seed from θ(0) = σ_init·1 (:func:`inductionlab.models.toy.init_params`; a tensor:
+    one σ per run); return the result and its layer-2 rows (:func:`layer2_metrics`), where the phases of
+    Theorem 5.5 are read (:func:`inductionlab.analysis.phases.phase_times_by_run`)."""
+    out = train_toy(cfg, target, toy.init_params(sigma_init, len(seeds)), seeds, ctx)
+    return out, layer2_metrics(out.metrics)
 
 
 def train_toy(

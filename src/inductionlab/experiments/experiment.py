@@ -1,0 +1,79 @@
+"""What an experiment is (docs/architecture.md#experiments): one :class:`Experiment` object per paper figure, built
+in its file and registered by name — the toolkit's own in :mod:`inductionlab.experiments`, a researcher's own with
+:func:`inductionlab.register_experiment` or the entry-point group ``inductionlab.experiments``
+(docs/own_experiment.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inductionlab.analysis.claims import Claim, Control
+from inductionlab.runs import Results, RunContext
+
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+def no_figures(results: Results, out_dir: Path) -> list[Path]:
+    """The ``plot`` of an experiment that draws nothing: its tables and summary are the result."""
+    return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class Experiment:
+    """One experiment: ``name`` (the CLI's name: lower-case letters, digits, ``-`` and ``_``), a one-line
+    ``description``, its default ``config`` (a frozen dataclass instance whose ``seeds`` field, a tuple of ints, is
+    the run axis — docs/conventions.md#seeds), ``presets`` (preset name → dotted-key overrides; ``smoke`` and
+    ``quick`` by convention), ``run(cfg, ctx) -> Results`` and ``plot(results, out_dir) -> [paths]``.
+
+    Optional: ``claims`` and ``controls`` (:mod:`inductionlab.analysis.claims`: what ``reproduce`` judges);
+    ``figure`` (where in a paper, for ``list``), ``wall`` (its default's wall time, e.g. ``"~3 min"``),
+    ``headline`` (summary keys the CLI prints after a run) and ``cpu_only`` (why a config without a ``device``
+    field refuses ``--device cuda``)."""
+
+    name: str
+    description: str
+    config: Any
+    run: Callable[[Any, RunContext], Results]
+    plot: Callable[[Results, Path], list[Path]] = no_figures
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    claims: tuple[Claim, ...] = ()
+    controls: tuple[Control, ...] = ()
+    figure: str = ""
+    wall: str = ""
+    headline: tuple[str, ...] = ()
+    cpu_only: str = "it trains tiny models whose time is Python overhead, not arithmetic"
+
+    def __post_init__(self) -> None:
+        where = f"experiment {self.name!r}"
+        if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
+            raise ValueError(
+                f"experiment name {self.name!r}: lower-case letters, digits, '-' and '_', e.g. 'skip-gram'"
+            )
+        if not dataclasses.is_dataclass(self.config) or isinstance(self.config, type):
+            raise ValueError(f"{where}: config must be a dataclass instance (frozen), got {type(self.config).__name__}")
+        seeds = getattr(self.config, "seeds", None)
+        if not (isinstance(seeds, tuple) and seeds and all(isinstance(s, int) for s in seeds)):
+            raise ValueError(f"{where}: config needs a field `seeds: tuple[int, ...]` (the run axis), got {seeds!r}")
+        if not callable(self.run) or not callable(self.plot):
+            raise ValueError(f"{where}: run and plot must be callables")
+        object.__setattr__(self, "presets", {k: dict(v) for k, v in dict(self.presets).items()})
+        object.__setattr__(self, "claims", tuple(self.claims))
+        object.__setattr__(self, "controls", tuple(self.controls))
+        object.__setattr__(self, "headline", tuple(self.headline))
+        self._check_claims(where)
+
+    def _check_claims(self, where: str) -> None:
+        names = [c.name for c in self.controls]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{where}: control names repeat: {names}")
+        for claim in self.claims:
+            if claim.control and claim.control not in names:
+                raise ValueError(f"{where}: claim {claim.id} names control {claim.control!r}; declared: {names}")
+        for control in self.controls:
+            if control.preset is not None and control.preset not in self.presets:
+                raise ValueError(f"{where}: control {control.name} runs at unknown preset {control.preset!r}")

@@ -1,0 +1,36 @@
+"""Where every random number comes from (docs/conventions.md#seeds): a run's seed (one per entry of a config's
+``seeds``, the run axis) and a named *stream* give the seed of one purpose — the run's data, its evaluation set,
+a stage's fixed batch — through :func:`derive`, the one place a seed is derived.  Nothing else adds offsets to a
+seed or hard-codes one.
+
+The offsets are the ones the toolkit has always used, so that numbers stay those of earlier releases; a stream's
+seeds are ``seed + offset·(index + 1)`` (``data``: the seed itself).  Two streams can meet (the ``eval`` stream of
+seed 0 is the ``data`` stream of seed 1); they draw different things (another shape, another sampler), so no
+run's data is another run's evaluation set."""
+
+from __future__ import annotations
+
+import torch
+
+STREAMS: dict[str, int] = {
+    "data": 0,  # the run's own data: the seed itself
+    "eval": 1,  # a held-out evaluation or scoring set (index: which one, e.g. the i-th length)
+    "transfer": 7,  # the second task of a transfer experiment
+    "held-out": 2024,  # a held-out set shared by every run of an experiment (from the first seed)
+    "stage": 7919,  # a stage's fixed batch under full-batch GD (index: the stage)
+}
+
+
+def derive(seed: int, stream: str = "data", index: int = 0) -> int:
+    """The seed of ``stream`` (one of :data:`STREAMS`) for the run with seed ``seed``; ``index`` numbers the
+    stream's draws (0, 1, …): ``seed + STREAMS[stream]·(index + 1)``, or ``seed`` for ``data``."""
+    if stream not in STREAMS:
+        raise ValueError(f"seed stream {stream!r}: allowed {', '.join(STREAMS)}")
+    if index < 0:
+        raise ValueError(f"seed stream {stream!r}: index must be ≥ 0, got {index}")
+    return int(seed) + STREAMS[stream] * (index + 1)
+
+
+def generator(seed: int, stream: str = "data", index: int = 0) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with :func:`derive` ``(seed, stream, index)``."""
+    return torch.Generator().manual_seed(derive(seed, stream, index))
