@@ -1,14 +1,21 @@
+import argparse
 import json
+import logging
+import re
 
 import pandas as pd
 import pytest
 
 from inductionlab import experiments, load_run
-from inductionlab.cli import main
+from inductionlab.cli import build_parser, main, plain
+from inductionlab.config import flatten, format_value
 
 
 @pytest.mark.parametrize("name", sorted(experiments.REGISTRY))
-def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, capsys):
+def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, capsys, caplog, recwarn):
+    """… and its figures are drawn without a font note in the terminal (matplotlib logs "Substituting symbol L
+    from STIXNonUnicode" for a math symbol its font lacks, and warns of a missing glyph)."""
+    caplog.set_level(logging.DEBUG, logger="matplotlib")
     out = tmp_path / name
     assert main(["run", name, "--preset", "smoke", "--out", str(out), "--no-progress", "--seed", "1"]) == 0
     assert "summary:" in capsys.readouterr().out
@@ -22,6 +29,8 @@ def test_every_experiment_has_a_tiny_cli_smoke_run_and_report(name, tmp_path, ca
         p.unlink()
     assert main(["report", str(out)]) == 0
     assert sorted(out.glob("*.png")) == pngs
+    notes = [r.getMessage() for r in caplog.records if r.name.startswith("matplotlib") and r.levelno >= logging.INFO]
+    assert not notes + [str(w.message) for w in recwarn if "glyph" in str(w.message).lower()]
 
 
 def test_lazy_to_rich_smoke_writes_the_documented_files(tmp_path):
@@ -69,7 +78,40 @@ def test_bad_input_fails_with_a_message(argv, words, capsys):
 
 def test_list(capsys):
     assert main(["list"]) == 0 and "plateau-scaling" in capsys.readouterr().out
-    assert main(["list", "--keys", "lazy-to-rich"]) == 0 and "--task.alpha_star" in capsys.readouterr().out
+    assert main(["list", "--keys", "lazy-to-rich"]) == 0
+    assert "--task.alpha_star 1.0   (float)  # α*" in capsys.readouterr().out
+
+
+def test_list_presets_shows_what_each_preset_changes(capsys):
+    exp = experiments.get("markov-length-generalization")
+    assert main(["list", "--presets", exp.name]) == 0
+    out = capsys.readouterr().out
+    assert "  --preset quick   (the defaults)\n" in out  # a preset that changes nothing says so
+    default = flatten(exp.config)
+    smoke = out.split("--preset smoke\n")[1]
+    for key in exp.presets["smoke"]:
+        assert f"    {key}: {format_value(default[key])} → " in smoke
+    assert "    lengths: 10,20,50,100,200,400,1000 → 10,40\n" in smoke
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_help_shows_no_rst_markup():
+    """``inductionlab --help`` and each command's ``--help`` read as plain text: no ``code`` or :role:`x`."""
+    helps = {p.prog: p.format_help() for p in _parsers(build_parser())}
+    assert {"inductionlab", "inductionlab list", "inductionlab run", "inductionlab report"} <= set(helps)
+    for prog, text in helps.items():
+        assert not re.search(r"``|:\w+:`", text), f"{prog} --help:\n{text}"
+    assert (
+        plain("run ``inductionlab list`` or :func:`inductionlab.load_run`")
+        == "run inductionlab list or inductionlab.load_run"
+    )
 
 
 def test_text_experiments_without_data_say_where_to_put_it(monkeypatch, tmp_path, capsys):

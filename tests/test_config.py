@@ -4,7 +4,19 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import resolve
-from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
+from inductionlab.config import (
+    ConfigError,
+    config_hash,
+    describe,
+    field_help,
+    flatten,
+    format_value,
+    from_dict,
+    override,
+    preset_changes,
+    to_dict,
+    with_seeds,
+)
 from inductionlab.experiments import lazy_to_rich
 
 
@@ -102,3 +114,57 @@ def test_per_layer_unions_take_one_value_or_one_per_layer_and_never_none():
 def test_a_shared_section_class_names_the_key_of_its_section():
     with pytest.raises(ConfigError, match=r"^tf_train\.lr: "):
         resolve("interventions", "smoke", {"tf_train.lr": "0"})
+
+
+def test_every_key_of_every_experiment_says_what_it_does():
+    """``list --keys`` shows each key's help: the comment beside (or above) its field (docs/conventions.md#keys)."""
+    missing = [
+        f"{exp.name}: {d['key']}" for exp in experiments.BUILTIN for d in describe(exp.config) if not d["help"].strip()
+    ]
+    assert not missing, "keys without a help comment:\n" + "\n".join(missing)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Base:
+    inherited: int = 1  # from the base class
+
+
+@dataclasses.dataclass(frozen=True)
+class _Helped(_Base):
+    # a section comment, apart from the field below it by a blank line
+
+    beside: int = 2  # beside the field
+    # above the field, for a help too long to sit beside it,
+    # on two lines
+    above: tuple[int, ...] = (1, 2)
+    spanning: tuple[int, ...] = (  # the definition's first line
+        3,  # and its second
+    )
+    bare: int = 0
+    url: str = "a#b"  # a '#' inside the value is not the comment
+
+
+def test_field_help_reads_the_comment_beside_above_or_inside_a_field_and_of_its_bases():
+    assert field_help(_Helped) == {
+        "inherited": "from the base class",
+        "beside": "beside the field",
+        "above": "above the field, for a help too long to sit beside it, on two lines",
+        "spanning": "the definition's first line and its second",
+        "url": "a '#' inside the value is not the comment",
+    }
+
+
+def test_preset_changes_give_each_presets_keys_with_default_and_value():
+    for exp in experiments.BUILTIN:
+        default = flatten(exp.config)
+        for preset, values in exp.presets.items():
+            changes = preset_changes(exp.config, values)
+            assert [key for key, _, _ in changes] == list(values), (exp.name, preset)
+            try:
+                resolved = flatten(resolve(exp.name, preset, {}))
+            except ConfigError:  # a preset for another machine (device cuda): shown, not validated here
+                continue
+            for key, before, after in changes:
+                assert (before, after) == (format_value(default[key]), format_value(resolved[key])), (exp.name, key)
+    with pytest.raises(ConfigError, match="train.stpes: unknown key"):
+        preset_changes(experiments.get("lazy-to-rich").config, {"train.stpes": 10})

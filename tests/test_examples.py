@@ -1,5 +1,6 @@
 """The scripts in examples/ run, at their --smoke size."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ def test_example_runs(script, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip()
+    assert not re.search(r"\bnan\b", done.stdout, re.I), done.stdout[-2000:]  # a number, or "not reached at this size"
 
 
 def test_there_are_three_examples():

@@ -4,6 +4,7 @@ process is taken over; ``reproduce`` never removes a run it did not write; a fai
 run unfinished for ``--resume``; a full disk names the file and keeps the last good checkpoint; ``--resume``
 removes the temporary files a kill left."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -90,16 +91,15 @@ def test_a_failure_after_the_tables_leaves_the_run_for_resume_to_finish(tmp_path
     for name, overrides, kept in (("markov-stages", {"degrees": "2", "losses": "ce"}, True), ("markov-mi", {}, False)):
         exp, out = experiments.get(name), tmp_path / name
         cfg = resolve(name, "smoke", overrides)
-        plot = exp.plot
 
         def broken(results, out_dir):
             raise RuntimeError("the figure failed")
 
-        monkeypatch.setattr(exp, "plot", broken)
+        monkeypatch.setitem(experiments.REGISTRY, name, dataclasses.replace(exp, plot=broken))
         with pytest.raises(RuntimeError, match="the figure failed"):
             run_experiment(name, cfg, out)
         assert (out / "config.json").exists() == kept and not (out / "summary.json").exists()
-        monkeypatch.setattr(exp, "plot", plot)
+        monkeypatch.setitem(experiments.REGISTRY, name, exp)
         run_experiment(name, cfg, out, resume=kept)
         assert (out / "summary.json").exists() and list(out.glob("*.png"))
 

@@ -12,9 +12,11 @@ The public API, on one screen (each name is imported when first used, so ``impor
                WandbLogger
     theory     FlowProblem, solve_flow, PhaseTimes
     analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
-               direct_logit_attribution, to_hooked_transformer (TransformerLens); Claim, judge (claims registry)
-    runs       experiments (registry; experiments.configure), run_experiment, run_sweep, load_run, load_sweep,
-               and the module reproduce (reproduce.reproduce / render: every claim judged, report.html)
+               direct_logit_attribution, to_hooked_transformer (TransformerLens); Claim, Control, Between, Near,
+               Is, judge (claims)
+    runs       Experiment, register_experiment (docs/own_experiment.md), configure, experiments (the registry),
+               run_experiment, Results, run_sweep, load_run, load_sweep, cli (cli.main(argv)), rng (seeds), and
+               the module reproduce (reproduce.reproduce / render: every claim judged, report.html)
 """
 
 from __future__ import annotations
@@ -89,10 +91,10 @@ _ALIASES = {
     "forward": ("models.transformer", "forward"),
     "train_autograd": ("train.autograd", "train"),
 }
-_MODULES = {"toy": "models.toy", "experiments": "experiments", "plots": "plots"}
+_MODULES = {"toy": "models.toy", "experiments": "experiments", "plots": "plots", "cli": "cli", "rng": "rng"}
 
 if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is imported when first used
-    from inductionlab import experiments, plots
+    from inductionlab import cli, experiments, plots, rng
     from inductionlab.analysis.ablation import direct_logit_attribution, head_ablation, patch_heads, patch_layers
     from inductionlab.analysis.claims import Between, Claim, Control, Is, Near, judge
     from inductionlab.analysis.heads import head_scores, probe_distance
@@ -199,6 +201,8 @@ __all__ = [
     "toy",
     "experiments",
     "plots",
+    "cli",
+    "rng",
 ]
 
 

@@ -2,7 +2,8 @@
 
 Config values are set by dotted keys, before or after the experiment's name, e.g.
 ``inductionlab run lazy-to-rich --preset quick --task.alpha_star 2 --train.lr 0.05``.
-``inductionlab list --keys NAME`` shows every key with its type, default and allowed values.
+``inductionlab list --keys NAME`` shows every key with its type, default, allowed values and what it does;
+``inductionlab list --presets NAME`` what each preset changes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -84,7 +86,7 @@ def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> li
 
 def cmd_list(args: argparse.Namespace) -> int:
     from inductionlab import experiments
-    from inductionlab.config import describe
+    from inductionlab.config import describe, preset_changes
 
     if args.keys:
         exp = experiments.get(args.keys)
@@ -93,13 +95,22 @@ def cmd_list(args: argparse.Namespace) -> int:
             allowed = f"  [{d['allowed']}]" if d["allowed"] else ""
             note = f"  # {d['help']}" if d["help"] else ""
             print(f"  --{d['key']} {d['default']}   ({d['type']}){allowed}{note}")
+        print(f"What each preset changes: inductionlab list --presets {exp.name}")
+        return 0
+    if args.presets:
+        exp = experiments.get(args.presets)
+        print(f"{exp.name}: each preset's keys, default → preset value (keys given on the command line go on top)")
+        for preset, values in exp.presets.items():
+            print(f"  --preset {preset}" + ("" if values else "   (the defaults)"))
+            for key, default, value in preset_changes(exp.config, values):
+                print(f"    {key}: {default} → {value}" + ("   (the default)" if value == default else ""))
         return 0
     known = experiments.all_experiments()
     width = max(map(len, known))
     for name, exp in known.items():
         print(f"{name:<{width}}  {exp.figure:<26} {exp.wall:>8}  {exp.description}")
     print("\nColumns: experiment, what it reproduces, default wall time on 2 cores, description.")
-    print("Keys and presets of one experiment: inductionlab list --keys NAME")
+    print("Keys of one experiment: inductionlab list --keys NAME; what its presets change: --presets NAME")
     return 0
 
 
@@ -290,9 +301,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def plain(text: str) -> str:
+    """``text`` (reStructuredText, such as a docstring) as a terminal shows it: ````code```` and
+    ``:role:`target``` lose their markup."""
+    return re.sub(r"(?::\w+:)?`{1,2}([^`]+)`{1,2}", r"\1", text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="inductionlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="inductionlab", description=plain(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--version", action="version", version=f"inductionlab {__version__}")
     p.add_argument(
@@ -303,13 +320,15 @@ def build_parser() -> argparse.ArgumentParser:
         "also $INDUCTIONLAB_PLUGINS); see docs/own_experiment.md",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="list experiments (or one experiment's keys)")
-    ls.add_argument("--keys", metavar="NAME", help="print every config key of NAME with its type and default")
+    ls = sub.add_parser("list", help="list experiments (or one experiment's keys or presets)")
+    which = ls.add_mutually_exclusive_group()
+    which.add_argument("--keys", metavar="NAME", help="every config key of NAME: type, default, what it does")
+    which.add_argument("--presets", metavar="NAME", help="each preset of NAME: the keys it sets, default → value")
     for cmd in ("run", "sweep"):
         sp = sub.add_parser(cmd, help=f"{cmd} an experiment; --KEY VALUE pairs (anywhere) set config values")
         sp.add_argument("name", nargs="?", help="the experiment (inductionlab list)")
         sp.add_argument("--out", help="output directory (default runs/NAME or sweeps/NAME)")
-        sp.add_argument("--preset", help="a named set of values: smoke, quick, ... (inductionlab list --keys NAME)")
+        sp.add_argument("--preset", help="a named set of values: smoke, quick, ... (inductionlab list --presets NAME)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
         sp.add_argument("--seed", type=int, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)")
     run = sub.choices["run"]
@@ -393,7 +412,8 @@ def _dispatch(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries' notes stay quiet
+    logging.getLogger("inductionlab").setLevel(logging.INFO)
     try:
         code = _dispatch(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()  # a reader that went away (`| head`) shows here, not at exit

@@ -8,14 +8,18 @@ and hashes it for the sweep manifest.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import hashlib
 import inspect
+import io
 import json
 import math
 import os
 import re
+import textwrap
+import tokenize
 import types
 import typing
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -288,20 +292,48 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def _field_comments(cls: type) -> dict[str, str]:
-    """The trailing ``# comment`` of each field line in a dataclass's source (empty where there is none)."""
+def field_help(cls: type) -> dict[str, str]:
+    """Each field's help: its comment in the class body — the ``#`` lines directly above its definition (for a
+    help too long for the line), then the trailing ``# comment`` of each line of the definition, joined — from the
+    class and its dataclass bases; a field without one is absent.  The comment is the one source of a key's
+    help (``docs/conventions.md#keys``)."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            out.update(_own_field_comments(klass))
+    return out
+
+
+def _own_field_comments(cls: type) -> dict[str, str]:
+    """The trailing comments of the annotated fields defined in ``cls``'s own body."""
     try:
-        source = inspect.getsource(cls)
+        source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
         return {}
-    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^\s+(\w+):[^#\n]*#\s*(.*)$", source, re.M)}
+    lines = source.splitlines()
+    comments = {  # line number (1-based) → its comment's text
+        tok.start[0]: tok.string.lstrip("#").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    body = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)).body
+    out = {}
+    for node in body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            first = node.lineno
+            while first - 1 in comments and lines[first - 2].lstrip().startswith("#"):  # comment lines above
+                first -= 1
+            text = " ".join(comments[i] for i in range(first, (node.end_lineno or node.lineno) + 1) if i in comments)
+            if text:
+                out[node.target.id] = text
+    return out
 
 
 def describe(cfg: Any, prefix: str = "") -> list[dict[str, str]]:
     """One entry per leaf key of a config tree: key, type, default (pasteable), allowed values, help (the field's
-    comment in the source)."""
+    comment in the source, :func:`field_help`)."""
     out: list[dict[str, str]] = []
-    hints, comments = _field_types(type(cfg)), _field_comments(type(cfg))
+    hints, comments = _field_types(type(cfg)), field_help(type(cfg))
     for f in dataclasses.fields(cfg):
         value, tp = getattr(cfg, f.name), hints[f.name]
         if dataclasses.is_dataclass(value):
@@ -317,6 +349,23 @@ def describe(cfg: Any, prefix: str = "") -> list[dict[str, str]]:
                 "help": comments.get(f.name, ""),
             }
         )
+    return out
+
+
+def preset_changes(cfg: Any, values: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(key, default, value)`` for each dotted key a preset sets, both as typed on the command line: the value
+    parsed by the field's annotation but not validated with the rest (a preset for another machine, such as
+    ``device cuda``, shows here too)."""
+    out = []
+    for key, value in values.items():
+        *sections, leaf = key.split(".")
+        node = cfg
+        for section in sections:
+            node = getattr(node, section, None)
+        known = dataclasses.is_dataclass(node) and leaf in {f.name for f in dataclasses.fields(node)}
+        require(known, key, "unknown key in a preset")
+        typed = coerce(value, _field_types(type(node))[leaf], key)
+        out.append((key, format_value(getattr(node, leaf)), format_value(typed)))
     return out
 
 

@@ -10,6 +10,7 @@ run's data is another run's evaluation set."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 STREAMS: dict[str, int] = {
@@ -34,3 +35,9 @@ def derive(seed: int, stream: str = "data", index: int = 0) -> int:
 def generator(seed: int, stream: str = "data", index: int = 0) -> torch.Generator:
     """A CPU ``torch.Generator`` seeded with :func:`derive` ``(seed, stream, index)``."""
     return torch.Generator().manual_seed(derive(seed, stream, index))
+
+
+def numpy_generator(seed: int, *mix: int) -> np.random.Generator:
+    """A numpy ``Generator`` for the samplers that draw with numpy (Dirichlet kernels, SCB instances): seeded by
+    ``seed`` (a :func:`derive` result) with the integers ``mix`` (an instance's T, a grid point) mixed in."""
+    return np.random.default_rng([int(seed), *(int(m) for m in mix)])

@@ -74,8 +74,9 @@ def test_judge_statuses_and_reasons():
 
 
 def test_claims_are_refused_when_malformed():
-    with pytest.raises(ValueError, match="paper must be one of"):
-        _claim(paper="vaswani")
+    assert _claim(paper="vaswani").paper == "vaswani"  # a researcher's own source (docs/own_experiment.md)
+    with pytest.raises(ValueError, match="paper must be a short lower-case name"):
+        _claim(paper="Vaswani et al.")
     with pytest.raises(ValueError, match="required"):
         _claim(key="")
     with pytest.raises(ValueError, match="needs a bound"):

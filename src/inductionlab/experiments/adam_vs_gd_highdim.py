@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_device, check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -44,13 +44,13 @@ class Config:
             optimizer="sgd", lr=0.1, steps=3000, batch_size=1000, eval_every=100, eval_log_points=20
         )
     )
-    gd_lr: float = 0.1
-    adam_lr: float = 5e-4
+    gd_lr: float = 0.1  # learning rate of the GD run (SGD at train.batch_size, gd_steps steps)
+    adam_lr: float = 5e-4  # learning rate of the Adam run
     gd_steps: int = 10_000  # GD past the D = 1 plateau (T_50 ≈ 9 400 steps at lr 0.1); Adam runs train.steps
     swap_optimizers: bool = False  # the negative control: the "GD" run trains with Adam at adam_lr, and back
-    eval_size: int = 4000
-    eval_seed: int = 2024
-    seeds: tuple[int, ...] = (0,)
+    eval_size: int = 4000  # sequences of the fixed evaluation sample
+    eval_seed: int = 2024  # seed of the fixed evaluation sample (not a run axis)
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
     device: str = "cpu"  # cpu, cuda or cuda:i
 
     def __post_init__(self) -> None:
@@ -167,8 +167,8 @@ def _runs(cfg: Config) -> list[tuple[str, str, float, int]]:
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     m = cfg.model
-    x_eval = torch.randn(cfg.eval_size, m.L, m.d, generator=torch.Generator().manual_seed(cfg.eval_seed)).to(cfg.device)
-    theta0 = highdim.init_theta(m, 1, torch.Generator().manual_seed(cfg.seeds[0]))
+    x_eval = torch.randn(cfg.eval_size, m.L, m.d, generator=rng.generator(cfg.eval_seed)).to(cfg.device)
+    theta0 = highdim.init_theta(m, 1, rng.generator(cfg.seeds[0]))
     want_eval = lifted_target(x_eval, m.alpha_star, m.w_star())
 
     def loss(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -36,21 +36,22 @@ from inductionlab.theory.constructions import approximation_errors, gihn_constru
 class Config:
     """GIH_n with g(u, v) = scale·exp(−‖u − v‖²/(2 bandwidth²)); tokens uniform on [−1, 1]^d."""
 
-    n: int = 2
-    d: int = 1
-    bandwidth: float = 0.5
-    scale: float = 4.0
+    n: int = 2  # order n of GIH_n (patches of n − 1 tokens), ≥ 2
+    d: int = 1  # token dimension d (tokens uniform on [−1, 1]^d)
+    bandwidth: float = 0.5  # RBF similarity g(u, v) = scale·exp(−‖u − v‖²/(2·bandwidth²)): its bandwidth
+    scale: float = 4.0  # the RBF similarity's scale
+    # total FFN widths m of the construction (Theorem 4.4's m^{−γ/(2γ+1)} term)
     widths: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048)
-    bases: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 10)
-    heads_per_group: int = 8
+    bases: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 10)  # numbers K of POD bases tried at each width (needs m ≥ 2K)
+    heads_per_group: int = 8  # layer-1 heads per shift at every (m, K) (H = (n − 1)·this)
     heads_sweep: tuple[int, ...] = (1, 2, 3, 4, 6, 8)  # heads per group at the widest m and its best K (the H term)
     radius: float = 1.05  # the enlarged box the POD and the FFN fits cover
     pod_nodes: int = 48  # Gauss–Legendre nodes per patch coordinate
     gamma_fit_bases: int = 8  # σ_1..σ_k used to fit γ
-    L: int = 40
-    pad: int = 40
-    n_samples: int = 128
-    seeds: tuple[int, ...] = (0,)
+    L: int = 40  # sequence length L, ≥ n + 1
+    pad: int = 40  # zero tokens padded on the left (finite-prefix normalisation, wang-a9)
+    n_samples: int = 128  # sequences on which the maximum error is measured
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
     copy_previous: bool = True  # False: layer 1's value matrices zeroed, it copies nothing (the negative control)
 
     def __post_init__(self) -> None:
@@ -129,7 +130,7 @@ def _error(cfg: Config, decomposition, x: torch.Tensor, m: int, K: int, heads_pe
         heads_per_group,
         cfg.radius,
         cfg.pad,
-        np.random.default_rng([cfg.seeds[0], m, K]),
+        rng.numpy_generator(cfg.seeds[0], m, K),
     )
     if not cfg.copy_previous:
         params["blocks.0.attn.W_V"].zero_()
@@ -145,7 +146,7 @@ def _error(cfg: Config, decomposition, x: torch.Tensor, m: int, K: int, heads_pe
 def run(cfg: Config, ctx: RunContext) -> Results:
     m_dim = (cfg.n - 1) * cfg.d
     decomposition = pod(rbf_numpy(cfg.bandwidth, cfg.scale), m_dim, cfg.radius, cfg.pod_nodes)
-    x = sample_tokens((cfg.n_samples, cfg.L, cfg.d), "uniform", torch.Generator().manual_seed(cfg.seeds[0]))
+    x = sample_tokens((cfg.n_samples, cfg.L, cfg.d), "uniform", rng.generator(cfg.seeds[0]))
     rows = []
     grid = [(m, K) for m in cfg.widths for K in cfg.bases if m >= 2 * K]
     for m, K in tqdm(grid, desc="approx-gihn", disable=not ctx.progress):

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Near
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -29,13 +29,14 @@ class Config:
     """W* = w_scale·I_d + w_skew·(antisymmetric part), so ‖W*‖₂ is not just the identity's; p must include
     2 and 7 (the summary's error ratio)."""
 
-    d: int = 2
-    w_scale: float = 1.0
-    w_skew: float = 0.3
+    d: int = 2  # token dimension d (tokens uniform on [−1, 1]^d)
+    w_scale: float = 1.0  # W* = w_scale·I_d + w_skew·(antisymmetric part): its identity part
+    w_skew: float = 0.3  # W*'s antisymmetric part (so that ‖W*‖₂ is not the identity's)
+    # RPE slopes p of the construction (Theorem 4.1: error ≲ e^{−p}); must include 2 and 7
     p_values: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
-    L_values: tuple[int, ...] = (10, 100, 1000)
-    n_samples: int = 128
-    seeds: tuple[int, ...] = (0,)
+    L_values: tuple[int, ...] = (10, 100, 1000)  # sequence lengths L, each ≥ 3
+    n_samples: int = 128  # sequences on which the maximum error is measured, per L
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
     copy_previous: bool = True  # False: layer 1's value matrices zeroed, it copies nothing (the negative control)
 
     def __post_init__(self) -> None:
@@ -103,7 +104,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     model_cfg, params = ih2_construction(w_star, cfg.p_values)
     params = _break(params, cfg.copy_previous)
     token_bound = cfg.d**0.5
-    gen = torch.Generator().manual_seed(cfg.seeds[0])
+    gen = rng.generator(cfg.seeds[0])
     rows = []
     for L in tqdm(cfg.L_values, desc="approx-ih2", disable=not ctx.progress):
         x = sample_tokens((cfg.n_samples, L, cfg.d), "uniform", gen)

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm.auto import tqdm
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -35,16 +34,17 @@ FLOAT_FLOOR = 1e-13  # errors below this are float64 round-off, left out of the 
 class Config:
     """W* = w_scale·I + w_skew·(antisymmetric part) on (n−1)d dimensions; tokens uniform on [−1, 1]^d."""
 
-    d: int = 1
-    n_values: tuple[int, ...] = (2, 3, 4)
+    d: int = 1  # token dimension d (tokens uniform on [−1, 1]^d)
+    n_values: tuple[int, ...] = (2, 3, 4)  # orders n of IH_n (the query is the last n − 1 tokens), each ≥ 2
+    # layer-1 heads per shift 1..n−1 (H = (n − 1)·this, Theorem 4.3's kernel term)
     heads_per_group: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8)
-    L_values: tuple[int, ...] = (20, 100)
-    pad: int = 40
-    short_extra: int = 2
-    w_scale: float = 1.0
-    w_skew: float = 0.3
-    n_samples: int = 128
-    seeds: tuple[int, ...] = (0,)
+    L_values: tuple[int, ...] = (20, 100)  # sequence lengths L, each ≥ max(n_values) + 1
+    pad: int = 40  # zero tokens padded on the left (finite-prefix normalisation, wang-a9)
+    short_extra: int = 2  # the unpadded short sequences have L = n + short_extra
+    w_scale: float = 1.0  # W* = w_scale·I + w_skew·(antisymmetric part) on (n−1)d dimensions: its identity part
+    w_skew: float = 0.3  # W*'s antisymmetric part
+    n_samples: int = 128  # sequences on which the maximum error is measured, per (n, L)
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
     copy_previous: bool = True  # False: layer 1's value matrices zeroed, it copies nothing (the negative control)
 
     def __post_init__(self) -> None:
@@ -121,7 +121,7 @@ def _max_error(model_cfg, params, w_star, n, x, pad) -> tuple[float, float]:
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    gen = torch.Generator().manual_seed(cfg.seeds[0])
+    gen = rng.generator(cfg.seeds[0])
     token_bound = cfg.d**0.5
     rows = []
     grid = [(n, m) for n in cfg.n_values for m in cfg.heads_per_group]

@@ -38,11 +38,11 @@ class Config:
             lr=1e-2, steps=12_000, batch_size=128, eval_every=500, eval_log_points=20, schedule="constant"
         )
     )
-    heads: tuple[int, ...] = (2, 8)
-    dims: tuple[int, ...] = (2, 8)
-    seeds: tuple[int, ...] = (0,)
+    heads: tuple[int, ...] = (2, 8)  # head counts H trained (model.n_heads), one model per (H, D)
+    dims: tuple[int, ...] = (2, 8)  # widths D trained (model.d_model), one model per (H, D)
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
     device: str = "cpu"  # cpu, cuda or cuda:i
-    eval_size: int = 1024
+    eval_size: int = 1024  # held-out sequences of the final evaluation
 
     def __post_init__(self) -> None:
         check_device(self.device)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Claim, Control, Is, Near
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import phase_times_by_run
@@ -42,7 +42,6 @@ from inductionlab.experiments.markov_common import ChenModelConfig
 from inductionlab.models import chen
 from inductionlab.models import transformer as tf
 from inductionlab.models.toy import ToyConfig
-from inductionlab.rng import generator
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.markov import MarkovConfig, datasets
@@ -87,15 +86,15 @@ class Config:
     )
     tf_vocab: int = 64  # the random tokens' vocabulary
     tf_period: int = 12  # T: sequences of T random tokens, then the same T again
-    tf_eval_size: int = 256
+    tf_eval_size: int = 256  # held-out sequences the transformer is scored on
     chen_task: MarkovConfig = field(default_factory=MarkovConfig)
     chen_model: ChenModelConfig = ChenModelConfig(max_degree=2, loss="softmax_of_probs")  # chen_task's vocabulary
     chen_train: StagedConfig = field(
         default_factory=lambda: StagedConfig(stages=("c",), lrs=(1.0,), epochs=(2000,), eval_log_points=20)
     )
-    chen_n_samples: int = 10_000
-    chen_n_val: int = 1000
-    seeds: tuple[int, ...] = (0,)
+    chen_n_samples: int = 10_000  # Chen model: training sequences (full batch)
+    chen_n_val: int = 1000  # Chen model: of those, validation sequences
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
     act: bool = True  # False: the toy and transformer variants train without their interventions (the negative control)
 
     def __post_init__(self) -> None:
@@ -246,7 +245,9 @@ def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
     entry = ("blocks.0.attn",) if ablate and cfg.act else ()
     hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
     fwd = I.forward_hooks(ablations)
-    held_out = repeated_random_tokens(cfg.tf_eval_size, T, 2, generator(cfg.seeds[0], "held-out"), vocab=model.vocab)
+    held_out = repeated_random_tokens(
+        cfg.tf_eval_size, T, 2, rng.generator(cfg.seeds[0], "held-out"), vocab=model.vocab
+    )
 
     def per_position(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x (B, 2T) → (S, B, 2T − 1)
         return token_losses(model, views(theta), x, fwd)

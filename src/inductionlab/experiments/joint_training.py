@@ -39,7 +39,7 @@ class Config:
             stage1_steps=2000, stage2_steps=40_000, stage2_layer1="trained", eval_size=20_000, eval_every=1000
         )
     )
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
     intervene: InterventionConfig = field(default_factory=InterventionConfig)  # applied to every schedule
 
     def __post_init__(self) -> None:

@@ -17,18 +17,19 @@ class ArchitectureConfig:
     out), :meth:`real_valued` a token dimension (the induction task, the last position read out); the fields mean
     what they mean in :class:`TransformerConfig`."""
 
-    d_model: int = 8
-    n_layers: int = 2
-    n_heads: int = 1
-    d_head: int = 0  # 0: d_model
-    dp: PerHead = True
-    rpe: PerHead = True
-    residual: PerLayer = True
-    ffn_width: int | tuple[int, ...] = 0
+    d_model: int = 8  # residual-stream width D
+    n_layers: int = 2  # attention layers
+    n_heads: int = 1  # heads H per layer
+    d_head: int = 0  # dimension K of each head's queries, keys and values (0: d_model)
+    dp: PerHead = True  # dot-product score ⟨W_Q x_i, W_K x_j⟩ on: one bool, or per layer a JSON list of per-head bools
+    rpe: PerHead = True  # relative-position term −p(i − j − 1) on (wang-1-1): one bool, or per layer per head as dp
+    residual: PerLayer = True  # residual connection around attention: one bool, or one per layer: true,false
+    ffn_width: int | tuple[int, ...] = 0  # FFN width (0: none), one for every layer or one per layer: 512,0
+    # first key position (1-indexed), one for every layer or one per layer: 1,2 (wang-a1)
     key_start: int | tuple[int, ...] = 1
-    scale: bool = False
-    init_std: float = 0.01
-    slope_init: float = 0.01
+    scale: bool = False  # divide the dot-product scores by √d_head (the paper has no scaling)
+    init_std: float = 0.01  # weights start N(0, init_std²)
+    slope_init: float = 0.01  # every head's RPE slope p starts here
 
     def __post_init__(self) -> None:
         self.build(2)  # validates every field as TransformerConfig does

@@ -41,10 +41,11 @@ class Config:
         default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1e-3,), epochs=(10_000,), eval_log_points=60)
     )
     losses: tuple[Loss, ...] = ("softmax_of_probs", "ce")  # the first is the headline (the authors' loss)
+    # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
     seeds: tuple[int, ...] = tuple(range(2024, 2032))
     compare_seeds: int = 4  # the losses after the first train on the first compare_seeds seeds only
-    n_samples: int = 10_000
-    n_val: int = 1000
+    n_samples: int = 10_000  # training sequences per seed (full batch)
+    n_val: int = 1000  # of those, validation sequences
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)

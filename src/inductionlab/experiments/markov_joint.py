@@ -40,10 +40,11 @@ class Config:
     train: StagedConfig = field(
         default_factory=lambda: StagedConfig(stages=("cwa",), lrs=(1.0,), epochs=(20_000,), eval_log_points=60)
     )
+    # losses trained (model.loss), one variant each; the first is the headline
     losses: tuple[Loss, ...] = ("softmax_of_probs", "ce")
-    seeds: tuple[int, ...] = (2024,)
-    n_samples: int = 10_000
-    n_val: int = 1000
+    seeds: tuple[int, ...] = (2024,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
+    n_samples: int = 10_000  # training sequences per seed (full batch)
+    n_val: int = 1000  # of those, validation sequences
     intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.freeze copier
 
     def __post_init__(self) -> None:

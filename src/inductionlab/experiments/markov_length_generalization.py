@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.config import check_seeds, require
@@ -43,14 +43,15 @@ class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
     model: ChenModelConfig = field(default_factory=ChenModelConfig)  # its vocabulary is task.vocab_size
     train: StagedConfig = field(default_factory=StagedConfig)
+    # evaluation lengths L (≥ 2, each > the window and the parent lags)
     lengths: tuple[int, ...] = (10, 20, 50, 100, 200, 400, 1000)
-    alphas: tuple[float, ...] = (0.05, 0.1, 0.2)
-    n_eval: int = 5000
+    alphas: tuple[float, ...] = (0.05, 0.1, 0.2)  # evaluation Dirichlet concentrations α
+    n_eval: int = 5000  # evaluation sequences (the same ones at every L)
     label_offsets: int = 4  # windows x_{s+1..s+L+1}, s = 0..k−1, of each sequence: k labels per sequence
     eval_parents: tuple[int, ...] = ()  # the evaluation chains' parent lags; empty: the training chain's (task.parents)
-    seeds: tuple[int, ...] = (2024,)
-    n_samples: int = 10_000
-    n_val: int = 1000
+    seeds: tuple[int, ...] = (2024,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
+    n_samples: int = 10_000  # training sequences (full batch)
+    n_val: int = 1000  # of those, validation sequences
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -179,7 +180,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             alpha=alpha,
             parents=cfg.eval_parents or cfg.task.parents,
         )
-        tokens, kernels = sample(longest, cfg.n_eval, np.random.default_rng(cfg.seeds[0] + 1 + i))
+        tokens, kernels = sample(longest, cfg.n_eval, rng.numpy_generator(rng.derive(cfg.seeds[0], "eval", i)))
         for L in cfg.lengths:
             per_offset = pd.DataFrame(
                 [

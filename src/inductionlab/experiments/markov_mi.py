@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -32,13 +32,13 @@ from inductionlab.theory.mutual_info import mutual_info_table
 @dataclass(frozen=True)
 class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
-    window: tuple[int, ...] = (1, 2, 3)
-    max_size: int = 3
-    n_draws: int = 2000
-    seeds: tuple[int, ...] = (0,)
+    window: tuple[int, ...] = (1, 2, 3)  # lags of the copier heads, 1..M (head h on lag h)
+    max_size: int = 3  # largest subset size |S| of the mutual-information table (≤ M)
+    n_draws: int = 2000  # kernel draws π of the mutual-information table
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
     grad_samples: int = 9000  # sequences of the gradient check (docs/conventions.md#chen-8-1)
     copier_logit: float = 30.0  # w_+ of the exact copier heads (w_− = 0)
-    a: float = 0.01
+    a: float = 0.01  # classifier scale a of the gradient check (−∂L/∂p_S ≈ a·Ĩ_χ²(S) at small a)
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -116,7 +116,7 @@ def gradient_over_a(cfg: Config) -> dict[tuple[int, ...], float]:
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    kernels = draw_kernels(cfg.task, cfg.n_draws, np.random.default_rng(cfg.seeds[0]))
+    kernels = draw_kernels(cfg.task, cfg.n_draws, rng.numpy_generator(cfg.seeds[0]))
     table = mutual_info_table(kernels, cfg.task.parents, cfg.window, cfg.max_size)
     grads = gradient_over_a(cfg)
     rows = [

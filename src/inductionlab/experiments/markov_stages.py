@@ -35,11 +35,12 @@ class Config:
     task: MarkovConfig = field(default_factory=MarkovConfig)
     model: ChenModelConfig = field(default_factory=ChenModelConfig)  # vocabulary: task.vocab_size; D and loss: below
     train: StagedConfig = field(default_factory=StagedConfig)
-    degrees: tuple[int, ...] = (2, 3)
+    degrees: tuple[int, ...] = (2, 3)  # FFN degrees D trained (model.max_degree), one variant each
+    # losses trained (model.loss), one variant each; the first is the headline
     losses: tuple[Loss, ...] = ("softmax_of_probs", "ce")
-    seeds: tuple[int, ...] = (2024,)
-    n_samples: int = 10_000
-    n_val: int = 1000
+    seeds: tuple[int, ...] = (2024,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
+    n_samples: int = 10_000  # training sequences per seed (full batch)
+    n_val: int = 1000  # of those, validation sequences
     intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.freeze copier
 
     def __post_init__(self) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.config import check_seeds, require
@@ -62,7 +62,7 @@ class Config:
     )
     eval_size: int = 512  # held-out sequences
     max_lag: int = 4  # layer-1 lag weights reported for lags 1..max_lag
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
     intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.ablate blocks.0.attn
 
     def __post_init__(self) -> None:
@@ -183,13 +183,13 @@ def _train_chain(cfg: Config, setting: str, ctx: RunContext) -> pd.DataFrame:
     theta0, views = pack(tf.init_per_seed(model, cfg.seeds))
     hooks, ablations = build(cfg.intervene, transformer_family(model))
     fhooks = forward_hooks(ablations)
-    held_out, _ = sample(task, cfg.eval_size, np.random.default_rng([2024, *task.parents]))
+    held_out, _ = sample(task, cfg.eval_size, rng.numpy_generator(rng.derive(cfg.seeds[0], "held-out"), *task.parents))
     refs = reference_predictors(task, held_out.unsqueeze(0))
     refs["uniform"] = torch.full_like(refs["bayes"], 1.0 / task.vocab_size)
 
     def batch(g: torch.Generator) -> torch.Tensor:  # fresh sequences each step, seeded by the loop's generator
         seed = int(torch.randint(0, 2**62, (1,), generator=g))
-        return sample(task, cfg.train.batch_size, np.random.default_rng(seed))[0]
+        return sample(task, cfg.train.batch_size, rng.numpy_generator(seed))[0]
 
     _, metrics = train(
         cfg.train,

@@ -42,14 +42,14 @@ class GridConfig:
     gradient-flow horizon, and the SGD comparison points (at each L in ``sgd_L``, the other factors at the base
     point, every σ_init in ``sgd_sigma_init`` on the run axis)."""
 
-    L_values: tuple[int, ...] = (20, 40, 80, 160)
-    alpha_values: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
-    w_star_values: tuple[float, ...] = (0.25, 0.35, 0.49)
-    sigma_values: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
-    full_grid: bool = False
+    L_values: tuple[int, ...] = (20, 40, 80, 160)  # sequence lengths L of the grid (the plateau grows ∝ L)
+    alpha_values: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)  # α* values of the grid (the 4-gram part's weight, wang-5-1)
+    w_star_values: tuple[float, ...] = (0.25, 0.35, 0.49)  # w* values of the grid (each < 1/√2 for the closed form)
+    sigma_values: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)  # σ_init values of the grid
+    full_grid: bool = False  # true: the product of the factors' values; false: one at a time
     horizon: float = 3.0  # t_end = horizon × the predicted plateau
-    sgd_L: tuple[int, ...] = (20, 40)
-    sgd_sigma_init: tuple[float, ...] = (1e-2, 1e-3)
+    sgd_L: tuple[int, ...] = (20, 40)  # L values at which online SGD runs beside the flow (empty: flow only)
+    sgd_sigma_init: tuple[float, ...] = (1e-2, 1e-3)  # σ_init values of the SGD runs, on the run axis
     exact_mc_samples: int = 4096  # the exact-softmax flow at the one-factor points (0: closed forms only)
 
     def __post_init__(self) -> None:
@@ -78,7 +78,7 @@ class Config:
             stage1_steps=0, eval_size=10_000, eval_every=500, eval_log_points=20, checkpoint_every=10**9
         )
     )
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis); the SGD points' data seeds are seeds[0] + i
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)

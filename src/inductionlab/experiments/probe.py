@@ -40,10 +40,10 @@ class Config:
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(lr=1e-2, steps=5000, batch_size=128, eval_every=200, eval_log_points=20)
     )
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
     device: str = "cpu"  # cpu, cuda or cuda:i
-    eval_size: int = 1024
-    probe_size: int = 256
+    eval_size: int = 1024  # held-out sequences on which the loss and the probe are evaluated
+    probe_size: int = 256  # of those, sequences the linear probe is fitted on (≤ eval_size)
 
     def __post_init__(self) -> None:
         check_device(self.device)

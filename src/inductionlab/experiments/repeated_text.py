@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.ablation import head_ablation
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
@@ -52,7 +52,6 @@ from inductionlab.experiments.text_common import (
     use_bf16,
 )
 from inductionlab.models import transformer as tf
-from inductionlab.rng import generator
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import TextConfig
@@ -191,7 +190,7 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     the top previous-token score, the head with the top induction score) and ``ablation_smaller_over_larger``
     their ratio, near 1 when the circuit needs both heads."""
     T = cfg.eval.score_period
-    tokens = repeated_random_tokens(cfg.eval.score_batch, T, 2, generator(cfg.eval.seed, "eval"), vocab=model.vocab)
+    tokens = repeated_random_tokens(cfg.eval.score_batch, T, 2, rng.generator(cfg.eval.seed, "eval"), vocab=model.vocab)
     targets = tokens[:, 1:]
 
     def per_position(logits: torch.Tensor) -> torch.Tensor:  # (S, B, 2T − 1)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -41,11 +41,12 @@ from inductionlab.train.proximal import SCBTrainConfig, train_scb
 class Config:
     task: SCBConfig = field(default_factory=SCBConfig)
     train: SCBTrainConfig = field(default_factory=lambda: SCBTrainConfig(eta1=0.03, eta2=0.003, eval_every=250))
-    small_lr_factor: float = 0.1
-    raw_sgd: bool = False
+    small_lr_factor: float = 0.1  # the small-rate SGD run uses η₁ × this
+    raw_sgd: bool = False  # also train plain SGD on ℓ (no preconditioning or projection)
+    # Algorithm 1 also runs at each ℓ1 weight λ here (the role of the ℓ1 step, ren-11-1)
     lambda_sweep: tuple[float, ...] = (0.0, 1e-2)
-    active_lambda: float = 1e-2
-    seeds: tuple[int, ...] = (0,)
+    active_lambda: float = 1e-2  # λ of the no-decay (η₂ = η₁) high-noise run
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -187,7 +188,7 @@ def _methods(cfg: Config) -> list[tuple[str, SCBTrainConfig]]:
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.seeds[0]))
+    inst = random_instance(cfg.task, 1, rng.numpy_generator(cfg.seeds[0]))
     methods = _methods(cfg)
     names = np.asarray([name for name, _ in methods])
     lams = np.asarray([t.lam if t.method == "proximal" else 0.0 for _, t in methods])

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
@@ -47,13 +47,13 @@ class Config:
             eta1=0.01, eta2=0.001, steps=6000, stage1_steps=6000, stage1_end="signal", rho=0.1, eval_every=250
         )
     )
-    N_values: tuple[int, ...] = (10, 20, 50)
-    T_per_NQ: int = 10
-    calibration_samples: int = 8192
-    small_lr_factor: float = 0.1
-    sweep_batches: tuple[int, ...] = (16, 64, 256, 1024)
-    target: float = 0.05
-    seeds: tuple[int, ...] = (0,)
+    N_values: tuple[int, ...] = (10, 20, 50)  # vocabulary sizes N, one instance each
+    T_per_NQ: int = 10  # context length T = T_per_NQ·N·Q
+    calibration_samples: int = 8192  # Monte-Carlo samples calibrating the noise scales σ_V, σ_A
+    small_lr_factor: float = 0.1  # the small-rate SGD run uses η₁ × this
+    sweep_batches: tuple[int, ...] = (16, 64, 256, 1024)  # batch sizes B of the proximal batch sweep (noise ∝ B^{-1/2})
+    target: float = 0.05  # a batch recovers Q if the final ‖Ā − Q‖_μ ≤ target
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -152,10 +152,8 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     }
     for N in cfg.N_values:
         task = replace(cfg.task, N=N, T=cfg.T_per_NQ * N * cfg.task.Q)
-        inst = random_instance(task, 1, np.random.default_rng([cfg.seeds[0], N]))
-        sigma_V, sigma_A = noise_scales(
-            inst.P, inst.Q, inst, cfg.calibration_samples, torch.Generator().manual_seed(t.seed + 1)
-        )
+        inst = random_instance(task, 1, rng.numpy_generator(cfg.seeds[0], N))
+        sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, cfg.calibration_samples, rng.generator(t.seed, "eval"))
         oracle = gaussian_noise_oracle(sigma_V, sigma_A, t.batch_size)
         _, _, m = train_scb(list(methods.values()), inst, task.Q, ctx.child(f"N{N}"), oracle=oracle)
         m = m.assign(N=N, T=task.T, method=np.asarray(list(methods))[m.run])

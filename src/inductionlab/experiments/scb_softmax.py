@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
@@ -35,9 +35,9 @@ from inductionlab.train.scb_softmax import train_softmax_scb
 class Config:
     task: SCBConfig = field(default_factory=SCBConfig)
     train: SCBTrainConfig = field(default_factory=lambda: SCBTrainConfig(eta1=0.03, eta2=0.003, eval_every=250))
-    softmax_lr_V: float = 0.3
-    softmax_lr_W: float = 10.0
-    seeds: tuple[int, ...] = (0,)
+    softmax_lr_V: float = 0.3  # SGD learning rate of the softmax model's V
+    softmax_lr_W: float = 10.0  # SGD learning rate of the softmax model's W (A = softmax(W))
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -97,7 +97,7 @@ CLAIMS = (
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    inst = random_instance(cfg.task, 1, np.random.default_rng(cfg.seeds[0]))
+    inst = random_instance(cfg.task, 1, rng.numpy_generator(cfg.seeds[0]))
     t = cfg.train
     V_lin, A_lin, m_lin = train_scb(t, inst, cfg.task.Q, ctx.child("linear"))
     V_sm, W_sm, m_sm = train_softmax_scb(t, inst, cfg.task.Q, cfg.softmax_lr_V, cfg.softmax_lr_W, ctx.child("softmax"))

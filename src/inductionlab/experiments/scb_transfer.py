@@ -43,7 +43,7 @@ import pandas as pd
 import torch
 from matplotlib.ticker import NullFormatter
 
-from inductionlab import plots
+from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_seeds, require
@@ -70,19 +70,21 @@ class Config:
             eval_every=50,
         )
     )
+    # context lengths T, each trained from scratch and by transfer (≥ 2 of them)
     T_values: tuple[int, ...] = (250, 1000, 4000, 16000)
-    n_instances: int = 4
-    target: float = 0.05
+    n_instances: int = 4  # random SCB instances per T, on the run axis
+    target: float = 0.05  # samples are counted until ‖Ā − Q‖_μ ≤ target
     batch_per_log_T: float = 0.0  # c of the one-step batch c·ln T; 0: calibrated at min(T_values)
+    # candidate c of the one-step batch c·ln T (calibration, batch_per_log_T 0)
     c_grid: tuple[float, ...] = (250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0)
     calibration_tol: float = 0.3  # the step must land ‖Ā₁ − Q‖_μ ≤ tol (inside Stage 2's basin)
-    transfer_steps: int = 1000
-    gamma: float = 0.5
-    alpha_target: float = 1.0
-    pretrain_mix: float = 0.5
-    kappa_T: int = 1000
-    kappa_mixes: tuple[float, ...] = (1.0, 0.75, 0.5)
-    seeds: tuple[int, ...] = (0,)
+    transfer_steps: int = 1000  # Stage 2 steps after the transfer step
+    gamma: float = 0.5  # γ: V₀ = μ1ᵀ + γ(P̄ − μ1ᵀ) from the pretraining task
+    alpha_target: float = 1.0  # α*: the α₁ the one gradient step on A lands at (Lemma H.2)
+    pretrain_mix: float = 0.5  # ρ_mix: P̄ = ρ_mix·P + (1 − ρ_mix)·(P's time reversal)
+    kappa_T: int = 1000  # T of the κ sweep
+    kappa_mixes: tuple[float, ...] = (1.0, 0.75, 0.5)  # ρ_mix values of the κ sweep (κ falls with ρ_mix)
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -227,10 +229,10 @@ def calibrate_c(cfg: Config) -> tuple[float, list[dict]]:
     rounded attention within ``calibration_tol`` of Q (‖Ā₁ − Q‖_μ, Stage 2's start) on every instance of a
     calibration draw; the largest c if none does.  Each try's worst ‖Ā₁ − Q‖_μ and α₁ error are returned too."""
     T = min(cfg.T_values)
-    inst = random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.seeds[0], T, 7]))
+    inst = random_instance(replace(cfg.task, T=T), cfg.n_instances, rng.numpy_generator(cfg.seeds[0], T, 7))
     P_bar, tries = _pretrain(cfg, inst, cfg.pretrain_mix), []
     for c in sorted(cfg.c_grid):
-        g = torch.Generator().manual_seed(cfg.train.seed + 7)
+        g = rng.generator(cfg.train.seed, "transfer")
         V0, A1, _ = transfer_start(inst, P_bar, cfg.gamma, cfg.alpha_target, _batch(c, T), g)
         landed = evaluate(V0, A1, inst, cfg.task.Q, cfg.train.threshold_C)
         tries.append(
@@ -280,7 +282,7 @@ def _transfer(
         cfg.gamma,
         cfg.alpha_target,
         batch,
-        torch.Generator().manual_seed(cfg.train.seed + 1),
+        rng.generator(cfg.train.seed, "eval"),
     )
     landed = evaluate(V0, A1, inst, cfg.task.Q, cfg.train.threshold_C)["dist_A_norm"].tolist()
     transfer_cfg = replace(cfg.train, steps=cfg.transfer_steps, stage1_steps=0, stage1_end="steps")
@@ -292,7 +294,7 @@ def _transfer(
 
 
 def _instances(cfg: Config, T: int):
-    return random_instance(replace(cfg.task, T=T), cfg.n_instances, np.random.default_rng([cfg.seeds[0], T]))
+    return random_instance(replace(cfg.task, T=T), cfg.n_instances, rng.numpy_generator(cfg.seeds[0], T))
 
 
 def _kappa(cfg: Config, inst, mix: float) -> list[float]:

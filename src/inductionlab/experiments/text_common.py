@@ -46,8 +46,8 @@ class Config:
         )
     )
     eval: EvalConfig = field(default_factory=EvalConfig)
-    seeds: tuple[int, ...] = (0,)
-    device: str = "cpu"
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
+    device: str = "cpu"  # cpu, cuda or cuda:i
     bf16: Literal["auto", "on", "off"] = "auto"  # auto: bf16 autocast only where the device has it natively
     intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.ablate blocks.0.attn
 

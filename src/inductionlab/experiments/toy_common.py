@@ -40,11 +40,12 @@ class Config:
     task: MixedTaskConfig = field(default_factory=MixedTaskConfig)
     model: ToyConfig = field(default_factory=ToyConfig)
     train: ToyTrainConfig = field(default_factory=ToyTrainConfig)
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
+    # gradient-flow curves overlaid: closed forms (eqs. 7, 10), exact softmax (Monte Carlo), both or none
     gf: Literal["both", "closed", "exact", "none"] = "both"
-    gf_mc_samples: int = 4096
+    gf_mc_samples: int = 4096  # Monte-Carlo sequences per gradient of the exact-softmax flow
     intervene: InterventionConfig = field(default_factory=InterventionConfig)
-    literal: bool = False
+    literal: bool = False  # also train the literal protocol (Stage II on the trained layer 1), summarised as literal
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)

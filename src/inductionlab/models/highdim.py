@@ -28,11 +28,11 @@ from inductionlab.config import require
 
 @dataclass(frozen=True)
 class HighDimConfig:
-    reading: Literal["A", "B"] = "A"
-    D: int = 100
-    L: int = 40
-    alpha_star: float = 1.0
-    w_star_scale: float = 0.49
+    reading: Literal["A", "B"] = "A"  # A: tokens in R^D, W_Q, W_K ∈ R^{D×D}; B: scalar tokens lifted to R^D (wang-6-3)
+    D: int = 100  # dimension D of the D-dimensional toy
+    L: int = 40  # sequence length L
+    alpha_star: float = 1.0  # α*: weight of the 4-gram part relative to the 2-gram part (wang-5-1)
+    w_star_scale: float = 0.49  # w*: W* = w*·I/D (reading A) or the score coefficient w*² (reading B)
     sigma_init: float = 0.01  # scalars start here; W_Q, W_K get Frobenius norm sigma_init
 
     def __post_init__(self) -> None:

@@ -41,7 +41,7 @@ Layer1 = Literal["learned", "ideal"]
 class ToyConfig:
     """Toy-model settings: the initial value σ_init of every parameter (docs/conventions.md#wang-a5)."""
 
-    sigma_init: float = 0.01
+    sigma_init: float = 0.01  # σ_init: every toy parameter starts here, θ(0) = σ_init·1 (wang-a5)
 
     def __post_init__(self) -> None:
         require(

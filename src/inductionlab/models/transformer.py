@@ -34,6 +34,7 @@ from typing import Literal
 
 import torch
 
+from inductionlab import rng
 from inductionlab.config import format_value, require
 
 PerLayer = bool | tuple[bool, ...]
@@ -173,7 +174,7 @@ def init_params(
 def init_per_seed(cfg: TransformerConfig, seeds: Sequence[int], dtype: torch.dtype = torch.float32) -> Params:
     """One run per seed, each initialised (:func:`init_params`) from its own seed, so that a run does not depend on
     the others on the run axis (docs/conventions.md#seeds)."""
-    parts = [init_params(cfg, 1, torch.Generator().manual_seed(int(s)), dtype) for s in seeds]
+    parts = [init_params(cfg, 1, rng.generator(int(s)), dtype) for s in seeds]
     return {name: torch.cat([p[name] for p in parts]) for name in parts[0]}
 
 

@@ -26,8 +26,19 @@ CURVE_COLORS = {
 }
 
 
+STYLE = {
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    # math text in STIX sans: it has every symbol the labels use (\mathcal L, \ell), where DejaVu's math set
+    # would substitute them from STIX and log "Substituting symbol L from STIXNonUnicode" for each
+    "mathtext.fontset": "stixsans",
+}
+
+
 def subplots(ncols: int, nrows: int = 1, width: float = 4.2, height: float = 3.4):
-    plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+    """A figure of ``nrows`` × ``ncols`` panels (a flat array of axes) in the house :data:`STYLE`."""
+    plt.rcParams.update(STYLE)
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")
     return fig, axes.ravel()
 

@@ -91,13 +91,14 @@ def induction_head(x: torch.Tensor, w_star: torch.Tensor, n: int = 2) -> torch.T
 class InductionTaskConfig:
     """IH_n / GIH_n task: W* = w_scale · I_{(n−1)d} for the bilinear score docs/conventions.md#wang-6-4: 0.49² I_3 at n = 4)."""
 
-    n: int = 2
-    d: int = 1
-    L: int = 40
-    tokens: Tokens = "gaussian"
+    n: int = 2  # order n of IH_n: the last n − 1 tokens are compared with each earlier patch (wang-2)
+    d: int = 1  # token dimension d
+    L: int = 40  # sequence length L, ≥ n + 1
+    tokens: Tokens = "gaussian"  # token law: gaussian N(0, 1) or uniform on [−1, 1] per coordinate
+    # patch similarity: dot x̃_Lᵀ W* x̃_s (IH_n), rbf or cosine (GIH_n, scaled by w_scale)
     similarity: Literal["dot", "rbf", "cosine"] = "dot"
-    w_scale: float = 0.49**2
-    bandwidth: float = 1.0
+    w_scale: float = 0.49**2  # W* = w_scale·I_{(n−1)d} (dot), or the rbf/cosine similarity's scale
+    bandwidth: float = 1.0  # the rbf similarity's bandwidth
 
     def __post_init__(self) -> None:
         require(self.n >= 2, "task.n", f"must be ≥ 2, got {self.n}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from inductionlab import rng
 from inductionlab.config import require
 
 
@@ -28,10 +29,10 @@ class MarkovConfig:
     """Vocabulary size d (``vocab_size``), parent lags, context length L and Dirichlet concentration α
     (defaults d = 3, pa = {−1, −2}, L = 100, α = 0.1: docs/conventions.md#chen-1 [R])."""
 
-    vocab_size: int = 3
-    parents: tuple[int, ...] = (1, 2)
-    L: int = 100
-    alpha: float = 0.1
+    vocab_size: int = 3  # vocabulary size d
+    parents: tuple[int, ...] = (1, 2)  # parent lags r of pa = {−r_1, …}: token l depends on x_{l−r}, e.g. 1,2
+    L: int = 100  # context length L (the label is token L + 1)
+    alpha: float = 0.1  # α: Dirichlet concentration of each sequence's kernel π (chen-1)
 
     def __post_init__(self) -> None:
         require(self.vocab_size >= 2, "task.vocab_size", f"needs at least 2 tokens, got {self.vocab_size}")
@@ -123,8 +124,5 @@ def datasets(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One finite dataset per seed, split by the same seed docs/conventions.md#chen-1-5: 10 000 sequences, 9000 / 1000, seed
     2024): train (S, n_samples − n_val, L + 1) and val (S, n_val, L + 1)."""
-    parts = [
-        train_val_split(sample(cfg, n_samples, np.random.default_rng(s))[0], n_val, torch.Generator().manual_seed(s))
-        for s in seeds
-    ]
+    parts = [train_val_split(sample(cfg, n_samples, rng.numpy_generator(s))[0], n_val, rng.generator(s)) for s in seeds]
     return torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])

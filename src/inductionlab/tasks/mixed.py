@@ -16,6 +16,7 @@ from typing import Literal
 
 import torch
 
+from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.ops import abs_bound, needs_shift, softmax_average
 from inductionlab.tasks.induction import induction_head
@@ -27,10 +28,10 @@ Tokens = Literal["gaussian", "boolean"]
 class MixedTaskConfig:
     """Mixed-target parameters. ``L ≥ 5`` so that x_{L-2} and at least two keys exist."""
 
-    alpha_star: float = 1.0
-    w_star: float = 0.49
-    L: int = 40
-    tokens: Tokens = "gaussian"
+    alpha_star: float = 1.0  # α*: the 4-gram part x_{L−2} weighs α*/(1+α*), the in-context 2-gram 1/(1+α*) (wang-5-1)
+    w_star: float = 0.49  # w*: the induction part's score softmax_s(w*² x_L x_{s−1}); the closed form needs w* < 1/√2
+    L: int = 40  # sequence length L (tokens x_1..x_L), ≥ 5
+    tokens: Tokens = "gaussian"  # token law: gaussian N(0, 1), or boolean uniform on {±1} (workshop Fig. 3)
 
     def __post_init__(self) -> None:
         require(
@@ -108,7 +109,7 @@ class MixedTarget:
 
 def make_generators(seeds: Sequence[int]) -> list[torch.Generator]:
     """One CPU generator per run, so run r of a batched job equals a single run with ``seeds[r]``."""
-    return [torch.Generator().manual_seed(int(s)) for s in seeds]
+    return [rng.generator(int(s)) for s in seeds]
 
 
 def sample_tokens(out: torch.Tensor, generators: Sequence[torch.Generator], tokens: Tokens) -> torch.Tensor:

@@ -24,12 +24,12 @@ class SCBConfig:
     vector, resampled until min_k Nμ_k ≥ 1/C and K_P ≥ c_kp·‖μ‖²; each q^{(k)} has Q positions drawn
     uniformly from [T] with weights U[1, 2], normalised (so q ≥ 1/(2Q)).  Defaults N=5, Q=3, T=500 are [P]."""
 
-    N: int = 5
-    Q: int = 3
-    T: int = 500
-    C: float = 4.0
-    c_kp: float = 0.1
-    max_tries: int = 1000
+    N: int = 5  # vocabulary size N
+    Q: int = 3  # Q: positions each sparse position law q^{(k)} puts weight on
+    T: int = 500  # context length T (tokens x_1..x_T before the query)
+    C: float = 4.0  # C of Assumption 2.1: instances are redrawn until min_k Nμ_k ≥ 1/C
+    c_kp: float = 0.1  # instances are redrawn until K_P ≥ c_kp·‖μ‖² (P away from μ1ᵀ)
+    max_tries: int = 1000  # redraws allowed before an instance is refused
 
     def __post_init__(self) -> None:
         require(self.N >= 2, "task.N", f"needs at least 2 tokens, got {self.N}")

@@ -44,11 +44,11 @@ class TextConfig:
     """Where the text is and how it becomes tokens."""
 
     path: str = ""  # directory or file; "" → $INDUCTIONLAB_DATA
-    train_split: str = "valid"
-    val_split: str = "test"
-    tokenizer: Literal["word", "bpe"] = "word"
+    train_split: str = "valid"  # split that trains (the shared WikiText-2 has no train split: valid)
+    val_split: str = "test"  # split that validates, ≠ train_split
+    tokenizer: Literal["word", "bpe"] = "word"  # word (top vocab_size words) or bpe (needs the tokenizers package)
     vocab_size: int = 2000  # word: top-K words + <unk> (0: all); bpe: the BPE vocabulary size
-    L: int = 200
+    L: int = 200  # context length L of each training chunk (tokens)
 
     def __post_init__(self) -> None:
         require(self.vocab_size >= 0, "data.vocab_size", f"must be ≥ 0 (0: every training word), got {self.vocab_size}")

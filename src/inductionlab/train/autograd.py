@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from inductionlab import rng
 from inductionlab._runtime import tune_process
 from inductionlab.config import check_schedule, require
 from inductionlab.runs import RunContext
@@ -28,21 +29,21 @@ from inductionlab.train import loop, optim
 
 @dataclass(frozen=True)
 class TrainConfig:
-    optimizer: Literal["sgd", "adam"] = "adam"
-    lr: float = 1e-3
-    steps: int = 2000
-    batch_size: int = 256
-    eval_every: int = 100
-    eval_log_points: int = 20
-    checkpoint_every: int = 500
-    finite_check_every: int = 50
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
+    optimizer: Literal["sgd", "adam"] = "adam"  # sgd or adam
+    lr: float = 1e-3  # learning rate η
+    steps: int = 2000  # training steps
+    batch_size: int = 256  # sequences per step
+    eval_every: int = 100  # evaluate every this many steps (plus eval_log_points log-spaced steps)
+    eval_log_points: int = 20  # extra evaluations at about this many log-spaced steps (0: none)
+    checkpoint_every: int = 500  # write a resumable checkpoint every this many steps
+    finite_check_every: int = 50  # stop on NaN/inf, checked every this many steps (and at every evaluation)
+    adam_beta1: float = 0.9  # Adam β₁ (optimizer adam)
+    adam_beta2: float = 0.999  # Adam β₂ (optimizer adam)
     momentum: float = 0.0  # SGD heavy-ball momentum (0: plain SGD)
     clip_norm: float = 0.0  # > 0: each run's gradient is clipped to this Euclidean norm (0: no clipping)
     schedule: Literal["constant", "cosine"] = "constant"  # cosine: lr decays to lr_final_fraction·lr
-    lr_final_fraction: float = 0.05
-    seed: int = 0  # data stream
+    lr_final_fraction: float = 0.05  # cosine schedule: the final lr as a fraction of lr
+    seed: int = 0  # seed of the batch stream, shared by the runs (not a run axis)
 
     def __post_init__(self) -> None:
         require(
@@ -141,7 +142,7 @@ class AutogradStepper:
             for s in self.specs
         ]
         self.theta = theta0.detach().clone()
-        self.gen = torch.Generator().manual_seed(self.specs[0].cfg.seed)
+        self.gen = rng.generator(self.specs[0].cfg.seed)
         self.opt, self.current = None, 0
 
     @property

@@ -36,12 +36,13 @@ from inductionlab.train.autograd import StageSpec, TrainConfig, pack, train
 class StagedConfig:
     """Stages (letters of the groups trained), their learning rates and lengths in epochs docs/conventions.md#chen-3-2, A6)."""
 
+    # the stages: letters of the groups each trains, c (selector), w (copier), a (classifier)
     stages: tuple[str, ...] = ("c", "w", "a")
-    lrs: tuple[float, ...] = (1.0, 1e5, 1.0)
-    epochs: tuple[int, ...] = (2000, 5000, 5000)
-    eval_log_points: int = 40  # per stage
-    checkpoint_every: int = 2000
-    dtype: Literal["float32", "float64"] = "float32"
+    lrs: tuple[float, ...] = (1.0, 1e5, 1.0)  # learning rate of each stage
+    epochs: tuple[int, ...] = (2000, 5000, 5000)  # full-batch steps of each stage
+    eval_log_points: int = 40  # evaluations at about this many log-spaced epochs per stage
+    checkpoint_every: int = 2000  # write a resumable checkpoint every this many epochs
+    dtype: Literal["float32", "float64"] = "float32"  # floating-point precision of training
 
     def __post_init__(self) -> None:
         n = len(self.stages)

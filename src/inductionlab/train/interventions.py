@@ -80,7 +80,7 @@ class InterventionConfig:
     freeze: tuple[str, ...] = ()  # SELECTOR[INDEX][@START:STOP]: held at its value from the window's start
     clamp: tuple[str, ...] = ()  # SELECTOR[INDEX]=VALUE[@START:STOP]: held at VALUE in the window
     ablate: tuple[str, ...] = ()  # blocks.L.attn[H][@START:STOP]: the heads' outputs replaced (general transformer)
-    ablate_mode: Literal["zero", "mean"] = "zero"
+    ablate_mode: Literal["zero", "mean"] = "zero"  # an ablated head's output is replaced by zero or by its batch mean
 
     def __post_init__(self) -> None:
         for name in ("freeze", "clamp", "ablate"):

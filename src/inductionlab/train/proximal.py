@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from inductionlab import rng
 from inductionlab.config import check_schedule, require
 from inductionlab.models import linear
 from inductionlab.runs import RunContext
@@ -93,20 +94,23 @@ class SCBTrainConfig:
     Stage 1 ends after ``stage1_steps`` or, with ``stage1_end="signal"``, when max(α, β) ≥ ρ.
     ``threshold_C``: the C of θ = (1 − α̂)/T + α̂/(2CQ); the data recipe's weights U[1, 2] give q ≥ 1/(2Q)."""
 
+    # proximal (Algorithm 1), sgd (λ = 0, no rounding, lr η₁) or raw_sgd (plain SGD on ℓ)
     method: Literal["proximal", "sgd", "raw_sgd"] = "proximal"
-    steps: int = 20_000
-    stage1_steps: int = 2000
+    steps: int = 20_000  # total steps (Stage 1 and Stage 2)
+    stage1_steps: int = 2000  # Stage 1 length in steps (stage1_end steps), or its cap (signal)
+    # Stage 1 ends after stage1_steps (steps) or once max(α, β) ≥ ρ (signal)
     stage1_end: Literal["steps", "signal"] = "steps"
-    rho: float = 0.1
-    batch_size: int = 64
-    eta1: float = 0.3
-    eta2: float = 0.03
-    lam: float = 1e-5
+    rho: float = 0.1  # ρ: the signal threshold ending Stage 1 (stage1_end signal)
+    batch_size: int = 64  # sequences per step B
+    eta1: float = 0.3  # η₁: Stage 1 learning rate (and sgd's throughout)
+    eta2: float = 0.03  # η₂: Stage 2 learning rate
+    lam: float = 1e-5  # λ: ℓ1 weight of Stage 2's proximal step
+    # normalized: η_V = η/K_Q, η_A = η/K_P (ren-4); raw: η as given
     lr_mode: Literal["normalized", "raw"] = "normalized"
-    threshold_C: float = 2.0
-    eval_every: int = 200
-    checkpoint_every: int = 5000
-    seed: int = 0
+    threshold_C: float = 2.0  # C of the rounding threshold θ = (1 − α̂)/T + α̂/(2CQ)
+    eval_every: int = 200  # evaluate every this many steps
+    checkpoint_every: int = 5000  # write a resumable checkpoint every this many steps
+    seed: int = 0  # seed of the batch stream (shared by the runs)
 
     def __post_init__(self) -> None:
         require(
@@ -236,7 +240,7 @@ class SCBStepper:
             "train.method",
             "raw_sgd needs mini-batches, not a gradient oracle",
         )
-        self.gen = torch.Generator().manual_seed(base.seed)
+        self.gen = rng.generator(base.seed)
         self.V, self.A = (
             initial_state(inst)
             if init is None

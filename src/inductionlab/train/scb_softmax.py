@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from inductionlab import rng
 from inductionlab.models import linear
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import SCBInstance, sample
@@ -41,7 +42,7 @@ class SoftmaxStepper:
             Q_sparsity,
             C,
         )
-        self.gen = torch.Generator().manual_seed(seed)
+        self.gen = rng.generator(seed)
         self.V, _ = initial_state(inst)
         self.W = torch.zeros_like(inst.Q)
 

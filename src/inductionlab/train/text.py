@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext
@@ -37,10 +38,10 @@ class EvalConfig:
     """Fixed evaluation data: ``val_batches`` batches of the training batch size from the validation split, and
     ``score_batch`` sequences of ``score_period`` random tokens repeated twice for the head diagnostics."""
 
-    val_batches: int = 4
-    score_batch: int = 16
-    score_period: int = 25
-    seed: int = 2024
+    val_batches: int = 4  # validation batches (of train.batch_size chunks) per evaluation
+    score_batch: int = 16  # sequences of the repeated-random-token head diagnostics
+    score_period: int = 25  # tokens of each diagnostic sequence's first copy (it is repeated twice)
+    seed: int = 2024  # seed of the fixed evaluation data (not a run axis)
 
     def __post_init__(self) -> None:
         for name in ("val_batches", "score_batch"):
@@ -82,7 +83,7 @@ def _evaluation_data(
 ) -> tuple[list, torch.Tensor]:
     """Fixed validation batches [(tokens (B, L + 1), repeated-position mask (B, L) or None)] and the repeated
     random tokens of the head diagnostics, all drawn from ``evals.seed``."""
-    eval_gen = torch.Generator().manual_seed(evals.seed)
+    eval_gen = rng.generator(evals.seed)
     if repeated:
         batches = [repeated_chunks(val_ids, L + 1, batch_size, eval_gen) for _ in range(evals.val_batches)]
     else:

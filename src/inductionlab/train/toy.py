@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from inductionlab import rng
 from inductionlab._runtime import compiled, tune_process
 from inductionlab.config import check_memory, check_schedule, require
 from inductionlab.models import toy
-from inductionlab.rng import derive
 from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
 from inductionlab.train import loop, optim
@@ -51,22 +51,26 @@ class ToyTrainConfig:
     compiled step was measured slower than the eager one beside the prefetch thread).  Falls back to eager.
     """
 
+    # sgd: online, a fresh batch each step; gd: full batch on n_samples fixed sequences; adam
     optimizer: Literal["sgd", "gd", "adam"] = "sgd"
-    lr: float = 0.1
-    batch_size: int = 1000
-    n_samples: int = 10_000
+    lr: float = 0.1  # learning rate η; time is t = η × step
+    batch_size: int = 1000  # sequences per step (sgd and adam)
+    n_samples: int = 10_000  # the fixed training sample of optimizer gd (sequences)
+    # layerwise: Stage I trains p̃, then Stage II layer 2 (wang-5-3); joint: all six at once, for both budgets
     schedule: Literal["layerwise", "joint"] = "layerwise"
-    stage1_steps: int = 100_000
-    stage2_steps: int = 100_000
+    stage1_steps: int = 100_000  # Stage I steps (layer 1's slope p̃)
+    stage2_steps: int = 100_000  # Stage II steps (the five layer-2 parameters)
+    # Stage II's layer 1: ideal y_s = x_{s−1} (p̃ → ∞) or as Stage I trained it (the literal protocol)
     stage2_layer1: Literal["trained", "ideal"] = "ideal"
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    eval_size: int = 262_144
-    eval_every: int = 2000
-    eval_log_points: int = 40
-    eval_seed: int = 2024
-    checkpoint_every: int = 20_000
-    finite_check_every: int = 100
+    adam_beta1: float = 0.9  # Adam β₁ (optimizer adam)
+    adam_beta2: float = 0.999  # Adam β₂ (optimizer adam)
+    eval_size: int = 262_144  # sequences of the fixed evaluation sample on which L_G4 and L_IH2 are measured
+    eval_every: int = 2000  # evaluate every this many steps (plus eval_log_points log-spaced steps)
+    eval_log_points: int = 40  # extra evaluations at about this many log-spaced steps per stage (0: none)
+    eval_seed: int = 2024  # seed of the fixed evaluation sample (not a run axis)
+    checkpoint_every: int = 20_000  # write a resumable checkpoint every this many steps
+    finite_check_every: int = 100  # stop on NaN/inf, checked every this many steps (and at every evaluation)
+    # run the step through torch.compile: auto (long stages, ≤ 4 runs), on or off
     compile: Literal["auto", "on", "off"] = "auto"
 
     def __post_init__(self) -> None:
@@ -207,7 +211,7 @@ class ToyStepper:
             None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
         )
         if cfg.optimizer == "gd":
-            gens = make_generators([derive(s, "stage", index) for s in self.seeds])
+            gens = make_generators([rng.derive(s, "stage", index) for s in self.seeds])
             self.fixed = make_batch(
                 new_tokens(S, L, cfg.n_samples, gens, self.target.tokens), self.target, stage.layer1, frozen_a
             )

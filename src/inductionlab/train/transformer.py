@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from inductionlab import rng
 from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext
 from inductionlab.tasks.induction import InductionTaskConfig, patch_targets, sample_tokens
@@ -41,9 +42,7 @@ def fit_induction(
     residual stream at positions s = n..L of the first ``probe_size`` of them against the patches
     X_{s−n+1:s}."""
     theta0, views = pack(tf.init_per_seed(model, seeds))
-    x_eval = sample_tokens(
-        (eval_size, task.L, task.d), task.tokens, torch.Generator().manual_seed(eval_seed), torch.float32
-    )
+    x_eval = sample_tokens((eval_size, task.L, task.d), task.tokens, rng.generator(eval_seed), torch.float32)
     x_eval = x_eval.to(ctx.device)
     probe_x = x_eval[:probe_size]
     probe_y = patch_targets(probe_x, task.n).flatten(0, 1)  # (P·(L−n+1), n·d)
