@@ -1,4 +1,4 @@
-"""Speed of the gradient-flow solver (issue: spine §7): one closed-form Stage-II solve at the paper point
+"""Speed of the gradient-flow solver: one closed-form Stage-II solve at the paper point
 (target ≤ 50 ms) and the gradient-flow part of ``plateau-scaling`` at its defaults (target ≤ 10 s).
 
 Run: ``python benchmarks/bench_flow.py``.
@@ -23,13 +23,13 @@ def main() -> None:
         times.append(time.perf_counter() - t)
     cfg = plateau_scaling.EXPERIMENT.config
     t = time.perf_counter()
-    for point in plateau_scaling._points(cfg):
+    for point in plateau_scaling._points(cfg, full_grid=False):
         pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
-        solve_flow(FlowProblem(**point, t_end=cfg.horizon * pred), n_points=40)
+        solve_flow(FlowProblem(**point, t_end=cfg.grid.horizon * pred), n_points=40)
     scan = time.perf_counter() - t
     print("| measurement | value |\n|---|---|")
     print(f"| one GF solve, paper point (median of 7) | {statistics.median(times) * 1e3:.1f} ms |")
-    print(f"| plateau-scaling GF part ({len(plateau_scaling._points(cfg))} solves) | {scan:.2f} s |")
+    print(f"| plateau-scaling GF part ({len(plateau_scaling._points(cfg, full_grid=False))} solves) | {scan:.2f} s |")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ def main() -> None:
     out = Path("sweeps/example")
     run_sweep("lazy-to-rich", cfg, grid, out, seeds=2, workers=2, progress=False)
     table = load_sweep(out)
-    print(table[["task.alpha_star", "model.sigma_init", "seed", "T_I", "final.w_KQ"]])
+    columns = ["task.alpha_star", "model.sigma_init", "seed", "T_I", "final.w_KQ"]
+    print(table[columns].to_string(na_rep="not reached"))  # T_I: the time layer 2 starts; smoke runs stop before
     for path in write_report(out):
         print("wrote", path)
 

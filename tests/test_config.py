@@ -7,17 +7,15 @@ from inductionlab.cli import resolve
 from inductionlab.config import (
     ConfigError,
     config_hash,
-    describe,
-    field_help,
     flatten,
     format_value,
     from_dict,
     override,
-    preset_changes,
     to_dict,
     with_seeds,
 )
 from inductionlab.experiments import lazy_to_rich
+from inductionlab.keys import describe, field_help, preset_changes
 
 
 def test_dotted_override_parses_by_annotation():

@@ -20,5 +20,5 @@ def test_example_runs(script, tmp_path):
     assert not re.search(r"\bnan\b", done.stdout, re.I), done.stdout[-2000:]  # a number, or "not reached at this size"
 
 
-def test_there_are_three_examples():
-    assert len(EXAMPLES) == 3
+def test_there_are_four_examples():
+    assert len(EXAMPLES) == 4

@@ -12,15 +12,15 @@ SRC = Path(inductionlab.__file__).parent
 SHARED = {"experiments.experiment"}  # the Experiment dataclass every experiment builds
 SHARED_FILES = {"__init__", "experiment"}
 LAYERS = [
-    {"_version", "_runtime", "config", "ops", "plots", "rng", "runs"},
+    {"_version", "_runtime", "config", "keys", "ops", "plots", "rng", "runs"},
     {"tasks"},
     {"models"},
     {"theory"},
     {"train"},
     {"analysis"},
     {"experiments"},
-    {"runner", "sweep", "sweep_report", "claims_report", "reproduce"},
-    {"cli", "cli_errors", "__main__", "__init__"},
+    {"runner", "sweep", "sweep_report", "claims_report", "reproduce", "loading"},
+    {"cli", "cli_errors", "cli_report", "__main__", "__init__"},
 ]
 
 

@@ -2,6 +2,7 @@
 None), and is stored without outputs."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,5 +37,7 @@ def test_the_quickstart_notebook_runs(tmp_path, monkeypatch):
     shown = "\n".join(texts)
     assert "T_50" in shown and "w_KQ held" in shown, shown[-2000:]
     assert "nan" not in shown.lower() and "None" not in shown, shown[-2000:]
+    exported = re.search(r"largest difference from our logits: (\S+)", shown)  # the TransformerLens export
+    assert exported and float(exported.group(1)) < 1e-4, shown[-2000:]
     images = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 2, "the run's figure and the pandas plot are shown"

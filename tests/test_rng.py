@@ -43,3 +43,21 @@ def test_no_module_seeds_a_generator_itself():
 def test_the_scanner_sees_a_hard_coded_seed():
     assert SEEDING.search("g = torch.Generator().manual_seed(2024)")
     assert SEEDING.search("np.random.default_rng(seed)") and SEEDING.search("x = seeds[0] + 1")
+
+
+def test_a_torch_generator_drives_the_numpy_samplers_reproducibly():
+    from inductionlab.tasks import markov, scb
+
+    cfg = markov.MarkovConfig(vocab_size=5, parents=(1, 3), L=16)
+    g = rng.generator(0)
+    first, kernels = markov.sample(cfg, 8, g)
+    again, _ = markov.sample(cfg, 8, rng.generator(0))
+    later, _ = markov.sample(cfg, 8, g)  # the generator moved on
+    assert torch.equal(first, again) and not torch.equal(first, later)
+    assert first.dtype == torch.int64 and int(first.max()) < 5 and kernels.shape == (8, 5**2, 5)
+    P = scb.random_instance(scb.SCBConfig(N=4, T=6, Q=2), 2, rng.generator(1)).P
+    assert torch.equal(P, scb.random_instance(scb.SCBConfig(N=4, T=6, Q=2), 2, rng.generator(1)).P)
+    numpy_gen = rng.numpy_generator(3)
+    assert rng.as_numpy(numpy_gen) is numpy_gen  # the built-in experiments' generators pass through
+    with pytest.raises(TypeError, match="torch.Generator"):
+        rng.as_numpy(3)

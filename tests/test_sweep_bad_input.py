@@ -178,6 +178,11 @@ def _long_out(command):
     return case
 
 
+def slurm_option_with_the_local_executor(tmp, capsys, monkeypatch):
+    """A --slurm-* option acts only with the executor that uses it: refused before any job, not ignored."""
+    return _refused_at_once(["sweep", *MI, "--slurm-cpus", "4"], tmp, capsys)
+
+
 def broken_pipe(tmp, capsys, monkeypatch):
     """`inductionlab list --keys lazy-to-rich | head -1`: the reader goes before the listing is written."""
     proc = subprocess.Popen(
@@ -209,6 +214,7 @@ CASES = {
     "10-long-name-sweep": (_long_out("sweep"), 2, [LONG, "longer than"]),
     "10-long-name-reproduce": (_long_out("reproduce"), 2, [LONG, "longer than"]),
     "11-broken-pipe": (broken_pipe, 141, []),
+    "12-slurm-option-local": (slurm_option_with_the_local_executor, 2, ["--slurm-cpus", "--executor slurm"]),
 }
 
 

@@ -3,17 +3,20 @@
 The public API, on one screen (each name is imported when first used, so ``import inductionlab`` stays fast)::
 
     tasks      MixedTaskConfig, MixedTarget, InductionTaskConfig, induction_head, generalized_induction_head,
-               repeated_random_tokens, MarkovConfig, SCBConfig, random_instance, TextConfig, load_corpus
+               repeated_random_tokens, sample_induction_tokens, MarkovConfig, sample_markov, SCBConfig,
+               random_instance, sample_scb, TextConfig, load_corpus; every sampler takes a torch.Generator
+               (rng.generator(seed)); your own task: docs/own_task.md
     models     toy (the six-parameter model), ToyConfig, TransformerConfig, init_transformer, forward,
                ChenConfig, HighDimConfig
     training   RunContext, Hook, JsonlLogger, FreezeColumns, ToyTrainConfig, train_toy, TrainConfig, train_autograd,
-               fit_induction, fit_lm, StagedConfig, train_staged, SCBTrainConfig, train_scb
+               pack, fit_induction, fit_lm, fit_tokens (any token task), StagedConfig, train_staged,
+               SCBTrainConfig, train_scb
     interventions  InterventionConfig, ClampColumns, AblateHeads (hooks of the loop); loggers TensorBoardLogger,
                WandbLogger
     theory     FlowProblem, solve_flow, PhaseTimes
     analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
-               direct_logit_attribution, to_hooked_transformer (TransformerLens); Claim, Control, Between, Near,
-               Is, judge (claims)
+               direct_logit_attribution; Claim, Control, Between, Near, Is, judge (claims)
+    models out of runs  load_model, LoadedModel, to_hooked_transformer (TransformerLens; docs/models.md)
     runs       Experiment, register_experiment (docs/own_experiment.md), configure, experiments (the registry),
                run_experiment, Results, run_sweep, load_run, load_sweep, cli (cli.main(argv)), rng (seeds), and
                the module reproduce (reproduce.reproduce / render: every claim judged, report.html)
@@ -57,6 +60,8 @@ _EXPORTS = {
     "TrainConfig": "train.autograd",
     "fit_induction": "train.transformer",
     "fit_lm": "train.text",
+    "fit_tokens": "train.tokens",
+    "pack": "train.autograd",
     "StagedConfig": "train.chen",
     "train_staged": "train.chen",
     "SCBTrainConfig": "train.proximal",
@@ -71,7 +76,9 @@ _EXPORTS = {
     "patch_heads": "analysis.ablation",
     "patch_layers": "analysis.ablation",
     "direct_logit_attribution": "analysis.ablation",
-    "to_hooked_transformer": "analysis.tl_export",
+    "to_hooked_transformer": "loading",
+    "load_model": "loading",
+    "LoadedModel": "loading",
     "run_experiment": "runner",
     "run_sweep": "sweep",
     "Claim": "analysis.claims",
@@ -90,6 +97,9 @@ _ALIASES = {
     "init_transformer": ("models.transformer", "init_params"),
     "forward": ("models.transformer", "forward"),
     "train_autograd": ("train.autograd", "train"),
+    "sample_markov": ("tasks.markov", "sample"),
+    "sample_scb": ("tasks.scb", "sample"),
+    "sample_induction_tokens": ("tasks.induction", "sample_tokens"),
 }
 _MODULES = {"toy": "models.toy", "experiments": "experiments", "plots": "plots", "cli": "cli", "rng": "rng"}
 
@@ -99,9 +109,9 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is i
     from inductionlab.analysis.claims import Between, Claim, Control, Is, Near, judge
     from inductionlab.analysis.heads import head_scores, probe_distance
     from inductionlab.analysis.phases import phase_times
-    from inductionlab.analysis.tl_export import to_hooked_transformer
     from inductionlab.experiments import configure, register_experiment
     from inductionlab.experiments.experiment import Experiment
+    from inductionlab.loading import LoadedModel, load_model, to_hooked_transformer
     from inductionlab.models import toy
     from inductionlab.models.chen import ChenConfig
     from inductionlab.models.highdim import HighDimConfig
@@ -118,12 +128,15 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is i
         induction_head,
         repeated_random_tokens,
     )
+    from inductionlab.tasks.induction import sample_tokens as sample_induction_tokens
     from inductionlab.tasks.markov import MarkovConfig
+    from inductionlab.tasks.markov import sample as sample_markov
     from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
     from inductionlab.tasks.scb import SCBConfig, random_instance
+    from inductionlab.tasks.scb import sample as sample_scb
     from inductionlab.tasks.text import TextConfig, load_corpus
     from inductionlab.theory.mixed import PhaseTimes
-    from inductionlab.train.autograd import TrainConfig
+    from inductionlab.train.autograd import TrainConfig, pack
     from inductionlab.train.autograd import train as train_autograd
     from inductionlab.train.chen import StagedConfig, train_staged
     from inductionlab.train.flow import FlowProblem, solve_flow
@@ -132,6 +145,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is i
     from inductionlab.train.loop import Hook
     from inductionlab.train.proximal import SCBTrainConfig, train_scb
     from inductionlab.train.text import fit_lm
+    from inductionlab.train.tokens import fit_tokens
     from inductionlab.train.toy import ToyTrainConfig, train_toy
     from inductionlab.train.transformer import fit_induction
 
@@ -167,6 +181,8 @@ __all__ = [
     "TrainConfig",
     "fit_induction",
     "fit_lm",
+    "fit_tokens",
+    "pack",
     "StagedConfig",
     "train_staged",
     "SCBTrainConfig",
@@ -182,6 +198,8 @@ __all__ = [
     "patch_layers",
     "direct_logit_attribution",
     "to_hooked_transformer",
+    "load_model",
+    "LoadedModel",
     "run_experiment",
     "run_sweep",
     "Claim",
@@ -198,6 +216,9 @@ __all__ = [
     "init_transformer",
     "forward",
     "train_autograd",
+    "sample_markov",
+    "sample_scb",
+    "sample_induction_tokens",
     "toy",
     "experiments",
     "plots",

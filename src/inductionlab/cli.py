@@ -20,14 +20,35 @@ from typing import Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, message
+from inductionlab.cli_report import cmd_report, cmd_reproduce, print_outputs
 from inductionlab.config import ConfigError
 
 RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--log.tensorboard", "--log.wandb"}
 RUN_FLAGS = {"--resume", "--force", "--no-progress"}
-SLURM_VALUED = {"--slurm-partition", "--slurm-timeout-min"}
-SWEEP_VALUED = {"--out", "--preset", "--seed", "--grid", "--n-seeds", "--workers", "--executor", *SLURM_VALUED}
 SWEEP_FLAGS = {"--no-progress", "--yes"}
-VOLATILE = {"wall_seconds", "config_hash", "experiment"}
+
+
+SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
+    "--slurm-partition": ("slurm_partition", {"slurm"}),
+    "--slurm-timeout-min": ("timeout_min", {"slurm", "submitit-local"}),
+    "--slurm-cpus": ("cpus_per_task", {"slurm"}),
+    "--slurm-mem-gb": ("mem_gb", {"slurm"}),
+}
+SWEEP_VALUED = {"--out", "--preset", "--seed", "--grid", "--n-seeds", "--workers", "--executor", *SLURM_KEYS}
+
+
+def _slurm_parameters(args: argparse.Namespace) -> dict:
+    """submitit's parameters from the --slurm-* options (timeout 60 min unless given); an option given with an
+    executor that does not use it is an error."""
+    params: dict = {"timeout_min": 60}
+    for option, (key, executors) in SLURM_KEYS.items():
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value is None:
+            continue
+        if args.executor not in executors:
+            raise ConfigError(f"{option}: acts only with --executor {' or '.join(sorted(executors))}")
+        params[key] = value
+    return params
 
 
 def split_args(argv: list[str], valued: set[str], flags: set[str]) -> tuple[list[str], dict[str, str]]:
@@ -65,28 +86,9 @@ def resolve(name: str, preset: str | None, values: dict[str, Any]) -> Any:
     return experiments.configure(name, preset, values)
 
 
-def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> list[str]:
-    """``key = value`` lines of the numbers an experiment declares in ``HEADLINE`` (default: its top-level
-    scalars), then the wall time."""
-    if keys is None:
-        keys = tuple(k for k, v in summary.items() if k not in VOLATILE and isinstance(v, (int, float, bool)))[:10]
-    lines = []
-    for key in keys:
-        value = summary
-        for part in key.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, float):
-            lines.append(f"  {key} = {value:.6g}")
-        elif value is not None and not isinstance(value, (dict, list)):
-            lines.append(f"  {key} = {value}")
-    if isinstance(summary.get("wall_seconds"), (int, float)):
-        lines.append(f"  wall_seconds = {summary['wall_seconds']:.1f}")
-    return lines
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     from inductionlab import experiments
-    from inductionlab.config import describe, preset_changes
+    from inductionlab.keys import describe, preset_changes
 
     if args.keys:
         exp = experiments.get(args.keys)
@@ -188,17 +190,8 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
     run_dir = run_experiment(
         name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress, hooks=tuple(hooks)
     )
-    _print_outputs(run_dir, experiments.get(name).headline)
+    print_outputs(run_dir, experiments.get(name).headline)
     return 0
-
-
-def _print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
-    summary = json.loads((run_dir / "summary.json").read_text())
-    print(f"{summary.get('experiment', '')} in {run_dir}:")
-    print("\n".join(headline(summary, keys)))
-    print(f"summary: {run_dir / 'summary.json'}")
-    for png in sorted(run_dir.glob("*.png")):
-        print(f"figure:  {png}")
 
 
 def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
@@ -223,9 +216,7 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     count = count_jobs(cfg, grid, args.n_seeds)  # arithmetic: a huge request is refused before any config is built
     if count > MANY_JOBS and not args.yes:
         raise ConfigError(f"--yes: {estimate(args.name, count, args.workers, args.preset)}; add --yes to start them")
-    slurm = {"timeout_min": args.slurm_timeout_min}
-    if args.slurm_partition:
-        slurm["slurm_partition"] = args.slurm_partition
+    slurm = _slurm_parameters(args)
     table = run_sweep(
         args.name,
         cfg,
@@ -241,63 +232,6 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
         ),
     )
     print(f"{len(table)} finished runs; table: {out / 'sweep.parquet'}; manifest: {out / 'manifest.jsonl'}")
-    return 0
-
-
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    from inductionlab.reproduce import reproduce
-
-    if args.workers < 1:
-        raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
-    only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
-    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "", only)
-    return _print_claims(Path(args.out))
-
-
-def _print_claims(out: Path) -> int:
-    """Re-judge the claims of a reproduce directory, print the totals and the failures; the exit status."""
-    from inductionlab.reproduce import exit_status, render, totals
-
-    table = render(out)
-    print(", ".join(f"{n} {s}" for s, n in totals(table).items()))
-    for _, r in table[table.status == "failed"].iterrows():
-        print(f"failed:  {r.id}: {r.statement} — {r.reason} (expected {r.expected}; test {r.test})")
-    for _, r in table[table.control_status == "accepts"].iterrows() if "control_status" in table else ():
-        print(f"control: {r.id}: its control {r.control} passes the check too (measured {r.control_measured_text})")
-    rejecting = int((table.control_status == "rejects").sum()) if "control_status" in table else 0
-    print(f"controls: {rejecting} of {len(table)} claims have a negative control that fails their check")
-    print(f"claims:  {out / 'claims.parquet'}\nreport:  {out / 'report.html'}")
-    return exit_status(table)
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from inductionlab import experiments
-    from inductionlab.reproduce import is_reproduce
-    from inductionlab.runner import RunDirError, saved_config
-    from inductionlab.runs import check_free, load_results
-    from inductionlab.sweep_report import is_sweep, write_report
-
-    run_dir = Path(args.dir)
-    check_free(run_dir)  # a report writes into the directory: never beside its live writer
-    if is_reproduce(run_dir):
-        return _print_claims(run_dir)
-    if is_sweep(run_dir):
-        for path in write_report(run_dir):
-            print(f"wrote:   {path}")
-        return 0
-    saved = saved_config(run_dir) if run_dir.is_dir() else None
-    if saved is None:
-        raise RunDirError(f"{run_dir}: no config.json — not a run directory")
-    exp = experiments.get(saved["experiment"])
-    results = load_results(run_dir)
-    try:
-        exp.plot(results, run_dir)
-    except (KeyError, ValueError, IndexError) as err:
-        raise RunDirError(
-            f"{run_dir}: its tables do not fit a {saved['experiment']} run ({type(err).__name__}: "
-            f"{err}); a table is missing or config.json belongs to another run. Re-run it (--force)."
-        ) from None
-    _print_outputs(run_dir, exp.headline)
     return 0
 
 
@@ -352,8 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument("--workers", type=int, default=1)
     sw.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
-    sw.add_argument("--slurm-partition")
-    sw.add_argument("--slurm-timeout-min", type=int, default=60)
+    sw.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
+    sw.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
+    sw.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
+    sw.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
     rr = sub.add_parser("reproduce", help="run what the papers' claims need, judge them, write report.html")
     rr.add_argument(

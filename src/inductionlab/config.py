@@ -3,23 +3,19 @@
 Every experiment config is a tree of frozen dataclasses.  This module turns such a tree into a flat
 ``{"task.alpha_star": 1.0, ...}`` view, applies command-line overrides by dotted key (parsed by the
 field's annotation, never ``eval``), rebuilds the tree (which re-runs each dataclass's validation)
-and hashes it for the sweep manifest.
+and hashes it for the sweep manifest.  What each key means, as ``inductionlab list --keys`` shows it, is
+:mod:`inductionlab.keys`.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import difflib
 import hashlib
-import inspect
-import io
 import json
 import math
 import os
 import re
-import textwrap
-import tokenize
 import types
 import typing
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -139,7 +135,7 @@ def _coerce_union(value: Any, tp: Any, field: str) -> Any:
             return coerce(value, option, field)
         except ConfigError:
             continue
-    raise ConfigError(f"{field}: expected {_type_name(tp)}, got {value!r}")
+    raise ConfigError(f"{field}: expected {type_name(tp)}, got {value!r}")
 
 
 def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
@@ -292,95 +288,20 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def field_help(cls: type) -> dict[str, str]:
-    """Each field's help: its comment in the class body — the ``#`` lines directly above its definition (for a
-    help too long for the line), then the trailing ``# comment`` of each line of the definition, joined — from the
-    class and its dataclass bases; a field without one is absent.  The comment is the one source of a key's
-    help (``docs/conventions.md#keys``)."""
-    out: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if dataclasses.is_dataclass(klass):
-            out.update(_own_field_comments(klass))
-    return out
-
-
-def _own_field_comments(cls: type) -> dict[str, str]:
-    """The trailing comments of the annotated fields defined in ``cls``'s own body."""
-    try:
-        source = textwrap.dedent(inspect.getsource(cls))
-    except (OSError, TypeError):
-        return {}
-    lines = source.splitlines()
-    comments = {  # line number (1-based) → its comment's text
-        tok.start[0]: tok.string.lstrip("#").strip()
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-        if tok.type == tokenize.COMMENT
-    }
-    body = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)).body
-    out = {}
-    for node in body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            first = node.lineno
-            while first - 1 in comments and lines[first - 2].lstrip().startswith("#"):  # comment lines above
-                first -= 1
-            text = " ".join(comments[i] for i in range(first, (node.end_lineno or node.lineno) + 1) if i in comments)
-            if text:
-                out[node.target.id] = text
-    return out
-
-
-def describe(cfg: Any, prefix: str = "") -> list[dict[str, str]]:
-    """One entry per leaf key of a config tree: key, type, default (pasteable), allowed values, help (the field's
-    comment in the source, :func:`field_help`)."""
-    out: list[dict[str, str]] = []
-    hints, comments = _field_types(type(cfg)), field_help(type(cfg))
-    for f in dataclasses.fields(cfg):
-        value, tp = getattr(cfg, f.name), hints[f.name]
-        if dataclasses.is_dataclass(value):
-            out += describe(value, f"{prefix}{f.name}.")
-            continue
-        allowed = ", ".join(format_value(a) for a in get_args(tp)) if get_origin(tp) is Literal else ""
-        out.append(
-            {
-                "key": prefix + f.name,
-                "type": _type_name(tp),
-                "default": format_value(value),
-                "allowed": allowed,
-                "help": comments.get(f.name, ""),
-            }
-        )
-    return out
-
-
-def preset_changes(cfg: Any, values: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``(key, default, value)`` for each dotted key a preset sets, both as typed on the command line: the value
-    parsed by the field's annotation but not validated with the rest (a preset for another machine, such as
-    ``device cuda``, shows here too)."""
-    out = []
-    for key, value in values.items():
-        *sections, leaf = key.split(".")
-        node = cfg
-        for section in sections:
-            node = getattr(node, section, None)
-        known = dataclasses.is_dataclass(node) and leaf in {f.name for f in dataclasses.fields(node)}
-        require(known, key, "unknown key in a preset")
-        typed = coerce(value, _field_types(type(node))[leaf], key)
-        out.append((key, format_value(getattr(node, leaf)), format_value(typed)))
-    return out
-
-
-def _type_name(tp: Any) -> str:
+def type_name(tp: Any) -> str:
+    """Annotation ``tp`` as ``list --keys`` and error messages name it: ``choice``, ``list of int``, ``float or
+    none``."""
     origin = get_origin(tp)
     if origin is Literal:
         return "choice"
     if origin is tuple:
         inner = get_args(tp)[0]
         if get_origin(inner) is tuple:
-            return f"JSON list of lists of {_type_name(get_args(inner)[0])}"
-        return f"list of {_type_name(inner)}"
+            return f"JSON list of lists of {type_name(get_args(inner)[0])}"
+        return f"list of {type_name(inner)}"
     if origin in (typing.Union, types.UnionType):
         args = get_args(tp)
-        names = " or ".join(_type_name(a) for a in args if a is not type(None))
+        names = " or ".join(type_name(a) for a in args if a is not type(None))
         return names + (" or none" if type(None) in args else "")
     return getattr(tp, "__name__", str(tp))
 

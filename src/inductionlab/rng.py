@@ -6,12 +6,19 @@ seed or hard-codes one.
 The offsets are the ones the toolkit has always used, so that numbers stay those of earlier releases; a stream's
 seeds are ``seed + offset·(index + 1)`` (``data``: the seed itself).  Two streams can meet (the ``eval`` stream of
 seed 0 is the ``data`` stream of seed 1); they draw different things (another shape, another sampler), so no
-run's data is another run's evaluation set."""
+run's data is another run's evaluation set.
+
+Every public sampler takes a ``torch.Generator`` (:func:`generator`).  The few that draw with numpy (Dirichlet
+kernels, SCB instances, random ReLU features) turn it into a numpy one with :func:`as_numpy`; they also take a
+numpy ``Generator`` as it is — the built-in experiments pass :func:`numpy_generator`'s, which keeps their
+published numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+AnyGenerator = torch.Generator | np.random.Generator  # what a sampler that draws with numpy takes
 
 STREAMS: dict[str, int] = {
     "data": 0,  # the run's own data: the seed itself
@@ -41,3 +48,15 @@ def numpy_generator(seed: int, *mix: int) -> np.random.Generator:
     """A numpy ``Generator`` for the samplers that draw with numpy (Dirichlet kernels, SCB instances): seeded by
     ``seed`` (a :func:`derive` result) with the integers ``mix`` (an instance's T, a grid point) mixed in."""
     return np.random.default_rng([int(seed), *(int(m) for m in mix)])
+
+
+def as_numpy(generator: AnyGenerator) -> np.random.Generator:
+    """The numpy ``Generator`` a numpy-drawing sampler uses: a numpy one as it is; a ``torch.Generator`` seeds a
+    new one from four 62-bit words of its own stream, so the same torch state gives the same numbers and the torch
+    generator moves on (two calls draw different numbers)."""
+    if isinstance(generator, np.random.Generator):
+        return generator
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
+    words = torch.randint(0, 2**62, (4,), generator=generator, dtype=torch.int64)
+    return np.random.default_rng(words.tolist())

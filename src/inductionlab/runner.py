@@ -35,7 +35,10 @@ class RunDirError(RuntimeError):
     """The output directory holds another run (or an unfinished one, or files that are not ours): say what to do."""
 
 
-OURS = ("config.json", "summary.json", "*.parquet", "*.png", "*.md", "*.csv", "*.pt", "checkpoints", ".*.tmp", LOCK)
+OURS = (
+    *("config.json", "summary.json", "vocab.json", "tokenizer.json"),  # the last two: a text run's tokenizer
+    *("*.parquet", "*.png", "*.md", "*.csv", "*.pt", "checkpoints", ".*.tmp", LOCK),
+)
 
 
 def saved_config(out: Path) -> dict[str, Any] | None:

@@ -5,7 +5,8 @@ Layout of a sweep directory::
 
     manifest.jsonl     one line per job event: {"hash", "overrides", "dir", "status", "wall_seconds"}
     <hash>/            one run directory per configuration (see :mod:`inductionlab.runs`)
-    sweep.parquet      one row per finished job: the overrides and the scalar entries of its summary
+    sweep.parquet      one row per finished job: the overrides, the scalar entries of its summary, the other config
+                       values (dotted keys)
 
 Re-running the same sweep skips the jobs whose hash is marked done and whose summary exists.  The seeds of a
 grid point train together on the run axis in one job; an experiment without a run axis (its config takes one
@@ -282,6 +283,10 @@ def _failure(job: Job, error: str) -> dict[str, str]:
 
 
 def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool) -> None:
+    """Submit one submitit job per sweep job and record each result as it comes.  ``slurm``: parameters of
+    submitit's ``update_parameters`` (``timeout_min``, ``slurm_partition``, ``cpus_per_task``, ``mem_gb``, …); a
+    job trains on ``cpus_per_task`` threads.  If waiting stops (Ctrl-C, an error), the jobs not finished are
+    cancelled (``scancel``), so that none runs on unwatched and a re-run does not find its run directory held."""
     import submitit
 
     folder = out / "submitit"
@@ -293,18 +298,28 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
     ex.update_parameters(
         timeout_min=int(slurm.get("timeout_min", 60)), **{k: v for k, v in slurm.items() if k != "timeout_min"}
     )
-    submitted = [(job, ex.submit(run_job, job)) for job in jobs]
-    for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
-        try:
-            _append(out, {**handle.result(), "status": "done"})
-        except Exception as err:  # noqa: BLE001
-            _append(out, _failure(job, f"{type(err).__name__}: {err}"))
+    threads = int(slurm.get("cpus_per_task", slurm.get("slurm_cpus_per_task", 1)))
+    submitted = []
+    try:
+        for job in jobs:
+            submitted.append((job, ex.submit(run_job, replace(job, threads=threads))))
+        for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
+            try:
+                _append(out, {**handle.result(), "status": "done"})
+            except Exception as err:  # noqa: BLE001
+                _append(out, _failure(job, f"{type(err).__name__}: {err}"))
+    except BaseException:
+        for _, handle in submitted:
+            if not handle.done():
+                handle.cancel(check=False)
+        raise
 
 
 def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
     """One row per finished job — one (grid point, seed) — with typed columns: ``dir``, the grid keys (values as
-    the config holds them: numbers stay numbers), ``seed``, and the scalar and one-level nested summary numbers
-    (None becomes NaN).  Written to ``sweep.parquet``."""
+    the config holds them: numbers stay numbers), ``seed``, the scalar and one-level nested summary numbers
+    (None becomes NaN), then every other config value under its dotted key (:func:`flat_config`: ``train.lr``,
+    ``task.alpha_star``, …; a summary number of the same name keeps the column).  Written to ``sweep.parquet``."""
     rows = []
     for job in jobs:
         path = Path(job.dir) / SUMMARY
@@ -321,6 +336,8 @@ def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
                 row[key] = value
             elif isinstance(value, dict) and key != "versions":
                 row.update({f"{key}.{k}": v for k, v in value.items() if _scalar(v)})
+        for key, value in flat_config(job.config).items():
+            row.setdefault(key, value)
         rows.append(row)
     table = _typed(pd.DataFrame(rows))
     write_parquet(out / "sweep.parquet", table)
@@ -329,6 +346,22 @@ def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
 
 def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (int, float, str, bool))
+
+
+def flat_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every value of a nested config dict under its dotted key (``{"train": {"lr": 0.1}}`` → ``{"train.lr": 0.1}``),
+    lists of numbers or strings as ``1,2`` (as typed on the command line), other lists as JSON; without ``seeds``
+    (a sweep row's ``seed`` column holds it)."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flat_config(value, f"{name}."))
+        elif isinstance(value, list) and name != "seeds":
+            flat[name] = ",".join(map(str, value)) if all(map(_scalar, value)) else json.dumps(value, default=str)
+        elif name != "seeds":
+            flat[name] = value
+    return flat
 
 
 def _config_value(config: dict[str, Any], key: str) -> Any:

@@ -2,7 +2,9 @@
 (:func:`estimate`); afterwards, for ``inductionlab report SWEEP_DIR``, ``sweep_table.md`` and ``sweep_table.csv``
 (mean and standard deviation over seeds of each summary number, one row per grid point) and one figure per grid key
 (``sweep_<key>.png``: each headline number against that key, mean ± one standard deviation over seeds, the
-other grid keys as colours)."""
+other grid keys as colours, axes with units).  Where the theory predicts a power law for a grid key and a number
+(:mod:`inductionlab.theory.laws`, e.g. the plateau of Wang et al. Thm 5.5 against L), its panel is log-log and
+overlays the law, scaled by a fitted constant, and a least-squares fit with its exponent ± standard error."""
 
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ import numpy as np
 import pandas as pd
 
 from inductionlab import experiments, plots
+from inductionlab.analysis.scaling import law_constant, power_law_fit
+from inductionlab.config import to_dict
 from inductionlab.runner import RunDirError
 from inductionlab.runs import SWEEP_INFO
-from inductionlab.sweep import MANIFEST, load_sweep
+from inductionlab.sweep import MANIFEST, flat_config, load_sweep
+from inductionlab.theory.laws import Law, laws_for
 
 SKIP = {"dir", "hash", "seed", "wall_seconds", "config_hash"}
 MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs than this
@@ -72,12 +77,15 @@ def is_sweep(out: Path) -> bool:
 
 
 def metrics_of(table: pd.DataFrame, experiment: str, grid: list[str]) -> list[str]:
-    """The numbers to report: the experiment's HEADLINE keys present in the table, else its numeric columns."""
+    """The numbers to report: the experiment's headline keys present in the table, else its numeric summary columns
+    (not its config values)."""
+    config = flat_config(to_dict(experiments.get(experiment).config))
     numeric = [
         c
         for c in table.columns
         if c not in SKIP
         and c not in grid
+        and c not in config
         and pd.api.types.is_numeric_dtype(table[c])
         and not pd.api.types.is_bool_dtype(table[c])
     ]
@@ -114,39 +122,124 @@ def _markdown(summary: pd.DataFrame, experiment: str) -> str:
     lines = [
         f"# Sweep of {experiment}",
         "",
-        "Mean and standard deviation over seeds.",
+        "Mean and standard deviation over seeds; a mean that reads *not reached*: no seed got there at this size.",
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),
     ]
     for _, row in summary.iterrows():
-        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |")
+        lines.append("| " + " | ".join(_cell(col, v) for col, v in row.items()) + " |")
     return "\n".join(lines) + "\n"
 
 
+def _cell(column: str, value) -> str:
+    """A table cell: a mean no seed reached reads "not reached", a spread of one seed "–"."""
+    if isinstance(value, float) and math.isnan(value):
+        return "not reached" if column.endswith(" mean") else "–"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+UNITS = (  # (pattern on a key's last dotted part, unit) for the axis labels; the first match wins
+    (r"T_\w+", "t = lr × step, gradient-flow time"),
+    (r"t_\w+", "training steps"),
+    (r"L", "tokens"),
+    (r"\w*steps", "steps"),
+    (r"lr", "learning rate"),
+    (r"batch_size", "sequences"),
+)
+NATS = frozenset(  # experiments whose losses are cross-entropies (natural log)
+    {"wikitext", "repeated-text", "markov-transformer", "markov-length-generalization", "interventions"}
+)
+SQUARED = frozenset(  # experiments whose losses are ½ squared errors (Wang et al. eq. 3)
+    {"lazy-to-rich", "lazy-to-rich-boolean", "joint-training", "adam-vs-gd-highdim", "probe", "heads-dims"}
+)
+
+
+def axis_label(name: str, experiment: str) -> str:
+    """``name (unit)``: the unit from :data:`UNITS`, or the loss's (nats / ½ squared error) where the experiment's
+    loss is known; the bare name when nothing says."""
+    last = name.rsplit(".", 1)[-1]
+    unit = next((u for pattern, u in UNITS if re.fullmatch(pattern, last)), "")
+    if not unit and "loss" in last:
+        unit = "nats" if experiment in NATS else "½ squared error" if experiment in SQUARED else ""
+    return f"{name} ({unit})" if unit else name
+
+
 def _figure(table: pd.DataFrame, key: str, others: list[str], metrics: list[str], out: Path, experiment: str) -> Path:
+    """Each metric against ``key``, one colour per combination of the ``others``; where :mod:`inductionlab.theory.laws`
+    has a law for (key, metric), log-log axes with the law (dashed) and the fitted power law (dotted)."""
     ncols = min(3, len(metrics))
     nrows = -(-len(metrics) // ncols)
-    fig, axes = plots.subplots(ncols, nrows, width=4.0, height=3.2)
+    fig, axes = plots.subplots(ncols, nrows, width=4.4, height=3.4)
     numeric = pd.api.types.is_numeric_dtype(table[key])
     levels = sorted(table[key].unique())
     x = np.asarray(levels, dtype=float) if numeric else np.arange(len(levels))
-    groups = table.groupby(others) if others else [((), table)]
+    groups = list(table.groupby(others)) if others else [((), table)]
     colours = plots.plt.cm.viridis(np.linspace(0, 0.85, max(len(groups), 1)))
+    laws = laws_for(experiment, key) if numeric else {}
     for ax, metric in zip(axes, metrics):
-        ax.set(xlabel=key, ylabel=metric, title=f"{metric} against {key}")
+        ax.set(
+            xlabel=axis_label(key, experiment), ylabel=axis_label(metric, experiment), title=f"{metric} against {key}"
+        )
         if table[metric].isna().all():
-            ax.text(0.5, 0.5, "not reached in any run", ha="center", va="center", transform=ax.transAxes)
+            ax.text(0.5, 0.5, NOT_REACHED, ha="center", va="center", transform=ax.transAxes)
             continue
         for colour, (label, g) in zip(colours, groups):
             by_seed = g.pivot_table(index="seed", columns=key, values=metric, aggfunc="mean").reindex(columns=levels)
             name = ", ".join(f"{k}={v}" for k, v in zip(others, label if isinstance(label, tuple) else (label,)))
             plots.seed_band(ax, x, by_seed.to_numpy(), colour, name or None, marker="o")
+        if metric in laws:
+            _overlay(ax, table, key, metric, laws[metric], others, colours)
+        missing = int(table[metric].isna().sum())
+        if missing:
+            ax.text(0.98, 0.02, f"not reached in {missing} of {len(table)} runs", **NOTE, transform=ax.transAxes)
         if not numeric:
             ax.set_xticks(x, [str(v) for v in levels])
-        if others:
-            ax.legend(fontsize=7)
+        if others or metric in laws:
+            ax.legend(fontsize=6)
     for ax in axes[len(metrics) :]:
         ax.set_visible(False)
-    fig.suptitle(f"{experiment}: mean ± 1 s.d. over seeds (seeds faint)")
+    overlay = "; dashed: the theory's law (constant fitted), dotted: log-log least-squares fit" if laws else ""
+    fig.suptitle(f"{experiment}: mean ± 1 s.d. over seeds (seeds faint){overlay}")
     return plots.save(fig, out / f"sweep_{key.replace('.', '_')}.png")
+
+
+NOT_REACHED = "not reached at this size\n(no run got there: train longer)"
+NOTE = {"ha": "right", "va": "bottom", "fontsize": 7, "color": "#666666"}
+
+
+def _overlay(ax, table: pd.DataFrame, key: str, metric: str, law: Law, others: list[str], colours) -> None:
+    """The law C_g · u(x)^exponent (dashed, C_g fitted per colour g with the exponent fixed) and the least-squares
+    power law exp(a_g) · u(x)^b (dotted, one b for all colours), on log-log axes; b ± its standard error in the
+    legend (:func:`inductionlab.analysis.scaling.power_law_fit`)."""
+    x, y = table[key].to_numpy(dtype=float), table[metric].to_numpy(dtype=float)
+    u = law.u(x)
+    group = table.groupby(others).ngroup().to_numpy() if others else np.zeros(len(table), dtype=int)
+    fit = power_law_fit(u, y, group)
+    if not np.isfinite(fit.exponent):
+        ax.text(
+            0.02, 0.98, f"law of {law.source}: needs {metric} at two values of {key}", **NOTE, transform=ax.transAxes
+        )
+        return
+    ax.set_yscale("log")
+    plots.plain_log_ticks(ax, "y")
+    if (x > 0).all():
+        levels = np.unique(x)
+        ax.set_xscale("log")
+        ax.set_xticks(levels, [f"{v:g}" for v in levels])
+        ax.set_xticks([], minor=True)
+    dense = np.geomspace(np.nanmin(x[np.isfinite(u)]), np.nanmax(x[np.isfinite(u)]), 60)
+    power = f"({law.variable})" if "(" in law.variable or "+" in law.variable else law.variable
+    se = f"± {fit.stderr:.2g} (s.e.)" if np.isfinite(fit.stderr) else "(no s.e.: too few runs)"
+    labels = {
+        "law": f"law ∝ {power}$^{{{law.exponent:g}}}$ ({law.source})",
+        "fit": f"fit: exponent {fit.exponent:.2f} {se}, {fit.n} runs",
+    }
+    for g, colour in enumerate(colours):
+        if g not in fit.intercepts:
+            continue
+        c = law_constant(u[group == g], y[group == g], law.exponent)
+        law_curve = np.exp(c) * law.u(dense) ** law.exponent
+        ax.plot(dense, law_curve, "--", color=colour, lw=1.2, alpha=0.7, label=labels.pop("law", None))
+        fitted = np.exp(fit.intercepts[g]) * law.u(dense) ** fit.exponent
+        ax.plot(dense, fitted, ":", color=colour, lw=1.4, label=labels.pop("fit", None))

@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from inductionlab.analysis import heads as H
-from inductionlab.analysis.tl_export import to_hooked_transformer
+from inductionlab.analysis.tl_export import hf_tokenizer, to_hooked_transformer
 from inductionlab.config import ConfigError
 from inductionlab.models import transformer as tf
+from inductionlab.tasks.text import WordTokenizer
 
 tl = pytest.importorskip("transformer_lens", reason="the tl extra is not installed: pip install -e '.[tl]'")
 from transformer_lens import head_detector  # noqa: E402
@@ -91,3 +92,14 @@ def test_what_transformerlens_cannot_express_is_refused():
     cfg = tf.TransformerConfig(vocab=5, residual=(True, False))
     with pytest.raises(ConfigError, match="residual"):
         to_hooked_transformer(cfg, tf.init_params(cfg, 1, torch.Generator()))
+
+
+def test_the_export_tokenizes_synthetic_ids_and_a_word_vocabulary():
+    """Synthetic tokens are written as their ids; a text run's word tokenizer maps an unknown word to <unk> (id 0)."""
+    cfg, params = _model(CONFIGS["ffn in layer 2 only"])
+    model = to_hooked_transformer(cfg, params)
+    assert model.to_tokens("0 3 10").tolist() == [[0, 3, 10]]
+    with pytest.raises(Exception, match="UNK|unk"):
+        model.to_tokens("0 11")  # 11 is no token of an 11-token vocabulary
+    words = hf_tokenizer(WordTokenizer(["<unk>", "<eos>", "a", "b"]), 4)
+    assert words("a b zz <eos>")["input_ids"] == [2, 3, 0, 1] and words.decode([3, 2]) == "b a"

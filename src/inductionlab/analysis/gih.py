@@ -1,4 +1,4 @@
-"""The generalised induction head GIH (Chen et al. 2024, docs/conventions.md#chen-4-1 and argmax agreement with a model.
+"""The generalised induction head GIH (Chen et al. 2024, docs/conventions.md#chen-4-1) and argmax agreement with a model.
 
 GIH_a(k) = Σ_{l≤L} 1{x_l = k} e^{a·1{X_{l−S*} = X_{L+1−S*}}} / Σ_{l≤L} e^{a·1{…}}: attention to the positions
 whose lag-S* context matches the query's.  As a → ∞ it is N_{z*,k} / N_{z*}, the in-context n-gram frequency

@@ -1,6 +1,6 @@
 """Induction-head diagnostics on attention patterns, compatible with TransformerLens's ``head_detector``
 (Olsson et al. 2022; Elhage et al. 2021), plus the prefix-matching score and a linear probe (Wang et al.
-Fig. 3, docs/conventions.md#wang-6-4.
+Fig. 3, docs/conventions.md#wang-6-4).
 
 Detection patterns (L, L), query rows i, key columns j (0-indexed), as in TransformerLens:
 

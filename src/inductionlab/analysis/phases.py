@@ -1,4 +1,4 @@
-"""The four phases of Theorem 5.5 (Wang et al., dynamics paper; docs/conventions.md#wang-5-5, for any curve — gradient
+"""The four phases of Theorem 5.5 (Wang et al., dynamics paper; docs/conventions.md#wang-5-5), for any curve — gradient
 flow or SGD — sampled on a time axis t.
 
 * T_I:   first t with L_G4 ≤ 1% of L_G4(0) (partial learning of the 4-gram).

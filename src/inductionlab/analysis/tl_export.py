@@ -9,6 +9,10 @@ each layer's ``hook_attn_scores`` adds −p_h (i − j − 1) on the keys key_st
 elsewhere, at any input length; a query with no keys gets a NaN row, which TransformerLens sets to 0, as here.
 Real-valued tokens and layers without a residual cannot be expressed and are refused.
 
+The model carries a HuggingFace tokenizer, so that ``to_tokens("...")`` works: a text run's own (:func:`hf_tokenizer`),
+else one whose words are the token ids ``"0" … "V−1"`` separated by spaces; no BOS token is prepended.  The run
+directory form is :func:`inductionlab.to_hooked_transformer` (docs/models.md).
+
 Needs the ``tl`` extra (``pip install -e ".[tl]"``: a TransformerLens release that still has ``HookedTransformer``).
 """
 
@@ -22,6 +26,7 @@ import torch
 
 from inductionlab.config import require
 from inductionlab.models import transformer as tf
+from inductionlab.tasks.text import EOS, UNK, BPETokenizer, TextTokenizer
 
 
 def _transformer_lens() -> Any:
@@ -49,9 +54,37 @@ def _scores_hook(cfg: tf.TransformerConfig, slopes: torch.Tensor, rpe: torch.Ten
     return hook
 
 
-def to_hooked_transformer(cfg: tf.TransformerConfig, params: tf.Params, run: int = 0, n_ctx: int = 1024) -> Any:
+def hf_tokenizer(tokenizer: TextTokenizer | None, vocab: int) -> Any:
+    """A HuggingFace ``PreTrainedTokenizerFast`` (what TransformerLens takes) of a text run's tokenizer, or, for
+    ``None``, of the ``vocab`` synthetic tokens written as their ids ``"0" … "V−1"`` separated by spaces (a word
+    outside them is an error).  Strings of unequal length are padded on the right with <eos> (text: <unk> if the
+    vocabulary lacks it) or token 0: a causal model's logits before the padding do not see it."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    if isinstance(tokenizer, BPETokenizer):
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer.tokenizer, unk_token=UNK, eos_token=EOS, pad_token=EOS
+        )
+    words = tokenizer.vocab if tokenizer is not None else [str(i) for i in range(vocab)]
+    word_level = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=UNK))
+    word_level.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    if tokenizer is None:  # a whole word only: "10" stays one token
+        return PreTrainedTokenizerFast(tokenizer_object=word_level, pad_token=AddedToken("0", single_word=True))
+    end = AddedToken(EOS if EOS in words else UNK, single_word=True)
+    return PreTrainedTokenizerFast(tokenizer_object=word_level, unk_token=UNK, eos_token=end, pad_token=end)
+
+
+def to_hooked_transformer(
+    cfg: tf.TransformerConfig,
+    params: tf.Params,
+    run: int = 0,
+    n_ctx: int = 1024,
+    tokenizer: TextTokenizer | None = None,
+) -> Any:
     """A TransformerLens ``HookedTransformer`` equal to run ``run`` of the general transformer ``(cfg, params)``
-    (discrete tokens, every layer with a residual); ``n_ctx``: the longest input it accepts.  Its logits are ours
+    (discrete tokens, every layer with a residual); ``n_ctx``: the longest input it accepts; ``tokenizer``: a text
+    run's (:mod:`inductionlab.tasks.text`), None for synthetic tokens (:func:`hf_tokenizer`).  Its logits are ours
     at every position (``readout="all"``; with ``readout="last"`` ours is its last position)."""
     require(cfg.vocab > 0, "model.vocab", "only discrete tokens map to TransformerLens (real-valued tokens do not)")
     require(all(cfg.layer("residual")), "model.residual", "TransformerLens blocks always add a residual stream")
@@ -77,6 +110,7 @@ def to_hooked_transformer(cfg: tf.TransformerConfig, params: tf.Params, run: int
         positional_embedding_type="standard",
         dtype=dtype,
         device="cpu",
+        default_prepend_bos=False,  # trained without a BOS token
     )
     with warnings.catch_warnings():  # 3.x announces HookedTransformer's removal in 4.0; the extra pins < 4
         warnings.filterwarnings("ignore", "HookedTransformer is deprecated", DeprecationWarning)
@@ -103,4 +137,5 @@ def to_hooked_transformer(cfg: tf.TransformerConfig, params: tf.Params, run: int
     for l in range(cfg.n_layers):
         slopes = params[f"blocks.{l}.attn.p"][run].detach()
         model.blocks[l].attn.hook_attn_scores.add_perma_hook(_scores_hook(cfg, slopes, rpe[l], key_start[l]))
+    model.set_tokenizer(hf_tokenizer(tokenizer, cfg.vocab))
     return model

@@ -1,4 +1,4 @@
-"""GD vs Adam in high dimension (Wang et al., workshop Fig. 4; docs/conventions.md#wang-6-3: with D = 100, the toy's
+"""GD vs Adam in high dimension (Wang et al., workshop Fig. 4; docs/conventions.md#wang-6-3): with D = 100, the toy's
 layer 2 trained by online GD (the Fig. 2 optimiser, lr 0.1) stays on the induction-head plateau within the
 budget, while Adam (lr 5e-4) leaves it — its per-coordinate normalisation moves all D² entries of W_Q, W_K
 at once, where GD's growth is set by the tiny initial ‖W_Q‖‖W_K‖.
@@ -197,6 +197,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             evaluate,
             ctx.child(name, threads=1),
             desc=name,
+            model={"family": "highdim", "config": m},
         )
         tables.append(metrics.assign(optimizer=name))
     metrics = pd.concat(tables, ignore_index=True)

@@ -1,4 +1,4 @@
-"""Theorem 4.4 (Wang et al., docs/conventions.md#wang-4-4: with a layer-1 FFN of total width m, a two-layer transformer
+"""Theorem 4.4 (Wang et al., docs/conventions.md#wang-4-4): with a layer-1 FFN of total width m, a two-layer transformer
 approximates GIH_n with an error Õ(C/H^q + m^{−γ/(2γ+1)}) when g has a well-behaved POD (σ_k ≲ k^{−(1+γ)}).
 
 Here g is the RBF similarity.  Its POD comes from an SVD on a Gauss–Legendre grid over the enlarged patch box

@@ -1,7 +1,7 @@
-"""Theorem 4.1 (Wang et al., docs/conventions.md#wang-4-2: the explicit two-layer single-head construction approximates IH_2
+"""Theorem 4.1 (Wang et al., docs/conventions.md#wang-4-2): the explicit two-layer single-head construction approximates IH_2
 with an error exponentially small in the layer-1 slope p = p^(1,1) and independent of L.
 
-Measures ‖IH_2(X) − TF_{−1}(X)‖₂ (max and mean over random sequences, docs/conventions.md#wang-3 for every p and L, beside
+Measures ‖IH_2(X) − TF_{−1}(X)‖₂ (max and mean over random sequences, docs/conventions.md#wang-3) for every p and L, beside
 the bound 4B³‖W*‖₂e^{−p} (B = sup‖x‖₂ = √d for tokens uniform on [−1, 1]^d).
 """
 

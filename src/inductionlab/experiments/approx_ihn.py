@@ -1,8 +1,8 @@
-"""Theorem 4.3 (Wang et al., docs/conventions.md#wang-4-3: the two-layer, H-head construction approximates IH_n with an error
+"""Theorem 4.3 (Wang et al., docs/conventions.md#wang-4-3): the two-layer, H-head construction approximates IH_n with an error
 C_{q,n}/H^q for every q.  H = (n−1)·m heads in n−1 groups; group i fits the delayed delta 1{t = i} by m
 exponentials (Lemma D.2, float64 least squares, docs/conventions.md#wang-4-1 recipe).
 
-Measured: ‖IH_n(X) − TF_{−1}(X)‖₂ (max over random sequences and over L, docs/conventions.md#wang-3 against H for each n,
+Measured: ‖IH_n(X) − TF_{−1}(X)‖₂ (max over random sequences and over L, docs/conventions.md#wang-3) against H for each n,
 beside our explicit bound (:func:`~inductionlab.theory.constructions.ihn_bound`).  Sequences are left-padded
 with ``pad`` zero tokens (docs/conventions.md#wang-a9); the error of unpadded short sequences (L = n + ``short_extra``) is reported
 separately.  Observation: for an exact kernel fit the finite-prefix normaliser does no harm — the weight a

@@ -16,6 +16,9 @@ without it, on the same data and initialisation; phase times in t = lr × step f
 
 ``act`` False trains every toy and transformer variant without its intervention: the negative control
 (docs/conventions.md#controls), under which each check compares a run with itself.
+
+This file holds the config, presets, claims, the toy sections and the figure; the transformer and Chen-model
+sections are in :mod:`inductionlab.experiments.interventions_common`.
 """
 
 from __future__ import annotations
@@ -24,38 +27,37 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
-import torch
 
-from inductionlab import plots, rng
+from inductionlab import plots
 from inductionlab.analysis.claims import Claim, Control, Is, Near
-from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.experiments.interventions_common import (
+    LOSS_TOLERANCE,
+    SCORE_TOLERANCE,
+    copier_frozen,
+    plot_copier_frozen,
+    plot_transformer,
+    transformer_summary,
+    transformer_variant,
+)
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.experiments.markov_common import ChenModelConfig
-from inductionlab.models import chen
-from inductionlab.models import transformer as tf
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.induction import repeated_random_tokens
-from inductionlab.tasks.markov import MarkovConfig, datasets
+from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.train import interventions as I
-from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.chen import StagedConfig, train_staged
-from inductionlab.train.text import token_losses
+from inductionlab.train.autograd import TrainConfig
+from inductionlab.train.chen import StagedConfig
 from inductionlab.train.toy import ToyTrainConfig, train_from
 
 WKQ_SHIFT_TOLERANCE = 0.25  # |T_50 shift − t₀| ≤ 0.25 t₀: the other parameters keep moving during the hold
 T_I_TOLERANCE = 0.05  # |T_I shift| ≤ 0.05 t₀: the 4-gram phase does not wait for w_KQ
-SCORE_TOLERANCE = 0.1  # an ablated run's final induction score within 0.1 of its start: no induction head
-LOSS_TOLERANCE = 0.1  # nats: the first copy's loss (nothing to copy there) the same with and without layer 1
 
 
 @dataclass(frozen=True)
@@ -236,40 +238,24 @@ def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: 
     }
 
 
-def _transformer(cfg: Config, ctx: RunContext, ablate: bool) -> pd.DataFrame:
-    """Train the attention-only transformer on twice-repeated random tokens (one model per seed, each initialised
-    from its seed), with or without every layer-1 head ablated; metrics: the loss on the first copy, on the
-    copyable tokens of the second, and the head scores (:func:`inductionlab.analysis.heads.score_columns`)."""
-    model, T = cfg.tf_model.build(cfg.tf_vocab), cfg.tf_period
-    theta0, views = pack(tf.init_per_seed(model, cfg.seeds))
-    entry = ("blocks.0.attn",) if ablate and cfg.act else ()
-    hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
-    fwd = I.forward_hooks(ablations)
-    held_out = repeated_random_tokens(
-        cfg.tf_eval_size, T, 2, rng.generator(cfg.seeds[0], "held-out"), vocab=model.vocab
+def _transformers(cfg: Config, ctx: RunContext) -> pd.DataFrame:
+    """The metrics of both transformer variants, unablated then layer 1 ablated (:func:`transformer_variant`)."""
+    return pd.concat(
+        [
+            transformer_variant(
+                cfg.tf_model.build(cfg.tf_vocab),
+                cfg.tf_train,
+                cfg.tf_period,
+                cfg.tf_eval_size,
+                cfg.seeds,
+                ctx,
+                ablate=ablate,
+                act=cfg.act,
+            )
+            for ablate in (False, True)
+        ],
+        ignore_index=True,
     )
-
-    def per_position(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x (B, 2T) → (S, B, 2T − 1)
-        return token_losses(model, views(theta), x, fwd)
-
-    def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
-        losses = per_position(theta, held_out)
-        return {
-            "loss_first": losses[:, :, : T - 1].mean((1, 2)).double().numpy(),
-            "loss_repeated": losses[:, :, T:].mean((1, 2)).double().numpy(),  # x_{i+1} follows a copy of x_i
-            **score_columns(model, views(theta), held_out),
-        }
-
-    _, metrics = train(
-        cfg.tf_train,
-        theta0,
-        lambda theta, x: per_position(theta, x).mean((1, 2)),
-        lambda g: repeated_random_tokens(cfg.tf_train.batch_size, T, 2, g, vocab=model.vocab),
-        evaluate,
-        ctx.child("transformer_ablated" if ablate else "transformer", hooks=(*ctx.hooks, *hooks)),
-        desc="transformer, layer 1 ablated" if ablate else "transformer",
-    )
-    return metrics.assign(variant="layer 1 ablated" if ablate else "baseline")
 
 
 def _null(x: float) -> float | None:
@@ -308,76 +294,6 @@ def _toy_summary(cfg: Config, joint: dict, layerwise: dict) -> tuple[dict, dict]
     return sections, checks
 
 
-def _transformer_summary(tfm: pd.DataFrame) -> tuple[dict, dict]:
-    """The transformer section of ``summary.json`` (means over runs) and its checks."""
-    end = tfm[tfm.step == tfm.step.max()].groupby("variant").mean(numeric_only=True)
-    start = tfm[tfm.step == 0].groupby("variant").mean(numeric_only=True).loc["layer 1 ablated"]
-    base, ablated = end.loc["baseline"], end.loc["layer 1 ablated"]
-    section = {
-        "final_induction_score": float(ablated.induction_score),
-        "baseline_final_induction_score": float(base.induction_score),
-        "initial_induction_score": float(start.induction_score),
-        "final_loss_first": float(ablated.loss_first),
-        "baseline_final_loss_first": float(base.loss_first),
-        "final_loss_repeated": float(ablated.loss_repeated),
-        "baseline_final_loss_repeated": float(base.loss_repeated),
-    }
-    checks = {
-        "layer1_ablated_no_induction_head": section["final_induction_score"]
-        <= section["initial_induction_score"] + SCORE_TOLERANCE
-        and section["baseline_final_induction_score"] >= 0.5,
-        "layer1_ablated_first_copy_loss_unchanged": abs(float(ablated.loss_first - base.loss_first)) <= LOSS_TOLERANCE,
-    }
-    return section, checks
-
-
-def copier_frozen(
-    task: MarkovConfig,
-    model: chen.ChenConfig,
-    train: StagedConfig,
-    seeds: tuple[int, ...],
-    n_samples: int,
-    n_val: int,
-    ctx: RunContext,
-) -> tuple[pd.DataFrame, dict]:
-    """The selector's final p_{1,2} trained with the copier's RPE free, frozen at the paper's initialisation, and
-    frozen at a lag-agnostic one (w_+ = w_−) — the metrics of the three (column ``variant``) and a summary."""
-    tr, va = datasets(task, seeds, n_samples, n_val)
-    label = chen.subset_label((0, 1))
-    uniform = replace(model, w_plus=model.w_minus)
-    variants = (("free", model, ()), ("frozen", model, ("copier",)), ("uniform_frozen", uniform, ("copier",)))
-    tables, p = [], {}
-    for name, variant, freeze in variants:
-        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(variant))
-        _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}", threads=1), hooks, desc=name)
-        tables.append(m.assign(variant=name))
-        p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())
-    summary = {
-        "p_selected": p["frozen"],
-        "p_selected_unintervened": p["free"],
-        "p_selected_uniform_init_frozen": p["uniform_frozen"],
-        "reaches_0.99": {k: v >= 0.99 for k, v in p.items()},
-    }
-    return pd.concat(tables, ignore_index=True), summary
-
-
-def plot_copier_frozen(cx: Any, table: pd.DataFrame, summary: dict, styles: list[str]) -> None:
-    """The selector's p_{1,2} against epoch for the variants of :func:`copier_frozen`, on axes ``cx``."""
-    label = chen.subset_label((0, 1))
-    for k, (style, (variant, g)) in enumerate(zip(styles, table.groupby("variant", sort=False))):
-        mean = g.groupby("epoch")[f"p_{label}"].mean()
-        cx.plot(np.maximum(mean.index, 1), mean.values, style, color=f"C{k}", label=f"RPE {variant.replace('_', ' ')}")
-    cx.axhline(0.99, color="0.5", lw=0.8, ls=":")
-    cx.set_xscale("log")
-    cx.set_xlabel("epoch (stage c)"), cx.set_ylabel(f"selector $p_{{{label[1:-1]}}}$")
-    cx.set_title(
-        f"Chen model, copier RPE frozen: $p_{{{label[1:-1]}}}$ free {summary['p_selected_unintervened']:.2f}, "
-        f"frozen {summary['p_selected']:.2f}, uniform-init frozen {summary['p_selected_uniform_init_frozen']:.2f}",
-        fontsize=8,
-    )
-    cx.legend(fontsize=7)
-
-
 def run(cfg: Config, ctx: RunContext) -> Results:
     window = f"@0:{cfg.t0_steps}"
     joint = {
@@ -402,9 +318,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         cfg.chen_n_val,
         ctx,
     )
-    tfm = pd.concat([_transformer(cfg, ctx, ablate) for ablate in (False, True)], ignore_index=True)
+    tfm = _transformers(cfg, ctx)
     toy_sections, toy_checks = _toy_summary(cfg, joint, layerwise)
-    tf_section, tf_checks = _transformer_summary(tfm)
+    tf_section, tf_checks = transformer_summary(tfm)
     toys = (*joint.values(), *layerwise.values())
     summary = {
         "t0": cfg.t0,
@@ -441,18 +357,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=6)
     plot_copier_frozen(axes[2], results.tables["chen"], s["chen_rpe_frozen"], styles)
-    dx, t = axes[3], results.tables.get("transformer")
+    t = results.tables.get("transformer")
     if t is not None and len(t):
-        lx = dx.twinx()
-        for style, (variant, g) in zip(styles, t.groupby("variant", sort=False)):
-            mean = g.groupby("step")[["induction_score", "loss_repeated"]].mean()
-            dx.plot(mean.index, mean.induction_score, style, color="C3", label=f"{variant}: induction score")
-            lx.plot(mean.index, mean.loss_repeated, style, color="C7", label=f"{variant}: loss on copyable tokens")
-        dx.set_xlabel("step"), dx.set_ylabel("induction score (best layer-2 head)")
-        lx.set_ylabel("cross-entropy on copyable tokens (nats)")
-        dx.set_title("transformer: layer-1 heads ablated", fontsize=9)
-        lines = dx.get_legend_handles_labels(), lx.get_legend_handles_labels()
-        dx.legend(lines[0][0] + lines[1][0], lines[0][1] + lines[1][1], fontsize=6, loc="center left")
+        plot_transformer(axes[3], t, styles)
     return [plots.save(fig, Path(out_dir) / "interventions.png")]
 
 

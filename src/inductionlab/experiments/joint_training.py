@@ -1,4 +1,4 @@
-"""Joint vs layerwise training of the toy model (Wang et al. dynamics paper; docs/conventions.md#wang-5-3: the theory trains
+"""Joint vs layerwise training of the toy model (Wang et al. dynamics paper; docs/conventions.md#wang-5-3): the theory trains
 layer 1 (Stage I) and then layer 2 (Stage II); here both schedules run on the same target, initialisation
 and data seeds, so one sees whether training all six parameters at once keeps the lazy-to-rich phases.
 

@@ -1,14 +1,15 @@
-"""Shared by ``markov-stages`` and ``markov-joint`` (Chen et al. 2024, docs/conventions.md#chen-5-1–5.2): train several variants
+"""Shared by ``markov-stages`` and ``markov-joint`` (Chen et al. 2024, docs/conventions.md#chen-5-1 and
+docs/conventions.md#chen-5-2): train several variants
 of the model (FFN degree D, loss, schedule) on the same finite datasets, summarise each, draw one figure row
 per variant.  Not an experiment itself.
 
 Per variant the summary has ``p_selected`` {subset: final p_S}, ``selected_subset``, ``copier_attention`` (and
 ``copier_attention_initial``: the least attention a head of the selected subset puts on the lag it copies, after
 and before training), ``a_final``,
-``a_log_slope`` and ``a_log_r2`` (the fit a ≈ slope·ln t + c over the last stage that trains a, the acceptance check of docs/conventions.md#chen-8
-8.2), the final losses, the Bayes validation loss, ``tv_bayes`` and ``gih_argmax_agreement`` — the fraction of
+``a_log_slope`` and ``a_log_r2`` (the fit a ≈ slope·ln t + c over the last stage that trains a, the acceptance check of
+docs/conventions.md#chen-8), the final losses, the Bayes validation loss, ``tv_bayes`` and ``gih_argmax_agreement`` — the fraction of
 validation sequences on which the model's argmax is an argmax of the GIH estimator (a → ∞) over the lags its
-selected heads copy docs/conventions.md#chen-4-1, acceptance 8.3).
+selected heads copy (docs/conventions.md#chen-4-1, docs/conventions.md#chen-8).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The full-model variant of Chen et al. docs/conventions.md#chen-5-3, the repo's "Appendix B"): layer 1 gets trainable per-head
+"""The full-model variant of Chen et al. (docs/conventions.md#chen-5-3, the repo's "Appendix B"): layer 1 gets trainable per-head
 W_Q, W_K, W_OV ∈ ℝ^{d×d} (initialised 0.01·I; token scores e_{x_i}ᵀ W_Q W_Kᵀ e_{x_j} added to the RPE) and may
 attend to the position itself (logit 10⁻⁶); a LayerNorm(d) with trainable affine parameters replaces the ℓ2
 normalisation; everything trains jointly with full-batch SGD, lr 10⁻³, for 10 000 epochs, w_± = (1, 0.01).

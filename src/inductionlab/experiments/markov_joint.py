@@ -1,4 +1,4 @@
-"""Joint training of the Chen et al. model docs/conventions.md#chen-5-2, App. C.1, Fig. 6): all of c, w, a trained together
+"""Joint training of the Chen et al. model (docs/conventions.md#chen-5-2, App. C.1, Fig. 6): all of c, w, a trained together
 ("CWa": full-batch SGD, lr 1, D = 2), or c and w jointly then a ("CW_a").  It reaches the limit of the staged
 flow: p_{1,2} → 1 within ~100 epochs, heads 1 and 2 copy lags 1 and 2, and a grows like ln t (the authors'
 stored CWa run: a = 0.70, 4.28, 7.28, 9.69, 11.35 at epochs 10, 100, 1k, 10k, 50k).

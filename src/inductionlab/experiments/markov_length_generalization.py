@@ -1,4 +1,4 @@
-"""Length and prior generalisation of the Chen et al. model docs/conventions.md#chen-5-4; the paper's Fig. 21 / rebuttal).
+"""Length and prior generalisation of the Chen et al. model (docs/conventions.md#chen-5-4; the paper's Fig. 21 / rebuttal).
 
 Train at L = 100, α = 0.1 (three-stage flow, D = 2, true cross-entropy), then evaluate the same parameters —
 the RPE window and the FFN / classifier do not depend on L — on fresh sequences with L ∈ {10, …, 1000} and

@@ -7,7 +7,7 @@ the larger set, and its argmax is {1,2} — the set Stage I selects.
 
 The gradient check of §8.1: the model with exact copier heads (head h on lag h), uniform p and a = 0.01 on a
 finite dataset; −∂L/∂p_S / a should track Ĩ_χ²(S) across subsets (the small-a expansion of docs/conventions.md#chen-4-2, reported
-as the Pearson correlation ``grad_mi_correlation``.
+as the Pearson correlation ``grad_mi_correlation``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Three-stage training of the Chen et al. model docs/conventions.md#chen-5-1, §3.2): FFN c, then RPE w, then classifier a, with
+"""Three-stage training of the Chen et al. model (docs/conventions.md#chen-5-1, §3.2): FFN c, then RPE w, then classifier a, with
 D = 2 and D = 3, on in-context bigram-of-pairs chains (d = 3, pa = {−1, −2}, α = 0.1, L = 100, 9000 / 1000
 sequences, full-batch SGD).  Expected: p_{1,2} → 1 even when {1,2,3} is allowed (the modified χ² MI prefers
 the smaller set), heads 1 and 2 sharpen onto lags 1 and 2, and a grows like ln t.

@@ -200,6 +200,7 @@ def _train_chain(cfg: Config, setting: str, ctx: RunContext) -> pd.DataFrame:
         ctx.child(f"parents_{setting.replace('+', '_')}", threads=1),
         hooks=hooks,
         desc=f"parents {{{setting.replace('+', ',')}}}",
+        model={"family": "transformer", "config": model},
     )
     return metrics.assign(parents=setting)
 

@@ -4,36 +4,40 @@ Gradient flow (closed forms, :mod:`inductionlab.train.flow`) one factor at a tim
 point — or on the full grid — plus online SGD (idealised Stage II, several configurations trained at
 once on the run axis) at a few points.  Fits the exponents of T_III and T_50 in L, (1+α*) and w*, and
 the linearity of T in log(1/σ_init); compares with the predicted (1+α*)² L log(1/σ_init) / w*².
+This file holds the config, presets, claims, the gradient-flow scan and the figure; the phases at one L,
+the SGD points and the fits are in :mod:`inductionlab.experiments.plateau_scaling_common`.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Near
-from inductionlab.analysis.phases import phase_times_by_run
-from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
+from inductionlab.experiments.plateau_scaling_common import (
+    FACTORS,
+    TIMES,
+    fits,
+    one_factor,
+    phase_fits,
+    phase_row,
+    sgd_rows,
+)
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
-from inductionlab.theory.mixed import check_ih_domain, ih_ratio_lazy, predicted_plateau
+from inductionlab.tasks.mixed import MixedTaskConfig
+from inductionlab.theory.mixed import check_ih_domain, predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
-from inductionlab.train.toy import ToyTrainConfig, train_from
-
-FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
-TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
+from inductionlab.train.toy import ToyTrainConfig
 
 
 @dataclass(frozen=True)
@@ -305,11 +309,12 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     if cfg.grid.exact_mc_samples:
         for point in tqdm(_points(cfg, False), desc="exact-softmax flow", disable=not ctx.progress):
             exact.append(_flow_row(cfg, point, "exact"))
+    base = base_point(cfg)
     for L in cfg.grid.sgd_L:
-        rows += _sgd_rows(cfg, L, ctx)
+        rows += sgd_rows(L, base, cfg.grid.sgd_sigma_init, cfg.grid.horizon, cfg.train, cfg.seeds[0], ctx)
     table, exact_table = pd.DataFrame(rows), pd.DataFrame(exact)
-    phases = pd.DataFrame([_phase_row(cfg, L) for L in cfg.grid.L_values])
-    summary = {**_fits(cfg, pd.concat([table, exact_table], ignore_index=True)), "phases": _phase_fits(cfg, phases)}
+    phases = pd.DataFrame([phase_row(L, base, cfg.grid.horizon) for L in cfg.grid.L_values])
+    summary = {**fits(base, pd.concat([table, exact_table], ignore_index=True)), "phases": phase_fits(phases)}
     tables = {"results": table, "phases": phases} | ({"exact": exact_table} if exact else {})
     return Results(tables, summary)
 
@@ -325,156 +330,13 @@ def _flow_row(cfg: Config, point: dict, method: str) -> dict:
     return {**point, "method": method, "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}}
 
 
-def _phase_row(cfg: Config, L: int) -> dict:
-    """Theorem 5.5's phases I, III, IV at one L (base α*, w*, σ_init), closed-form gradient flow (eqs. 7, 10):
-    T_I, T_o; L_IH2(T_I)/L_IH2(0) (solved to T_I exactly) and its lazy closed form; the growth rate of log w_KQ
-    while 2σ_init < w_KQ < w*/4; after T_III the log–log slope of L_G4 and the rate of log L_IH2 (down to 1e-8 of
-    L_IH2(T_o))."""
-    a, ws, s = cfg.task.alpha_star, cfg.task.w_star, cfg.model.sigma_init
-    prob = FlowProblem(L, a, ws, s, t_end=cfg.grid.horizon * predicted_plateau(L, a, ws, s))
-    res = solve_flow(prob, n_points=400)
-    c, ph = res.curve, res.phases
-    ratio = math.nan
-    if math.isfinite(ph.T_I) and ph.T_I > 0:
-        at_t_i = solve_flow(replace(prob, t_end=ph.T_I), n_points=4).curve.loss_IH2
-        ratio = float(at_t_i.iloc[-1] / at_t_i.iloc[0])
-    grow = (c.w_KQ > 2 * s) & (c.w_KQ < ws / 4) & (c.t < ph.T_III)
-    ref = float(np.interp(ph.T_o, c.t, c.loss_IH2))
-    late = c[c.t > ph.T_III]
-    ih = late[late.loss_IH2 > 1e-8 * ref]
-    scale = (1 + a) ** 2 * L / ws**2  # Theorem 5.5's time scale of w_KQ and of L_IH2 in phase IV
-    return {
-        "L": L,
-        "T_I": ph.T_I,
-        "T_o": ph.T_o,
-        "T_III": ph.T_III,
-        "ih_ratio_T_I": ratio,
-        "ih_ratio_T_I_lazy": ih_ratio_lazy(ph.T_I, L, a, ws, s),
-        "wkq_rate_x_scale": _rate(c.t[grow], np.log(c.w_KQ[grow])) * scale,
-        "g4_loglog_slope": power_law_exponent(late.t, late.loss_G4) if len(late) > 2 else math.nan,
-        "ih_rate_x_scale": _rate(ih.t, np.log(ih.loss_IH2)) * scale,
-    }
-
-
-def _rate(t: pd.Series, log_y: pd.Series) -> float:
-    """Least-squares slope of log y in t (NaN with fewer than three points)."""
-    return float(np.polyfit(t, log_y, 1)[0]) if len(t) > 2 else math.nan
-
-
-def _phase_fits(cfg: Config, phases: pd.DataFrame) -> dict:
-    """Scalars for the claims on phases I, III, IV against L (spread = max/min over the L grid)."""
-    spread = lambda col: float(phases[col].abs().max() / phases[col].abs().min())  # noqa: E731
-    return {
-        "L": [int(v) for v in phases.L],
-        "ih_ratio_T_I": [float(v) for v in phases.ih_ratio_T_I],
-        "ih_ratio_T_I_max": float(phases.ih_ratio_T_I.max()),
-        "ih_ratio_T_I_vs_lazy": float((phases.ih_ratio_T_I / phases.ih_ratio_T_I_lazy - 1).abs().max()),
-        "T_I_exponent": power_law_exponent(phases.L, phases.T_I),
-        "T_o_exponent": power_law_exponent(phases.L, phases.T_o),
-        "T_o_over_L": [float(v) for v in phases.T_o / phases.L],
-        "wkq_rate_x_scale": [float(v) for v in phases.wkq_rate_x_scale],
-        "wkq_rate_spread": spread("wkq_rate_x_scale"),
-        "g4_loglog_slope": float(phases.g4_loglog_slope.mean()),
-        "ih_rate_x_scale": [float(v) for v in phases.ih_rate_x_scale],
-        "ih_rate_spread": spread("ih_rate_x_scale"),
-    }
-
-
-def _sgd_rows(cfg: Config, L: int, ctx: RunContext) -> list[dict]:
-    """SGD at (L, base α*, w*) for every σ in sgd_sigma_init — one batched job on the run axis, trained
-    for twice the gradient-flow T_III (the exact-softmax emergence comes ~1.3× later than eq. 10's)."""
-    sigmas = list(cfg.grid.sgd_sigma_init)
-    S = len(sigmas)
-    t_gf = max(
-        solve_flow(
-            FlowProblem(
-                L,
-                cfg.task.alpha_star,
-                cfg.task.w_star,
-                s,
-                t_end=cfg.grid.horizon * predicted_plateau(L, cfg.task.alpha_star, cfg.task.w_star, s),
-            ),
-            n_points=4,
-        ).phases.T_III
-        for s in sigmas
-    )
-    steps = int(math.ceil(2 * t_gf / cfg.train.lr))
-    train_cfg = replace(cfg.train, stage2_steps=steps)
-    target = MixedTarget.per_run([cfg.task.alpha_star] * S, [cfg.task.w_star] * S, L)
-    _, layer2 = train_from(
-        train_cfg, target, torch.tensor(sigmas), [cfg.seeds[0] + i for i in range(S)], ctx.child(f"sgd_L{L}")
-    )
-    per_run = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
-    rows = []
-    for times in per_run:
-        s = sigmas[times["run"]]
-        rows.append(
-            {
-                "L": L,
-                "alpha_star": cfg.task.alpha_star,
-                "w_star": cfg.task.w_star,
-                "sigma_init": s,
-                "method": "sgd",
-                "predicted": predicted_plateau(L, cfg.task.alpha_star, cfg.task.w_star, s),
-                **{k: times[k] for k in TIMES},
-            }
-        )
-    return rows
-
-
-def _one_factor(table: pd.DataFrame, base: dict[str, float], factor: str, method: str = "gf") -> pd.DataFrame:
-    others = [f for f in FACTORS if f != factor]
-    gf = table[table.method == method]
-    mask = np.ones(len(gf), dtype=bool)
-    for f in others:
-        mask &= np.isclose(gf[f].to_numpy(dtype=float), float(base[f]))
-    return gf[mask].sort_values(factor)
-
-
-def _exponents(table: pd.DataFrame, base: dict[str, float], time: str, method: str) -> dict:
-    """Exponents of ``time`` in L, 1+α*, w* and the R² of its linear fit in log(1/σ_init), one factor at a time."""
-    e = {}
-    for factor, key, transform in (
-        ("L", "L", lambda v: v),
-        ("alpha_star", "one_plus_alpha", lambda v: 1 + v),
-        ("w_star", "w_star", lambda v: v),
-    ):
-        sub = _one_factor(table, base, factor, method)
-        e[key] = power_law_exponent(transform(sub[factor].to_numpy(dtype=float)), sub[time])
-    sub = _one_factor(table, base, "sigma_init", method)
-    e["log_inv_sigma_r2"] = linear_fit(np.log(1 / sub.sigma_init.to_numpy(dtype=float)), sub[time])[2]
-    return e
-
-
-def _fits(cfg: Config, table: pd.DataFrame) -> dict:
-    base = base_point(cfg)
-    exps = {time: _exponents(table, base, time, "gf") for time in ("T_III", "T_50")}
-    exact = _exponents(table, base, "T_III", "exact") if (table.method == "exact").any() else {}
-    gf = table[table.method == "gf"]
-    ratio = (gf.T_III / gf.predicted).to_numpy(dtype=float)
-    sgd = table[table.method == "sgd"]
-    sgd_base = sgd[np.isclose(sgd.sigma_init.to_numpy(dtype=float), float(base["sigma_init"]))].sort_values("L")
-    return {
-        "exponents_sgd": {"L": power_law_exponent(sgd_base.L.to_numpy(dtype=float), sgd_base.T_III)},
-        "exponents": {k: exps["T_III"][k] for k in ("L", "one_plus_alpha", "w_star")},
-        "log_inv_sigma_r2": exps["T_III"]["log_inv_sigma_r2"],
-        "exponents_T50": exps["T_50"],
-        "exponents_exact": exact,
-        "expected_exponents": {"L": 1.0, "one_plus_alpha": 2.0, "w_star": -2.0},
-        "T_III_over_predicted": {"min": float(np.nanmin(ratio)), "max": float(np.nanmax(ratio))},
-        "n_gf": int(len(gf)),
-        "n_sgd": int(len(sgd)),
-        "base": base,
-    }
-
-
 def plot(results: Results, out_dir: Path) -> list[Path]:
     """Four panels (T_III and T_50 against each factor, GF lines, SGD markers) and measured vs predicted."""
     table, s = results.tables["results"], results.summary
     base = s["base"]
     fig, axes = plots.subplots(3, 2, width=3.9, height=3.2)
     for ax, factor in zip(axes, FACTORS):
-        sub = _one_factor(table, base, factor)
+        sub = one_factor(table, base, factor)
         x = 1 + sub[factor] if factor == "alpha_star" else sub[factor]
         for time, color in (("T_III", "#1b9e77"), ("T_50", "#7570b3")):
             ax.plot(x, sub[time], "o-", color=color, ms=3, label=f"{time} (GF)")

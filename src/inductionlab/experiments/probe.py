@@ -1,7 +1,7 @@
 """Fig. 3 of Wang et al. (docs/conventions.md#wang-6-4): a two-layer transformer with H = 8 heads and D = 8 trained on IH_n
 with n = 4, d = 1; a linear probe of the layer-1 output TF^(1)_s(X) ∈ ℝ^D onto the patch X_{s−n+1:s}
 (positions s = n..L, one P ∈ ℝ^{D×n} shared over s and the batch, fitted by least squares, residual
-normalised by Σ‖X_{s−n+1:s}‖², docs/conventions.md#wang-a11.  If training builds the Theorem 4.3 mechanism — layer-1 heads
+normalised by Σ‖X_{s−n+1:s}‖², docs/conventions.md#wang-a11).  If training builds the Theorem 4.3 mechanism — layer-1 heads
 copying x_{s−1}, …, x_{s−n+1} into the residual stream — the probe distance falls towards 0.
 
 Defaults the paper leaves open (docs/conventions.md#wang-6-4): residual and DP + RPE in both layers, a learnable slope per

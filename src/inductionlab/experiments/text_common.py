@@ -19,7 +19,7 @@ from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import TransformerConfig
 from inductionlab.runs import RunContext
-from inductionlab.tasks.text import Corpus, TextConfig, load_corpus
+from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.interventions import (
     InterventionConfig,
@@ -90,8 +90,10 @@ def train_on_text(
 ) -> tuple[Corpus, TransformerConfig, tf.Params, pd.DataFrame]:
     """Load the corpus, size the model's vocabulary to it and train (:func:`inductionlab.train.text.fit_lm`) with the
     head diagnostics of :func:`inductionlab.analysis.heads.score_columns`; returns the corpus, the model's config,
-    its final parameters (CPU) and the metrics."""
+    its final parameters (CPU) and the metrics.  The run directory keeps the tokenizer (docs/models.md)."""
     corpus = load_corpus(cfg.data)
+    if ctx.run_dir is not None:
+        save_tokenizer(corpus.tokenizer, ctx.run_dir)
     model = cfg.model.build(len(corpus.vocab))
     hooks, ablations = build(cfg.intervene, transformer_family(model))
     params, metrics = fit_lm(

@@ -1,4 +1,4 @@
-"""WikiText-2 with the two-layer ALiBi transformer (Wang et al. v3 Fig. 5, workshop Fig. 2; docs/conventions.md#wang-6-6, A14):
+"""WikiText-2 with the two-layer ALiBi transformer (Wang et al. v3 Fig. 5, workshop Fig. 2; docs/conventions.md#wang-6-6):
 2 layers, 2 heads of dimension 64, D = 128, FFN 512, a learnable ALiBi slope p per head (the strict φ of the
 papers), no LayerNorm, untied embeddings, N(0, 0.01²) initialisation with slopes at 0.01, cross-entropy at
 every position of contiguous 200-token chunks, SGD lr 0.1, batch 32, both layers trained together.

@@ -6,13 +6,13 @@
   every head sees lags 1..M (docs/conventions.md#chen-a3).  ``windows="shifted"``: the authors' scheme, M = 2H − 1 and head h
   sees lags h..h+H−1 only (repo parity).
 * **Disentangled residual**: layer 2 sees [e_{x_l}; v^{(1)}_l; …; v^{(H)}_l]; the raw token is its value.
-* **FFN with normalisation, the selector** (§2.2): over the subsets S ⊆ [H], |S| ≤ D (∅ included, docs/conventions.md#chen-a5,
-  with selection weights p_S = c_S² / Σ c².  ``norm="head_l2"`` (default, the repo form, docs/conventions.md#chen-a4: each head
+* **FFN with normalisation, the selector** (§2.2): over the subsets S ⊆ [H], |S| ≤ D (∅ included, docs/conventions.md#chen-a5),
+  with selection weights p_S = c_S² / Σ c².  ``norm="head_l2"`` (default, the repo form, docs/conventions.md#chen-a4): each head
   output is ℓ2-normalised and K_l = Σ_S p_S Π_{h∈S} relu⟨v̂^{(h)}_{L+1}, v̂^{(h)}_l⟩.  ``norm="exact"``: the
   paper's u = φ(v)/‖φ(v)‖, K_l = Σ c_S² Π⟨v_{L+1}, v_l⟩ / (‖φ(v_{L+1})‖ ‖φ(v_l)‖).  ``norm="layernorm"``: a
   LayerNorm(d) per head with trainable affine parameters in place of the ℓ2 step (the full model, §5.3).
 * **Layer 2, the classifier** (§2.3): y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} ∈ Δ([d]), one scalar a.
-* **Loss** (§2.4, docs/conventions.md#chen-a2: ``loss="ce"`` is −log(y_{x_{L+1}} + 1e−12); ``loss="softmax_of_probs"`` is the repo's
+* **Loss** (§2.4, docs/conventions.md#chen-a2): ``loss="ce"`` is −log(y_{x_{L+1}} + 1e−12); ``loss="softmax_of_probs"`` is the repo's
   surrogate −log softmax(y)_{x_{L+1}}.
 * ``variant="full"`` (§5.3): per-head W_Q, W_K, W_OV ∈ ℝ^{d×d} (initialised 0.01·I), token scores
   e_{x_l}ᵀ W_Q W_Kᵀ e_{x_j} added to the RPE, and attention to the position itself (lag 0) with logit 1e−6;
@@ -50,7 +50,7 @@ GROUPS = {"c": ("c", "ln_gamma", "ln_beta"), "w": ("w", "W_Q", "W_K", "W_OV"), "
 
 @dataclass(frozen=True)
 class ChenConfig:
-    """Architecture and initialisation docs/conventions.md#chen-3-1: c = a = 0.01, head h starts at w_+ on lag h, w_− elsewhere;
+    """Architecture and initialisation (docs/conventions.md#chen-3-1: c = a = 0.01, head h starts at w_+ on lag h, w_− elsewhere;
     (3, 0.1) for the simplified model, (1, 0.01) for the full one)."""
 
     vocab_size: int = 3
@@ -151,7 +151,7 @@ def allowed_lags(cfg: ChenConfig) -> torch.Tensor:
 
 
 def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch.Tensor | None = None) -> torch.Tensor:
-    """v^{(h)} (S, H, Z, d) for the window states ``states`` (Z,) — all (d+1)^{|lags|} by default docs/conventions.md#chen-2-1;
+    """v^{(h)} (S, H, Z, d) for the window states ``states`` (Z,) — all (d+1)^{|lags|} by default (docs/conventions.md#chen-2-1;
     the full variant §5.3)."""
     d = cfg.vocab_size
     toks = _state_tokens(cfg, torch.arange(cfg.n_states) if states is None else states)  # (Z, J)

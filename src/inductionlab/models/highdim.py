@@ -1,4 +1,4 @@
-"""The toy model of the dynamics paper lifted to D dimensions (Wang et al., workshop Fig. 4; docs/conventions.md#wang-6-3.
+"""The toy model of the dynamics paper lifted to D dimensions (Wang et al., workshop Fig. 4; docs/conventions.md#wang-6-3).
 
 The setup is underspecified (docs/conventions.md#wang-a12); both readings are implemented, chosen by ``reading``:
 
@@ -12,7 +12,7 @@ x_Lᵀ W_Qᵀ W_K y_s.  Layer 1 is the ideal y_s = x_{s−1} (the p̃ → ∞ li
 default ``stage2_layer1="ideal"``), so the trainable parameters are Stage II's: the 4-gram head's slope p
 and value g = w_V^{(2,1)}, the IH head's value h = w_V^{(2,2)}, W_Q and W_K.
 
-Shapes: S runs, B batch, L positions, d token dimension; keys s = 2..L−1 docs/conventions.md#wang-a1/A2), N = L − 2 of them.
+Shapes: S runs, B batch, L positions, d token dimension; keys s = 2..L−1 (docs/conventions.md#wang-a1), N = L − 2 of them.
 Parameters live in one (S, P) matrix θ = [p, g, h, vec W_Q, vec W_K] so optimisers treat all runs at once.
 """
 
@@ -79,7 +79,7 @@ def unpack(cfg: HighDimConfig, theta: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def forward(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The two output blocks at position L for tokens x (B, L, d): 4-gram head g Σ_s π_s y_s and IH head
-    h Σ_s ρ_s x_s, each (S, B, d) docs/conventions.md#wang-5-2 eq. 10 with y_s = x_{s−1})."""
+    h Σ_s ρ_s x_s, each (S, B, d) (docs/conventions.md#wang-5-2, eq. 10 with y_s = x_{s−1})."""
     P = unpack(cfg, theta)
     L = x.shape[1]
     keys = x[:, : L - 2]  # y_s = x_{s−1}, s = 2..L−1

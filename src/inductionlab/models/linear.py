@@ -1,4 +1,5 @@
-"""The one-layer linear transformer of Ren, Wang, Lee 2024 (eq. 2; docs/conventions.md#ren-3 and its softmax variant (§9).
+"""The one-layer linear transformer of Ren, Wang, Lee 2024 (eq. 2; docs/conventions.md#ren-3) and its softmax variant
+(docs/conventions.md#ren-9).
 
 f(x; V, A) = V X A e_{x_{T+1}} = Σ_t A_{t, x_{T+1}} v_{x_t} ∈ ℝ^N, with V (N, N) the output layer and A (T, N)
 the attention block (column a_k is used when the last token is k).  The softmax variant replaces A by the
@@ -48,7 +49,7 @@ def loss(
 def gradients(
     V: torch.Tensor, A: torch.Tensor, tokens: torch.Tensor, last: torch.Tensor, label: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Raw mini-batch gradients (G_V (S, N, N), G_A (S, T, N)) of the mean loss docs/conventions.md#ren-4 [D]):
+    """Raw mini-batch gradients (G_V (S, N, N), G_A (S, T, N)) of the mean loss (docs/conventions.md#ren-4; our derivation):
     ∇_V ℓ = r (X a_k)ᵀ and ∇_A ℓ = Xᵀ Vᵀ r e_kᵀ with r = V X a_k − e_{x_o}, k = x_{T+1}."""
     S, B, T = tokens.shape
     N = A.shape[-1]

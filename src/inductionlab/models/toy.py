@@ -1,5 +1,5 @@
 """The six-parameter reparameterised two-layer transformer (Wang et al., dynamics paper §3.1.2,
-appendix C.1, eqs. 5–6; docs/conventions.md#wang-5-2.
+appendix C.1, eqs. 5–6; docs/conventions.md#wang-5-2).
 
 Parameters, one row per run, columns in :data:`PARAMS` order:
 ``θ = (p̃ = p^(1,1), p = p^(2,1), w_V1 = w_V^(2,1), w_V2 = w_V^(2,2), w_Q = w_Q^(2,2), w_K = w_K^(2,2))``.
@@ -8,9 +8,9 @@ Parameters, one row per run, columns in :data:`PARAMS` order:
   ``layer1="ideal"`` replaces it by its p̃ → ∞ limit y_s = x_{s−1} (the theory's Stage II).
 * Head (2,1), 4-gram: w_V1 Σ_{s=2}^{L-1} π_s y_s with π = softmax(−p (L−1−s)), written to coordinate 1.
 * Head (2,2), induction head: w_V2 Σ_{s=2}^{L-1} ρ_s x_s with ρ = softmax(w_Q w_K x_L y_s), written to
-  coordinate 2 docs/conventions.md#wang-a4: the paper prints row 1).  Keys s = 2..L−1 for both heads docs/conventions.md#wang-a1/A2).
+  coordinate 2 (docs/conventions.md#wang-a4: the paper prints row 1).  Keys s = 2..L−1 for both heads (docs/conventions.md#wang-a1).
 * Loss (eq. 3): ½ E‖TF_{-1} − f*‖² = L_G4 + L_IH2 (one partial loss per coordinate), true softmaxes.
-* Initialisation: every parameter σ_init docs/conventions.md#wang-a5; zero is a fixed point).
+* Initialisation: every parameter σ_init (docs/conventions.md#wang-a5; zero is a fixed point).
 
 Gradients are written out by hand (checked against autograd in the tests): the model is tiny, so the
 time goes into Python overhead and element passes, and a hand-written backward needs far fewer of both.
@@ -60,7 +60,7 @@ def init_params(sigma_init: torch.Tensor | float, n_runs: int, dtype: torch.dtyp
 def rpe_weights(
     slope: torch.Tensor, distances: torch.Tensor, bias: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Softmax of −slope·distance over the last axis (the ALiBi-type RPE φ(z; p) = −p(z−1), docs/conventions.md#wang-1-1,
+    """Softmax of −slope·distance over the last axis (the ALiBi-type RPE φ(z; p) = −p(z−1), docs/conventions.md#wang-1-1),
     and its derivative with respect to the slope.
 
     slope (S,); distances (..., K) broadcast to (S, ..., K); ``bias`` (..., K) is 0 for allowed keys and
@@ -206,6 +206,13 @@ def _forward(theta: torch.Tensor, batch: Batch, layer1: Layer1, need_dy: bool, k
     )
     resid = theta[:, W_V1 : W_V2 + 1].unsqueeze(-1) * torch.stack((u_du[:, 0], v), 1) - batch.targets
     return _Forward(x, keys, scores, d_keys, weights_4g, u_du, v, e, z, resid)
+
+
+def forward(theta: torch.Tensor, x: torch.Tensor, layer1: Layer1 = "learned") -> torch.Tensor:
+    """The model's output TF_{−1}(X) = (w_V1 Σ_s π_s y_s, w_V2 Σ_s ρ_s x_s) (S, 2, B) — the 4-gram head's
+    coordinate 1 and the induction head's coordinate 2 (eq. 6) — of tokens x (S or 1, L, B)."""
+    batch = Batch(x, torch.zeros((), dtype=x.dtype), ops.abs_bound(x))
+    return _forward(theta, batch, layer1, need_dy=False, keep_e=False).resid
 
 
 def needs_shift(theta: torch.Tensor, bound: float) -> bool:

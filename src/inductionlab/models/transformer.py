@@ -1,4 +1,4 @@
-"""The general multi-layer, multi-head attention transformer of Wang et al. docs/conventions.md#wang-1; paper §2, eqs. 1–3):
+"""The general multi-layer, multi-head attention transformer of Wang et al. (docs/conventions.md#wang-1; paper §2, eqs. 1–3):
 dot-product ("DP") and ALiBi-type relative-position ("RPE") attention, switchable per head, with a
 learnable slope per head and the strictly causal φ(z; p) = −p(z − 1) for z ≥ 1, −∞ otherwise.
 
@@ -159,7 +159,7 @@ def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
 def init_params(
     cfg: TransformerConfig, n_runs: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
 ) -> Params:
-    """Weights ~ N(0, init_std²), biases 0, slopes ``slope_init`` docs/conventions.md#wang-6: initialisation scale 0.01)."""
+    """Weights ~ N(0, init_std²), biases 0, slopes ``slope_init`` (docs/conventions.md#wang-6: initialisation scale 0.01)."""
     params = {}
     for name, shape in param_shapes(cfg).items():
         if name.endswith(".p"):
@@ -191,8 +191,11 @@ def attention_mask(L: int, key_start: int, device: torch.device | None = None) -
 
 
 def embed(cfg: TransformerConfig, params: Params, x: torch.Tensor) -> torch.Tensor:
-    """Tokens → (S, B, L, D).  Real tokens x (S or 1, B, L, d); discrete tokens (S or 1, B, L) integers."""
+    """Tokens → (S, B, L, D).  Real tokens x (S or 1, B, L, d); discrete tokens (S or 1, B, L) integers; a batch
+    without the run axis — (B, L, d) or (B, L) — is shared by all runs (as ``x[None]``)."""
     W_E = params["embed.W_E"]
+    if x.dim() == (2 if cfg.vocab else 3):
+        x = x.unsqueeze(0)
     if cfg.vocab:
         require(not x.is_floating_point(), "x", "discrete tokens must be integers (model.vocab > 0)")
         # one lookup in the (S·V, D) table: its backward adds rows in a fixed order, so runs on several threads
@@ -249,7 +252,9 @@ def attention(
 def forward(
     cfg: TransformerConfig, params: Params, x: torch.Tensor, keep: bool = False, hooks: Hooks | None = None
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Model output — (S, B, d_out) at the last position, or (S, B, L, d_out) with readout "all" — and,
+    """Model output for tokens ``x`` — discrete (S, B, L) ids or real (S, B, L, d), one batch per run, or without
+    the run axis, (B, L) / (B, L, d), one batch for all runs — of shape (S, B, d_out) at the last position, or
+    (S, B, L, d_out) with readout "all"; and,
     with ``keep``, a cache of ``blocks.{l}.attn.hook_pattern`` (S, B, H, L, L), ``blocks.{l}.attn.hook_z``
     (S, B, H, L, K) and ``blocks.{l}.hook_resid_post`` (S, B, L, D) (TransformerLens names) plus
     ``hook_embed``; ``hooks`` replace activations on the way (see the module docstring)."""

@@ -50,7 +50,7 @@ def num(value) -> float:
 
 def phase_spans(times: dict, t_end: float) -> list[tuple[float, float]]:
     """[0, T_I], [T_I, T_II], [T_II, T_III], [T_III, end]; a boundary not reached is clipped to the end,
-    and T_II earlier than T_I (the early IH-loss dip, docs/conventions.md#wang-5-5 is moved up to T_I."""
+    and T_II earlier than T_I (the early IH-loss dip, docs/conventions.md#wang-5-5) is moved up to T_I."""
 
     def clip(v):
         return t_end if v is None or (isinstance(v, float) and math.isnan(v)) else min(float(v), t_end)

@@ -5,7 +5,8 @@ Layout: tokens x (..., B, L, d) — any leading axes (e.g. runs), positions, tok
 target (..., B, d).  Positions are 1-indexed in the docstrings, as in the paper.
 
 IH_n(X) = Σ_{s=n}^{L−1} x_s softmax_s( vec(X_{L−n+2:L})ᵀ W* vec(X_{s−n+1:s−1}) ), where vec stacks a
-patch newest first docs/conventions.md#wang-1 [R]), W* is (n−1)d × (n−1)d, and L ≥ n + 1 docs/conventions.md#wang-a1: keys s = n..L−1).
+patch newest first (our reconstruction; docs/conventions.md#wang-1), W* is (n−1)d × (n−1)d, and L ≥ n + 1
+(docs/conventions.md#wang-a1: keys s = n..L−1).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def skewed_matrix(m: int, scale: float, skew: float) -> torch.Tensor:
 def sample_tokens(
     shape: Sequence[int], tokens: Tokens, generator: torch.Generator, dtype: torch.dtype = torch.float64
 ) -> torch.Tensor:
-    """I.i.d. tokens: N(0, 1) or uniform on [−1, 1] per coordinate (the bounded domain of docs/conventions.md#wang-a8."""
+    """I.i.d. tokens: N(0, 1) or uniform on [−1, 1] per coordinate (the bounded domain of docs/conventions.md#wang-a8)."""
     require(tokens in ("gaussian", "uniform"), "task.tokens", f"must be 'gaussian' or 'uniform', got {tokens!r}")
     if tokens == "gaussian":
         return torch.randn(*shape, generator=generator, dtype=dtype)
@@ -89,7 +90,7 @@ def induction_head(x: torch.Tensor, w_star: torch.Tensor, n: int = 2) -> torch.T
 
 @dataclass(frozen=True)
 class InductionTaskConfig:
-    """IH_n / GIH_n task: W* = w_scale · I_{(n−1)d} for the bilinear score docs/conventions.md#wang-6-4: 0.49² I_3 at n = 4)."""
+    """IH_n / GIH_n task: W* = w_scale · I_{(n−1)d} for the bilinear score (docs/conventions.md#wang-6-4: 0.49² I_3 at n = 4)."""
 
     n: int = 2  # order n of IH_n: the last n − 1 tokens are compared with each earlier patch (wang-2)
     d: int = 1  # token dimension d

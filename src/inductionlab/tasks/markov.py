@@ -1,15 +1,15 @@
-"""In-context n-gram Markov chains (Chen, Sheen, Wang, Yang 2024; docs/conventions.md#chen-1.
+"""In-context n-gram Markov chains (Chen, Sheen, Wang, Yang 2024; docs/conventions.md#chen-1).
 
 Each sequence has its own kernel π: [d]^n → Δ([d]), every row drawn from Dirichlet(α·1) (docs/conventions.md#chen-1-2), over a
 parent set pa = {−r_1, …, −r_n} given here as the lags ``parents = (r_1, …, r_n)`` (any set, not only
-contiguous ones).  The first r_n tokens are uniform docs/conventions.md#chen-a8: uniform start); then x_l ~ π(· | x_{l−r_1}, …,
+contiguous ones).  The first r_n tokens are uniform (docs/conventions.md#chen-a8: uniform start); then x_l ~ π(· | x_{l−r_1}, …,
 x_{l−r_n}).  The input is x_{1:L}, the label x_{L+1}.
 
 Parent states are encoded as z = Σ_i x_{l−r_i} d^{i} (i = 0 for the nearest parent r_1).  Generation is
 vectorised over sequences: all kernels are one (B, d^n, d) array and time advances in one inverse-CDF step
 per position, never a per-token Python loop over sequences.
 
-Baselines: the Bayes-optimal predictor (Dirichlet–categorical posterior mean, docs/conventions.md#chen-1-4 and, as special
+Baselines: the Bayes-optimal predictor (Dirichlet–categorical posterior mean, docs/conventions.md#chen-1-4) and, as special
 cases of :func:`ngram_estimator`, the in-context bigram (parents (1,)) and unigram (no parents) estimators.
 """
 
@@ -27,7 +27,7 @@ from inductionlab.config import require
 @dataclass(frozen=True)
 class MarkovConfig:
     """Vocabulary size d (``vocab_size``), parent lags, context length L and Dirichlet concentration α
-    (defaults d = 3, pa = {−1, −2}, L = 100, α = 0.1: docs/conventions.md#chen-1 [R])."""
+    (defaults d = 3, pa = {−1, −2}, L = 100, α = 0.1, as the authors' code: docs/conventions.md#chen-1)."""
 
     vocab_size: int = 3  # vocabulary size d
     parents: tuple[int, ...] = (1, 2)  # parent lags r of pa = {−r_1, …}: token l depends on x_{l−r}, e.g. 1,2
@@ -51,10 +51,11 @@ class MarkovConfig:
         require(self.vocab_size ** len(self.parents) <= 1 << 20, "task.parents", "d^n parent states exceed 2^20")
 
 
-def draw_kernels(cfg: MarkovConfig, n: int, generator: np.random.Generator) -> np.ndarray:
-    """n kernels (n, d^n, d): every row π(· | z) ~ Dirichlet(α·1) independently."""
+def draw_kernels(cfg: MarkovConfig, n: int, generator: rng.AnyGenerator) -> np.ndarray:
+    """n kernels (n, d^n, d): every row π(· | z) ~ Dirichlet(α·1) independently (``generator``: a
+    ``torch.Generator``, or numpy's: :func:`inductionlab.rng.as_numpy`)."""
     d = cfg.vocab_size
-    return generator.dirichlet(np.full(d, cfg.alpha), size=(n, d ** len(cfg.parents)))
+    return rng.as_numpy(generator).dirichlet(np.full(d, cfg.alpha), size=(n, d ** len(cfg.parents)))
 
 
 def parent_states(tokens: torch.Tensor, parents: tuple[int, ...], d: int) -> torch.Tensor:
@@ -70,11 +71,16 @@ def parent_states(tokens: torch.Tensor, parents: tuple[int, ...], d: int) -> tor
 
 
 def sample(
-    cfg: MarkovConfig, n: int, generator: np.random.Generator, kernels: np.ndarray | None = None
+    cfg: MarkovConfig, n: int, generator: rng.AnyGenerator, kernels: np.ndarray | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """n sequences: tokens (n, L + 1) int64 — inputs ``tokens[:, :L]``, labels ``tokens[:, L]`` — and their
-    kernels (n, d^n, d) float64, drawn from the prior unless given."""
+    kernels (n, d^n, d) float64, drawn from the prior unless given (``generator``: a ``torch.Generator``, or
+    numpy's: :func:`inductionlab.rng.as_numpy`)::
+
+        tokens, kernels = sample(MarkovConfig(vocab_size=5, parents=(1, 3), L=32), 64, rng.generator(0))
+    """
     require(n >= 1, "n", f"must be ≥ 1, got {n}")
+    generator = rng.as_numpy(generator)
     d, L, parents = cfg.vocab_size, cfg.L, cfg.parents
     kernels = draw_kernels(cfg, n, generator) if kernels is None else kernels
     require(
@@ -113,7 +119,7 @@ def bayes_predictor(cfg: MarkovConfig, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def train_val_split(tokens: torch.Tensor, n_val: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """A random split of a finite dataset docs/conventions.md#chen-1-5: 9000 / 1000): (train, val) rows of ``tokens``."""
+    """A random split of a finite dataset (docs/conventions.md#chen-1-5: 9000 / 1000): (train, val) rows of ``tokens``."""
     require(0 < n_val < tokens.shape[0], "n_val", f"must lie in 1..{tokens.shape[0] - 1}, got {n_val}")
     perm = torch.randperm(tokens.shape[0], generator=generator)
     return tokens[perm[n_val:]], tokens[perm[:n_val]]
@@ -122,7 +128,7 @@ def train_val_split(tokens: torch.Tensor, n_val: int, generator: torch.Generator
 def datasets(
     cfg: MarkovConfig, seeds: tuple[int, ...], n_samples: int, n_val: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One finite dataset per seed, split by the same seed docs/conventions.md#chen-1-5: 10 000 sequences, 9000 / 1000, seed
+    """One finite dataset per seed, split by the same seed (docs/conventions.md#chen-1-5: 10 000 sequences, 9000 / 1000, seed
     2024): train (S, n_samples − n_val, L + 1) and val (S, n_val, L + 1)."""
     parts = [train_val_split(sample(cfg, n_samples, rng.numpy_generator(s))[0], n_val, rng.generator(s)) for s in seeds]
     return torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])

@@ -1,9 +1,9 @@
-"""The mixed 4-gram + in-context 2-gram target (Wang, Yu, E, Wu; dynamics paper eq. 2, docs/conventions.md#wang-5-1.
+"""The mixed 4-gram + in-context 2-gram target (Wang, Yu, E, Wu; dynamics paper eq. 2, docs/conventions.md#wang-5-1).
 
     f*(X) = ( α*/(1+α*) · x_{L-2},  1/(1+α*) · Σ_{s=2}^{L-1} x_s softmax_s(w*² x_L x_{s-1}) )
 
 Scalar tokens, i.i.d. N(0, 1) ("gaussian") or Unif{±1} ("boolean", workshop Fig. 3).  The key range
-s = 2..L-1 follows docs/conventions.md#wang-a1/A2.  Tensors use the token-major layout (S, L, B) of :mod:`inductionlab.ops`;
+s = 2..L-1 follows docs/conventions.md#wang-a1.  Tensors use the token-major layout (S, L, B) of :mod:`inductionlab.ops`;
 positions are 1-indexed in the docs and 0-indexed in code (x_s is ``x[:, s-1]``).
 """
 

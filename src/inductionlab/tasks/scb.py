@@ -1,6 +1,6 @@
-"""Sparse contextual bigrams (Ren, Wang, Lee 2024, eq. 1; docs/conventions.md#ren-2: tokens x_1..x_{T+1} i.i.d. from the
+"""Sparse contextual bigrams (Ren, Wang, Lee 2024, eq. 1; docs/conventions.md#ren-2): tokens x_1..x_{T+1} i.i.d. from the
 stationary law μ of a column-stochastic P (column k is the next-token law after token k — the transpose of
-the usual Markov convention, docs/conventions.md#ren-a7, a position s ~ q^{(x_{T+1})} from a sparse position law, and the
+the usual Markov convention, docs/conventions.md#ren-a7), a position s ~ q^{(x_{T+1})} from a sparse position law, and the
 label x_o ~ P[:, x_s]:  Pr[x_o = n | x_{1:T+1}] = [P X q^{(x_{T+1})}]_n.
 
 Instances carry a leading run axis S (one instance per run): P (S, N, N), μ (S, N), Q (S, T, N) with
@@ -15,14 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from inductionlab import rng
 from inductionlab.config import ConfigError, require
 
 
 @dataclass(frozen=True)
 class SCBConfig:
-    """Random well-conditioned instances docs/conventions.md#ren-10 data recipe): P's columns ~ Dirichlet(1), μ its Perron
+    """Random well-conditioned instances (docs/conventions.md#ren-10 data recipe): P's columns ~ Dirichlet(1), μ its Perron
     vector, resampled until min_k Nμ_k ≥ 1/C and K_P ≥ c_kp·‖μ‖²; each q^{(k)} has Q positions drawn
-    uniformly from [T] with weights U[1, 2], normalised (so q ≥ 1/(2Q)).  Defaults N=5, Q=3, T=500 are [P]."""
+    uniformly from [T] with weights U[1, 2], normalised (so q ≥ 1/(2Q)).  Defaults N=5, Q=3, T=500 are our proposal."""
 
     N: int = 5  # vocabulary size N
     Q: int = 3  # Q: positions each sparse position law q^{(k)} puts weight on
@@ -115,8 +116,10 @@ def check_assumption(inst: SCBInstance, Q_max: int, C: float, c_kp: float) -> No
         raise ConfigError(f"task: Assumption 2.1(c) fails: K_P < {c_kp}·‖μ‖² (P is too close to the trivial μ1ᵀ)")
 
 
-def random_instance(cfg: SCBConfig, n_runs: int, generator: np.random.Generator) -> SCBInstance:
-    """S random instances by the docs/conventions.md#ren-10 recipe (float64), checked against Assumption 2.1."""
+def random_instance(cfg: SCBConfig, n_runs: int, generator: rng.AnyGenerator) -> SCBInstance:
+    """S random instances by the docs/conventions.md#ren-10 recipe (float64), checked against Assumption 2.1
+    (``generator``: a ``torch.Generator``, or numpy's: :func:`inductionlab.rng.as_numpy`)."""
+    generator = rng.as_numpy(generator)
     Ps, mus, Qs = [], [], []
     for _ in range(n_runs):
         for _ in range(cfg.max_tries):

@@ -1,5 +1,5 @@
 """Natural-language data: WikiText-2 (or any UTF-8 text) as token streams for language modelling (Wang et al.,
-docs/conventions.md#wang-6-6, A14), and the repeated-text variant that shows the induction-head phase change on CPU.
+docs/conventions.md#wang-6-6), and the repeated-text variant that shows the induction-head phase change on CPU.
 
 **Files.**  ``path`` is a directory or a text file; empty means the ``INDUCTIONLAB_DATA`` environment variable.
 A directory is searched for each split in the usual layouts — ``wiki.{split}.tokens`` (the original
@@ -11,7 +11,9 @@ so the defaults read ``valid`` as the training split and ``test`` as the validat
 convention); the vocabulary is the K most frequent training words plus ``<unk>`` (K = ``vocab_size``; 0 keeps
 every training word), ties broken by first occurrence so the vocabulary is deterministic.  ``bpe``: a
 byte-pair encoding with ``vocab_size`` entries trained on the training split with the ``tokenizers`` library
-(optional dependency: ``pip install tokenizers``).
+(optional dependency: ``pip install tokenizers``).  A text run saves its tokenizer — ``vocab.json`` (word) or
+``tokenizer.json`` (BPE, the ``tokenizers`` format) — so that :func:`inductionlab.load_model` gives the model with
+its ``encode`` / ``decode`` (docs/models.md).
 
 **Batches.**  :func:`random_chunks` draws contiguous windows of L + 1 tokens (inputs and next-token targets)
 at random offsets from an explicit generator.  :func:`repeated_chunks` builds sequences of real text in which
@@ -21,14 +23,17 @@ a span is repeated later (the repeated-token task of Olsson et al. over real wor
 from __future__ import annotations
 
 import collections
+import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
 from inductionlab.config import ConfigError, require
+from inductionlab.runs import write_text
 
 ENV = "INDUCTIONLAB_DATA"
 UNK, EOS = "<unk>", "<eos>"
@@ -116,13 +121,83 @@ def _words(lines: list[str]) -> list[str]:
     return [w for line in lines if line.strip() for w in (*line.split(), EOS)]
 
 
+class WordTokenizer:
+    """The ``word`` tokenizer: whitespace words ↦ their ids in ``vocab`` (a word outside it ↦ <unk>, id 0)."""
+
+    kind = "word"
+
+    def __init__(self, vocab: list[str]):
+        self.vocab = list(vocab)
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (no <eos> is added: the corpus adds one at each line end)."""
+        return [self.index.get(w, 0) for w in text.split()]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return " ".join(self.vocab[int(i)] for i in ids)
+
+    def to_str(self) -> str:
+        return json.dumps({"tokenizer": "word", "vocab": self.vocab}, ensure_ascii=False)
+
+
+class BPETokenizer:
+    """The ``bpe`` tokenizer: a ``tokenizers.Tokenizer`` with :meth:`encode` / :meth:`decode` on plain ids."""
+
+    kind = "bpe"
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.vocab = [tokenizer.id_to_token(i) for i in range(tokenizer.get_vocab_size())]
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode([int(i) for i in ids])
+
+    def to_str(self) -> str:
+        return self.tokenizer.to_str()
+
+
+TextTokenizer = WordTokenizer | BPETokenizer
+TOKENIZER_FILES = {"word": "vocab.json", "bpe": "tokenizer.json"}  # what a text run saves (docs/models.md)
+
+
+def save_tokenizer(tokenizer: TextTokenizer, run_dir: Path) -> Path:
+    """Write ``tokenizer`` into ``run_dir`` (``vocab.json`` or ``tokenizer.json``: :data:`TOKENIZER_FILES`)."""
+    path = Path(run_dir) / TOKENIZER_FILES[tokenizer.kind]
+    write_text(path, tokenizer.to_str())
+    return path
+
+
+def load_tokenizer(run_dir: Path) -> TextTokenizer | None:
+    """The tokenizer a text run saved in ``run_dir`` (:func:`save_tokenizer`); None if it saved none."""
+    word, bpe = (Path(run_dir) / TOKENIZER_FILES[k] for k in ("word", "bpe"))
+    if word.is_file():
+        return WordTokenizer(json.loads(word.read_text(encoding="utf-8"))["vocab"])
+    if bpe.is_file():
+        return BPETokenizer(_tokenizers().Tokenizer.from_str(bpe.read_text(encoding="utf-8")))
+    return None
+
+
+def _tokenizers() -> Any:
+    try:
+        import tokenizers
+    except ImportError as err:  # an optional dependency
+        raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from err
+    return tokenizers
+
+
 @dataclass
 class Corpus:
-    """Token ids of both splits, (N_train,) and (N_val,) int64, and the vocabulary (id → string)."""
+    """Token ids of both splits, (N_train,) and (N_val,) int64, the vocabulary (id → string) and the tokenizer
+    that made them (:meth:`encode` text → ids, :meth:`decode` ids → text)."""
 
     train: torch.Tensor
     val: torch.Tensor
     vocab: list[str]
+    tokenizer: TextTokenizer
 
 
 def word_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) -> Corpus:
@@ -131,26 +206,22 @@ def word_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) -
     counts = collections.Counter(train_words)
     counts.pop(UNK, None)
     ranked = sorted(counts, key=lambda w: -counts[w])  # stable: ties keep their first-occurrence order
-    vocab = [UNK] + (ranked[:vocab_size] if vocab_size else ranked)
-    index = {w: i for i, w in enumerate(vocab)}
+    tok = WordTokenizer([UNK] + (ranked[:vocab_size] if vocab_size else ranked))
 
     def encode(words: list[str]) -> torch.Tensor:
-        return torch.tensor([index.get(w, 0) for w in words], dtype=torch.long)
+        return torch.tensor([tok.index.get(w, 0) for w in words], dtype=torch.long)
 
-    return Corpus(encode(train_words), encode(_words(val_lines)), vocab)
+    return Corpus(encode(train_words), encode(_words(val_lines)), tok.vocab, tok)
 
 
 def bpe_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) -> Corpus:
     """Byte-pair tokens from a BPE model with ``vocab_size`` entries trained on the training lines."""
-    try:
-        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    except ImportError as err:  # an optional dependency
-        raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from err
-    tok = Tokenizer(models.BPE(unk_token=UNK))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tk = _tokenizers()
+    tok = tk.Tokenizer(tk.models.BPE(unk_token=UNK))
+    tok.pre_tokenizer = tk.pre_tokenizers.Whitespace()
     tok.train_from_iterator(
         (l for l in train_lines if l.strip()),
-        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, EOS], show_progress=False),
+        tk.trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, EOS], show_progress=False),
     )
     eos = tok.token_to_id(EOS)
 
@@ -158,8 +229,8 @@ def bpe_corpus(train_lines: list[str], val_lines: list[str], vocab_size: int) ->
         ids = [i for enc in tok.encode_batch([l for l in lines if l.strip()]) for i in (*enc.ids, eos)]
         return torch.tensor(ids, dtype=torch.long)
 
-    vocab = [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
-    return Corpus(encode(train_lines), encode(val_lines), vocab)
+    wrapped = BPETokenizer(tok)
+    return Corpus(encode(train_lines), encode(val_lines), wrapped.vocab, wrapped)
 
 
 def load_corpus(cfg: TextConfig) -> Corpus:

@@ -1,4 +1,4 @@
-"""Approximation building blocks of Theorems 4.3 and 4.4 (Wang et al., docs/conventions.md#wang-4-1, computed in float64.
+"""Approximation building blocks of Theorems 4.3 and 4.4 (Wang et al., docs/conventions.md#wang-4-1), computed in float64.
 
 * :func:`exp_sum_kernel` — Lemma D.2: φ(t) = Σ_{k=1}^m α_k e^{−β_k (t−1)} ≈ 1{t = T} on t ≥ 1, with the
   recipe β_k = c·k, α by least squares on t = 1..t_max, and c chosen from a grid in [0.01, 1] by the
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from inductionlab import rng
 from inductionlab.config import require
 
 C_GRID = tuple(float(c) for c in np.geomspace(0.01, 1.0, 41))
@@ -82,7 +83,7 @@ class POD:
 
 def pod(g: Callable[[np.ndarray, np.ndarray], np.ndarray], dim: int, radius: float, n_nodes: int) -> POD:
     """The POD of g on [−radius, radius]^dim: SVD of W^{1/2} G W^{1/2} on a tensor Gauss–Legendre grid with
-    ``n_nodes`` points per axis docs/conventions.md#wang-4-1, eq. 15)."""
+    ``n_nodes`` points per axis (docs/conventions.md#wang-4-1, eq. 15)."""
     require(dim >= 1 and n_nodes >= 2, "pod", f"needs dim ≥ 1 and ≥ 2 nodes per axis, got {dim}, {n_nodes}")
     require(n_nodes**dim <= 4096, "pod", f"{n_nodes}^{dim} grid points exceed 4096; use fewer nodes per axis")
     x1, w1 = np.polynomial.legendre.leggauss(n_nodes)
@@ -99,7 +100,7 @@ def fit_relu_features(
     dim: int,
     width: int,
     radius: float,
-    generator: np.random.Generator,
+    generator: rng.AnyGenerator,
     n_fit: int = 4000,
     ridge: float = 1e-10,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -108,6 +109,7 @@ def fit_relu_features(
     [−radius√dim, radius√dim], output weights by ridge least squares.  Returns A (dim, w), b (w,),
     C (w, k), c₀ (k,)."""
     require(width >= 1, "width", f"must be ≥ 1, got {width}")
+    generator = rng.as_numpy(generator)
     a = generator.standard_normal((dim, width))
     a /= np.linalg.norm(a, axis=0, keepdims=True)
     b = generator.uniform(-radius * math.sqrt(dim), radius * math.sqrt(dim), width)

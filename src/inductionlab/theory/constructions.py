@@ -1,8 +1,8 @@
-"""Explicit transformer constructions of the approximation theorems (Wang et al., docs/conventions.md#wang-4 as weights of
+"""Explicit transformer constructions of the approximation theorems (Wang et al., docs/conventions.md#wang-4) as weights of
 :mod:`inductionlab.models.transformer`, their theoretical bounds, and the approximation-error metric of
 docs/conventions.md#wang-3 (max and mean over random inputs, reported per L).
 
-* Theorem 4.1 (IH_2): :func:`ih2_construction`, bound :func:`ih2_bound` = 4B³‖W*‖₂e^{−p} docs/conventions.md#wang-4-2 [D]).
+* Theorem 4.1 (IH_2): :func:`ih2_construction`, bound :func:`ih2_bound` = 4B³‖W*‖₂e^{−p} (docs/conventions.md#wang-4-2; our derivation).
 * Theorem 4.3 (IH_n): :func:`ihn_construction`, bound :func:`ihn_bound` from the kernels' ℓ1 errors.
 * Theorem 4.4 (GIH_n): :func:`gihn_construction` — the layer-1 attention of 4.3, an FFN writing the K leading
   POD bases of g, and a DP layer 2 reassembling the truncated POD.
@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import torch
 
+from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.models import transformer as tf
 from inductionlab.theory.approximation import POD, ExpKernel, as_tensor, exp_sum_kernel, fit_relu_features
@@ -63,7 +63,7 @@ def ih2_construction(w_star: torch.Tensor, p: Sequence[float]) -> tuple[tf.Trans
 
 
 def ih2_bound(w_star: torch.Tensor, token_bound: float, p: float) -> float:
-    """4 B³ ‖W*‖₂ e^{−p}, valid for every L ≥ 3 docs/conventions.md#wang-4-2 [D]): ‖y_s − x_{s−1}‖ ≤ 2Be^{−p}, then the
+    """4 B³ ‖W*‖₂ e^{−p}, valid for every L ≥ 3 (docs/conventions.md#wang-4-2; our derivation): ‖y_s − x_{s−1}‖ ≤ 2Be^{−p}, then the
     softmax Lipschitz bound (Lemma D.1)."""
     return 4 * token_bound**3 * float(torch.linalg.matrix_norm(w_star.double(), ord=2)) * math.exp(-p)
 
@@ -75,7 +75,7 @@ def approximation_errors(
     x: torch.Tensor,
     chunk: int = 16,
 ) -> torch.Tensor:
-    """‖H(X) − TF_{−1}(X)‖₂ for each run and sequence: (S, B), for tokens x (B, L, d) docs/conventions.md#wang-3, eq. 5).
+    """‖H(X) − TF_{−1}(X)‖₂ for each run and sequence: (S, B), for tokens x (B, L, d) (docs/conventions.md#wang-3, eq. 5).
 
     Runs and sequences go through the model in chunks, so L = 1000 fits in memory (layer 1 is O(L²))."""
     want = target(x)  # (B, d)
@@ -163,7 +163,7 @@ def ihn_construction(
 
 
 def ihn_bound(w_star: torch.Tensor, token_bound: float, kernels: list[ExpKernel]) -> float:
-    """Our explicit form of the C/H^q bound of Theorem 4.3 docs/conventions.md#wang-4-3 [D]): each shifted block is off by
+    """Our explicit form of the C/H^q bound of Theorem 4.3 (docs/conventions.md#wang-4-3; our derivation): each shifted block is off by
     ε ≤ B·max_i ‖φ_i − 1{· = i}‖_ℓ1, so query and key patches are off by ≤ √(n−1)·ε, the score by
     δ ≤ ‖W*‖₂(n−1)ε(2B + ε), and the output by ≤ 2Bδ (Lemma D.1; the values x_s are exact)."""
     n = len(kernels) + 1
@@ -181,7 +181,7 @@ def gihn_construction(
     heads_per_group: int,
     radius: float,
     pad: int,
-    generator: np.random.Generator,
+    generator: rng.AnyGenerator,
 ) -> tuple[tf.TransformerConfig, tf.Params]:
     """Theorem 4.4 (docs/conventions.md#wang-4-4): the layer-1 attention of Theorem 4.3; a layer-1 FFN of total width
     m = 2K·width_per_basis whose sub-networks write φ̂_k(query patch = blocks 1..n−1) and ψ̂_k(key patch =
@@ -191,6 +191,7 @@ def gihn_construction(
     m, w = (n - 1) * d, width_per_basis
     require(1 <= K <= len(decomposition.sigma), "K", f"must be in 1..{len(decomposition.sigma)}, got {K}")
     require(decomposition.nodes.shape[1] == m, "pod", f"the POD must be over (n−1)d = {m} dimensions")
+    generator = rng.as_numpy(generator)  # one numpy stream for all the sub-networks
     kernels = shift_kernels(n, heads_per_group)
     cfg = _config(n, d, (n - 1) * heads_per_group, n * d + 2 * K, max(K, d), pad, ffn_width=2 * K * w)
     P = tf.zero_params(cfg)

@@ -1,5 +1,5 @@
 """Closed forms of the Stage-II population losses of the toy model (Wang et al., dynamics paper,
-appendix C.3, eqs. 7 and 10; docs/conventions.md#wang-5-4, with y_s = x_{s-1} and Gaussian tokens.
+appendix C.3, eqs. 7 and 10; docs/conventions.md#wang-5-4), with y_s = x_{s-1} and Gaussian tokens.
 
 State (model parameters, not the reduced ŵ): p = p^(2,1), g = w_V1, h = w_V2, w_Q, w_K.
 
@@ -86,7 +86,7 @@ def predicted_plateau(L: int, alpha_star: float, w_star: float, sigma_init: floa
 
 
 def h_turning_threshold(w_star: float) -> float:
-    """w° of the proof: h starts to fall once w exceeds it (≈ 0.299 at w* = 0.49; docs/conventions.md#wang-5-5."""
+    """w° of the proof: h starts to fall once w exceeds it (≈ 0.299 at w* = 0.49; docs/conventions.md#wang-5-5)."""
     a = 4 * w_star**4
     return math.sqrt((3 - a - math.sqrt((a - 3) ** 2 - 4 * a)) / (8 * w_star**2))
 

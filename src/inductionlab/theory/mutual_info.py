@@ -1,4 +1,4 @@
-"""The modified and the standard χ² mutual information of a lag set S (Chen et al. 2024, docs/conventions.md#chen-4-2.
+"""The modified and the standard χ² mutual information of a lag set S (Chen et al. 2024, docs/conventions.md#chen-4-2).
 
 For a kernel π with stationary law μ^π and (e, z) ~ μ^π the joint law of (x_l, X_{l−S}):
 
@@ -9,7 +9,7 @@ averaged over kernel draws π ~ Dir(α)^{d^n}.  The selection criterion of Stage
 over |S| ≤ D (ties toward the smaller set).  The standard MI never decreases when S grows (a lag that is
 conditionally independent given the parents adds nothing, so it ties); the modified one penalises size.
 
-Exact per kernel docs/conventions.md#chen-4-2 "computing it exactly"): the chain of m-tuples (x_{l−1}, …, x_{l−m}), m ≥ every
+Exact per kernel (docs/conventions.md#chen-4-2 "computing it exactly"): the chain of m-tuples (x_{l−1}, …, x_{l−m}), m ≥ every
 lag involved, has transition matrix P (d^m × d^m); its stationary law is u·P̃^{2^k} for the lazy chain
 P̃ = (I + P)/2 (same stationary law, aperiodic) by k repeated squarings from the uniform u — the repo's
 power iteration, converged far further.  Vectorised over kernel draws.

@@ -1,9 +1,9 @@
-"""Population theory of the sparse-contextual-bigram model (Ren, Wang, Lee 2024; docs/conventions.md#ren-6, float64, with a
+"""Population theory of the sparse-contextual-bigram model (Ren, Wang, Lee 2024; docs/conventions.md#ren-6), float64, with a
 leading run axis S: V (S, N, N), A (S, T, N), instance tensors of :mod:`inductionlab.tasks.scb`.
 
 * :func:`population_gradients` — E∇̃_V = Π_N[V(sI + (1−s)μ1ᵀ) − cP − (1−c)μ1ᵀ] and
   E∇̃_A = Π_T[(‖V‖²_μ − ‖Vμ‖²)A − (⟨V,P⟩_μ − μᵀVμ)Q], s = ‖A‖²_μ, c = ⟨A,Q⟩_μ (exact for unit column sums);
-* :func:`population_loss` — E ℓ(V, A) docs/conventions.md#ren-6, "Population loss");
+* :func:`population_loss` — E ℓ(V, A) (docs/conventions.md#ren-6, "Population loss");
 * :func:`signal` — the projections α(A), β(V) onto the population lines and the off-line errors ‖Δ‖_μ
   (Lemma C.1);
 * :func:`v_star` — the population least-squares V given A (Stage 3 of the experiments);
@@ -126,8 +126,9 @@ def _center_last(x: torch.Tensor) -> torch.Tensor:
 def gaussian_noise_oracle(
     sigma_V: torch.Tensor, sigma_A: torch.Tensor, batch: int, scale_A_with_V: bool = True
 ) -> Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
-    """Spec §10: ∇̃_V = E∇̃_V + Π_N σ_V B^{-1/2} Ξ_V and ∇̃_A = E∇̃_A + Π_T σ_A B^{-1/2} Ξ_A D_μ^{-1/2}, Ξ i.i.d.
-    N(0, 1) — one draw shared by all runs (methods compared on the same noise); σ (S,) or scalars.
+    """The noise model of docs/conventions.md#ren-10: ∇̃_V = E∇̃_V + Π_N σ_V B^{-1/2} Ξ_V and ∇̃_A = E∇̃_A + Π_T σ_A
+    B^{-1/2} Ξ_A D_μ^{-1/2}, Ξ i.i.d. N(0, 1) — one draw shared by all runs (methods compared on the same noise);
+    σ (S,) or scalars.
 
     ``scale_A_with_V`` (default; our resolution of docs/conventions.md#ren-10's calibration [P]): σ_A, calibrated at the truth
     (V, A) = (P, Q), is multiplied by ‖V − μ1ᵀ‖_μ / ‖P − μ1ᵀ‖_μ.  A single-sample A-gradient is Π_T of

@@ -121,6 +121,7 @@ class AutogradStepper:
         evaluate: Evaluate,
         lr: torch.Tensor | None,
         hint: str,
+        model: dict | None = None,
     ):
         self.specs, self.loss, self.sample, self.evaluate_fn, self.lr, self.hint = (
             list(specs),
@@ -130,6 +131,7 @@ class AutogradStepper:
             lr,
             hint,
         )
+        self.model = model
         self.stages = [
             loop.Stage(
                 s.name,
@@ -191,7 +193,8 @@ class AutogradStepper:
         return True
 
     def state_dict(self) -> dict:
-        return {"theta": self.theta, "opt": self.opt, "gen": self.gen.get_state()}
+        model = {"model": self.model} if self.model is not None else {}
+        return {"theta": self.theta, "opt": self.opt, "gen": self.gen.get_state(), **model}
 
     def load_state_dict(self, state: dict) -> None:
         self.theta, self.opt = state["theta"], state["opt"]
@@ -221,13 +224,19 @@ def train(
     hooks: Sequence[loop.Hook] = (),
     desc: str = "train",
     hint: str = "Lower train.lr.",
+    model: dict | None = None,
 ) -> tuple[torch.Tensor, pd.DataFrame]:
     """Train S runs from θ0 (S, P); returns the final θ and the metrics table (columns run, step — and stage when
     there are several — and whatever ``evaluate`` returns, one value per run).
 
     ``cfg``: one :class:`TrainConfig` (one stage training the columns ``trainable`` marks, default all), or a list
     of :class:`StageSpec`.  ``loss(θ, batch)`` gives the per-run losses (S,); ``ctx.threads`` torch threads (1
-    suits tiny models; large matrix products gain from more); ``hint``: what the NaN/inf message suggests."""
+    suits tiny models; large matrix products gain from more); ``hint``: what the NaN/inf message suggests.
+    Ctrl-C or SIGTERM raises :class:`~inductionlab.train.loop.Interrupted` (a NaN/inf,
+    :class:`~inductionlab.train.loop.NonFiniteError`) whose ``metrics`` holds the table measured so far.
+    ``model``: what θ is — ``{"family": "transformer", "config": cfg}`` (θ packed by :func:`pack` from the family's
+    parameter dict in its own order), kept in every checkpoint so that :func:`inductionlab.load_model` can rebuild
+    the model from the run (docs/models.md)."""
     tune_process(ctx.threads)
     specs = [StageSpec("train", cfg, trainable)] if isinstance(cfg, TrainConfig) else list(cfg)
     S = theta0.shape[0]
@@ -242,7 +251,7 @@ def train(
     dev = torch.device(ctx.device)
     on_device = sample if dev.type == "cpu" else (lambda g: to_device(sample(g), dev))
     stepper = AutogradStepper(
-        specs, theta0.to(dev), loss, on_device, evaluate, None if lr_t is None else lr_t.to(dev), hint
+        specs, theta0.to(dev), loss, on_device, evaluate, None if lr_t is None else lr_t.to(dev), hint, model
     )
     metrics = loop.run(stepper, ctx, hooks, desc=desc)
     return stepper.theta, metrics

@@ -8,7 +8,7 @@ and CW_a ("cw", "a").  One epoch is one full-batch gradient step on the fixed tr
 
 The stages are the stages of one :func:`inductionlab.train.autograd.train` run, each with the other groups
 frozen, so they share the loop's checkpoints, exact resume, NaN/inf stop and hooks.  Metrics are
-taken on a log-spaced epoch grid per stage (not every epoch; docs/conventions.md#chen-6: train and validation loss, a, p_S for
+taken on a log-spaced epoch grid per stage (not every epoch; docs/conventions.md#chen-6): train and validation loss, a, p_S for
 every subset, the RPE weights of every head, and the mean total-variation distance of the model's prediction
 to the Bayes, in-context bigram and unigram estimators on the validation set.
 """
@@ -34,7 +34,8 @@ from inductionlab.train.autograd import StageSpec, TrainConfig, pack, train
 
 @dataclass(frozen=True)
 class StagedConfig:
-    """Stages (letters of the groups trained), their learning rates and lengths in epochs docs/conventions.md#chen-3-2, A6)."""
+    """Stages (letters of the groups trained), their learning rates and lengths in epochs
+    (docs/conventions.md#chen-3-2, docs/conventions.md#chen-a6)."""
 
     # the stages: letters of the groups each trains, c (selector), w (copier), a (classifier)
     stages: tuple[str, ...] = ("c", "w", "a")
@@ -132,7 +133,8 @@ def train_staged(
             checkpoint_every=cfg.checkpoint_every,
         )
         specs.append(StageSpec(groups, tc, mask))
-    theta, m = train(specs, theta, loss, lambda g: train_batch, evaluate, ctx, hooks=hooks, desc=desc)
+    record = {"family": "chen", "config": model}
+    theta, m = train(specs, theta, loss, lambda g: train_batch, evaluate, ctx, hooks=hooks, desc=desc, model=record)
     if "stage" not in m:
         m = m.assign(stage=0)
     m = m[(m.stage == 0) | (m.step > 0)]  # the start of a stage is the end of the previous one
@@ -143,7 +145,7 @@ def train_staged(
 
 def a_log_fit(metrics: pd.DataFrame) -> tuple[float, float]:
     """(slope, R²) of a against ln(epoch within the stage) over the second half (log-scale) of the last stage
-    that trains a: a(t) ≈ slope·ln t + c docs/conventions.md#chen-3-2, acceptance 8.2); means over runs.  NaN if no stage
+    that trains a: a(t) ≈ slope·ln t + c (docs/conventions.md#chen-3-2, docs/conventions.md#chen-8); means over runs.  NaN if no stage
     trains a or it has fewer than three evaluations there."""
     stages = metrics[metrics.stage_name.str.contains("a")]
     if stages.empty:

@@ -8,7 +8,7 @@ A trainer family supplies a :class:`Stepper` — its stages, one update, one eva
 * the progress bar; the metric rows, tagged with the stage, gathered into one long table;
 * checkpoints every ``checkpoint_every`` steps at a step boundary the stepper accepts, and a final one marked
   done, so that resuming a finished run is a no-op; exact resume from the stepper's saved state;
-* Ctrl-C: a checkpoint at the next step boundary, then :class:`Interrupted`;
+* Ctrl-C: a checkpoint at the next step boundary, then :class:`Interrupted`, which carries the metrics so far;
 * NaN/inf: the parameters are checked every ``finite_check_every`` steps and before every evaluation; a
   non-finite value stops the run with :class:`NonFiniteError`, the last good checkpoint kept;
 * hooks (:class:`Hook`): called before and after each step, before and at each evaluation and at each checkpoint.
@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 
 
 class NonFiniteError(RuntimeError):
-    """Parameters or losses became NaN/inf; the last good checkpoint is kept."""
+    """Parameters or losses became NaN/inf; the last good checkpoint is kept, and ``metrics`` holds the table of
+    the evaluations made before the stop (as :func:`run` returns it)."""
+
+    metrics: pd.DataFrame | None = None
 
 
 class CheckpointError(RuntimeError):
@@ -48,7 +51,17 @@ class CheckpointError(RuntimeError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C: a checkpoint was written at a step boundary; resume continues exactly."""
+    """Ctrl-C or SIGTERM: a checkpoint was written at a step boundary (when one is configured); resume continues
+    exactly.  ``metrics`` holds the table of the evaluations made before the stop (as :func:`run` returns it), so
+    that a call from Python without a checkpoint loses nothing it measured::
+
+        try:
+            theta, metrics = train_autograd(cfg, theta0, loss, sample, evaluate)
+        except Interrupted as stop:
+            metrics = stop.metrics
+    """
+
+    metrics: pd.DataFrame | None = None
 
 
 def eval_steps(steps: int, every: int, log_points: int) -> np.ndarray:
@@ -273,6 +286,10 @@ def run(stepper: Stepper, ctx: RunContext, hooks: Sequence[Hook] = (), desc: str
             stepper.begin_stage(r.stage, resumed)
             try:
                 _run_stage(r, resumed)
+            except (Interrupted, NonFiniteError) as err:
+                r.gather()
+                err.metrics = metrics_frame(r.blocks)  # what was measured before the stop is not lost
+                raise
             finally:
                 r.gather()
                 stepper.end_stage(r.stage)

@@ -1,9 +1,10 @@
 """Preconditioned projected proximal gradient descent for the SCB model (Ren, Wang, Lee 2024, Algorithm 1;
-docs/conventions.md#ren-4–§5), on the run axis (S instances at once), with the baselines of docs/conventions.md#ren-10.
+docs/conventions.md#ren-4 and docs/conventions.md#ren-5), on the run axis (S instances at once), with the baselines of
+docs/conventions.md#ren-10.
 
 Updates (eqs. 5–6): V ← V − η_V Π_N G_V D_μ⁻¹; A: gradient step ã = A − η_A Π_T G_A D_μ⁻¹, soft-threshold at
 η_Aλ (full two-sided form; the negative branch, which the paper proves never fires, is counted), then each
-column re-projected onto 1ᵀa = 1.  ``lr_mode="normalized"``: η_V = η/K_Q, η_A = η/K_P (theory, docs/conventions.md#ren-4;
+column re-projected onto 1ᵀa = 1.  ``lr_mode="normalized"``: η_V = η/K_Q, η_A = η/K_P (theory, docs/conventions.md#ren-4);
 ``"raw"``: η_V = η_A = η.
 
 Algorithm 1: Stage 1 (λ = 0, η₁) until a fixed step or max(α, β) ≥ ρ → rounding at θ₁ → Stage 2 (λ > 0,
@@ -60,7 +61,7 @@ def prox_step(
 
 def threshold(alpha_hat: torch.Tensor, T: int, C: float, Q: int) -> torch.Tensor:
     """θ = (1 − α̂)/T + α̂/(2CQ) (S, 1, 1): half-way between off-support and the smallest support entry on
-    the line a = (1 − α)/T + α q docs/conventions.md#ren-5 [P])."""
+    the line a = (1 − α)/T + α q (docs/conventions.md#ren-5 [P])."""
     return ((1 - alpha_hat) / T + alpha_hat / (2 * C * Q)).view(-1, 1, 1)
 
 
@@ -86,7 +87,7 @@ def preconditioned_gradients(
 
 @dataclass(frozen=True)
 class SCBTrainConfig:
-    """One training method on SCB data docs/conventions.md#ren-5, §10; values marked [P] are our proposals).
+    """One training method on SCB data (docs/conventions.md#ren-5, docs/conventions.md#ren-10; values marked [P] are our proposals).
 
     ``method``: "proximal" (Algorithm 1: Stage 1 with λ = 0 and η₁ → rounding → Stage 2 proximal with λ and
     η₂), "sgd" (the same preconditioned projected updates with λ = 0 throughout, no rounding, lr η₁ — the
@@ -163,7 +164,7 @@ def transfer_start(
     generator: torch.Generator,
     chunk: int = 4096,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Transfer initialisation docs/conventions.md#ren-8, Lemmas H.1–H.2): V₀ = μ1ᵀ + γ(V̄ − μ1ᵀ), A₀ = 11ᵀ/T, then one gradient
+    """Transfer initialisation (docs/conventions.md#ren-8, Lemmas H.1–H.2): V₀ = μ1ᵀ + γ(V̄ − μ1ᵀ), A₀ = 11ᵀ/T, then one gradient
     step on A from ``n_samples`` samples (drawn in chunks) with λ = 0 and η_A = α*/(K_P β₀), so that the
     population step lands at α₁ = α* on the line (β₀ = β(V₀) from the ground truth [P: the proposed
     η_A ≈ Θ(1)/(K_Pβ₀)]).  The thresholding that follows is the rounding at the start of Stage 2
@@ -183,7 +184,7 @@ def transfer_start(
 
 
 def evaluate(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, Q_sparsity: int, C: float) -> dict[str, torch.Tensor]:
-    """Spec §10 metrics (a)–(e), per run: μ-distances raw and after normalisation (Ā, V*(Ā)), centred
+    """The metrics of docs/conventions.md#ren-10, per run: μ-distances raw and after normalisation (Ā, V*(Ā)), centred
     μ-cosines, the population loss, α, β and the off-line errors."""
     mu = inst.mu
     sig = signal(V, A, inst)

@@ -1,4 +1,4 @@
-"""Language-model training of the general transformer on text (Wang et al. docs/conventions.md#wang-6-6, A14): cross-entropy
+"""Language-model training of the general transformer on text (Wang et al. docs/conventions.md#wang-6-6): cross-entropy
 at every position, the loop of :mod:`inductionlab.train.autograd` (checkpoints, exact resume, NaN/inf stop),
 seeds on the run axis, optional device and bf16 autocast.
 
@@ -143,7 +143,8 @@ def fit_lm(
         B = cfg.batch_size
         return (repeated_chunks(train_ids, L + 1, B, g)[0] if repeated else random_chunks(train_ids, L, B, g)).to(dev)
 
-    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc)
+    record = {"family": "transformer", "config": model}
+    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc, model=record)
     return (
         {k: v.detach().cpu().clone() for k, v in views(theta).items()},
         metrics.assign(seed=lambda d: np.asarray(seeds)[d.run]),

@@ -38,7 +38,7 @@ class ToyTrainConfig:
 
     ``stage2_layer1``: "trained" keeps layer 1 as Stage I left it (the literal paper protocol); "ideal"
     trains Stage II on y_s = x_{s-1}, the p̃ → ∞ limit the theory assumes (Lemma 5.3).  At the paper's
-    budget Stage I only reaches p̃ ≈ 0.94 (its drift is ≈ 1e-4·e^{-p̃}, docs/conventions.md#wang-5-3, so y_s keeps about 40%
+    budget Stage I only reaches p̃ ≈ 0.94 (its drift is ≈ 1e-4·e^{-p̃}, docs/conventions.md#wang-5-3), so y_s keeps about 40%
     of its weight off x_{s-1}: L_G4 then has a floor near 20% of its start and the fixed point moves.  The
     default is therefore "ideal"; Stage I is still run and p̃ is reported.
 
@@ -255,6 +255,8 @@ class ToyStepper:
             "gens": gens,
             "p_tilde_after_stage1": self.p_tilde_after_stage1,
             "compiled": self.compiled,
+            # what θ is, for inductionlab.load_model: the layer 1 its last stage trains and is measured on
+            "model": {"family": "toy", "layer1": self.toy_stages[-1].layer1},
         }
 
     def load_state_dict(self, state: dict) -> None:

@@ -1,7 +1,8 @@
-"""Training the general transformer on an IH_n / GIH_n target (Wang et al. Figs. 3–4, docs/conventions.md#wang-6 items 4–5):
+"""Training the general transformer on an IH_n / GIH_n target (Wang et al. Figs. 3–4, docs/conventions.md#wang-6-4,
+docs/conventions.md#wang-6-5):
 square loss ½‖TF_{−1}(X) − H(X)‖², online batches, S seeds on the run axis, the loop of
 :mod:`inductionlab.train.autograd`.  Metrics per run: the loss on a fixed evaluation sample and, when
-asked, the layer-1 linear-probe distance to the patches X_{s−n+1:s} docs/conventions.md#wang-6-4, A11).
+asked, the layer-1 linear-probe distance to the patches X_{s−n+1:s} (docs/conventions.md#wang-6-4, docs/conventions.md#wang-a11).
 """
 
 from __future__ import annotations
@@ -63,5 +64,6 @@ def fit_induction(
     def sample(g: torch.Generator) -> torch.Tensor:
         return sample_tokens((cfg.batch_size, task.L, task.d), task.tokens, g, torch.float32)
 
-    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc)
+    record = {"family": "transformer", "config": model}
+    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc, model=record)
     return {k: v.clone() for k, v in views(theta).items()}, metrics.assign(seed=lambda d: np.asarray(seeds)[d.run])

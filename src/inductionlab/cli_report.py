@@ -1,0 +1,106 @@
+"""The commands that read finished work — ``inductionlab report`` and ``inductionlab reproduce`` — and what every
+command prints of it: a run's headline numbers and files, a reproduce directory's claims."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from inductionlab.config import ConfigError
+
+VOLATILE = {"wall_seconds", "config_hash", "experiment"}
+
+
+def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> list[str]:
+    """``key = value`` lines of the numbers an experiment declares as its headline (default: its top-level
+    scalars), then the wall time; a declared number that is missing or NaN reads "not reached at this size"."""
+    explicit = keys is not None
+    if keys is None:
+        keys = tuple(k for k, v in summary.items() if k not in VOLATILE and isinstance(v, (int, float, bool)))[:10]
+    lines = []
+    for key in keys:
+        value = summary
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, float) and math.isnan(value) or value is None and explicit:
+            lines.append(f"  {key} = not reached at this size")
+        elif isinstance(value, float):
+            lines.append(f"  {key} = {value:.6g}")
+        elif value is not None and not isinstance(value, (dict, list)):
+            lines.append(f"  {key} = {value}")
+    if isinstance(summary.get("wall_seconds"), (int, float)):
+        lines.append(f"  wall_seconds = {summary['wall_seconds']:.1f}")
+    return lines
+
+
+def print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
+    """Print a run's headline numbers (``keys``, :func:`headline`), its summary and its figures."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    print(f"{summary.get('experiment', '')} in {run_dir}:")
+    print("\n".join(headline(summary, keys)))
+    print(f"summary: {run_dir / 'summary.json'}")
+    for png in sorted(run_dir.glob("*.png")):
+        print(f"figure:  {png}")
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from inductionlab.reproduce import reproduce
+
+    if args.workers < 1:
+        raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
+    only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
+    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "", only)
+    return _print_claims(Path(args.out))
+
+
+def _print_claims(out: Path) -> int:
+    """Re-judge the claims of a reproduce directory, print the totals and the failures; the exit status."""
+    import pandas as pd
+
+    from inductionlab.reproduce import exit_status, render, totals
+
+    table = render(out)
+    print(", ".join(f"{n} {s}" for s, n in totals(table).items()))
+    for _, r in table[table.status == "failed"].iterrows():
+        print(f"failed:  {r.id}: {r.statement} — {r.reason} (expected {r.expected}; test {r.test})")
+    for _, r in table[table.control_status == "accepts"].iterrows() if "control_status" in table else ():
+        print(f"control: {r.id}: its control {r.control} passes the check too (measured {r.control_measured_text})")
+    status = table.control_status[table.control != ""] if "control_status" in table else pd.Series(dtype=str)
+    counts = ", ".join(f"{n} {s or 'not judged'}" for s, n in status.value_counts().items())
+    print(f"controls: {len(status)} of {len(table)} claims have a negative control ({counts or 'none run'})")
+    print(f"claims:  {out / 'claims.parquet'}\nreport:  {out / 'report.html'}")
+    return exit_status(table)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from inductionlab import experiments
+    from inductionlab.reproduce import is_reproduce
+    from inductionlab.runner import RunDirError, saved_config
+    from inductionlab.runs import check_free, load_results
+    from inductionlab.sweep_report import is_sweep, write_report
+
+    run_dir = Path(args.dir)
+    check_free(run_dir)  # a report writes into the directory: never beside its live writer
+    if is_reproduce(run_dir):
+        return _print_claims(run_dir)
+    if is_sweep(run_dir):
+        for path in write_report(run_dir):
+            print(f"wrote:   {path}")
+        return 0
+    saved = saved_config(run_dir) if run_dir.is_dir() else None
+    if saved is None:
+        raise RunDirError(f"{run_dir}: no config.json — not a run directory")
+    exp = experiments.get(saved["experiment"])
+    results = load_results(run_dir)
+    try:
+        exp.plot(results, run_dir)
+    except (KeyError, ValueError, IndexError) as err:
+        raise RunDirError(
+            f"{run_dir}: its tables do not fit a {saved['experiment']} run ({type(err).__name__}: "
+            f"{err}); a table is missing or config.json belongs to another run. Re-run it (--force)."
+        ) from None
+    print_outputs(run_dir, exp.headline)
+    return 0

@@ -1,0 +1,249 @@
+"""Models out of runs (docs/models.md): :func:`load_model` rebuilds a trained model from a finished run directory,
+:func:`to_hooked_transformer` exports a general-transformer run to TransformerLens with its tokenizer.
+
+A run keeps its models in ``checkpoints/*.pt`` (one per training run of the experiment: ``ckpt.pt``, or one per
+:meth:`~inductionlab.runs.RunContext.child` name), each with the final state of its trainer: the parameters and,
+since the trainers record it, what they are (``{"family": ..., "config": ...}``; the SCB trainers' ``V`` and
+``A`` / ``W`` say it themselves).  A text run also keeps its tokenizer (``vocab.json`` or ``tokenizer.json``).
+
+The families, what the loaded model takes and gives (B a batch, L positions; one run, no run axis):
+
+* ``transformer``: token ids (B, L) (``config.vocab`` > 0) or real tokens (B, L, d) → logits (B, L, V) (readout
+  "all") or (B, d_out) (readout "last": the last position);
+* ``toy``: real tokens (B, L) → TF₋₁(X) (B, 2), the 4-gram and induction coordinates (docs/conventions.md#wang-5-2);
+* ``highdim``: real tokens (B, L, d) → (B, 2d), the 4-gram block, then the induction block;
+* ``chen``: token ids x₁..x_L (B, L) → the predicted law of x_{L+1} (B, d);
+* ``linear`` (SCB): token ids x₁..x_T, then x_{T+1} (B, T + 1) → f = V X a_{x_{T+1}} (B, N) (docs/conventions.md#ren-3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from inductionlab import experiments
+from inductionlab.analysis import tl_export
+from inductionlab.config import ConfigError, require
+from inductionlab.models import chen, highdim, linear, toy
+from inductionlab.models import transformer as tf
+from inductionlab.runs import CONFIG, SUMMARY
+from inductionlab.tasks.text import TextTokenizer, load_tokenizer
+from inductionlab.train.autograd import pack
+
+NO_MODEL = ("approx-ih2", "approx-ihn", "approx-gihn", "markov-mi")  # builtin experiments that train no model
+
+
+@dataclass(frozen=True)
+class ToyModelConfig:
+    """What the toy's forward needs besides θ: its layer 1 — ``learned`` (eq. 5 with p̃) or ``ideal``
+    (y_s = x_{s−1}, the p̃ → ∞ limit that Stage II trains on by default; docs/conventions.md#wang-5-3)."""
+
+    layer1: toy.Layer1
+
+
+@dataclass(frozen=True)
+class LinearModelConfig:
+    """The SCB model's sizes (Ren et al. eq. 2): vocabulary N, context T; ``attention`` ``linear`` (A trained)
+    or ``softmax`` (A = the column-wise softmax of the trained logits W; docs/conventions.md#ren-9)."""
+
+    N: int
+    T: int
+    attention: Literal["linear", "softmax"]
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """One trained model of a run: ``experiment``, ``family`` (see the module docstring), ``name`` (its checkpoint),
+    ``config`` (the family's config: :class:`~inductionlab.models.transformer.TransformerConfig` with its vocabulary,
+    :class:`~inductionlab.models.chen.ChenConfig`, :class:`~inductionlab.models.highdim.HighDimConfig`,
+    :class:`ToyModelConfig` or :class:`LinearModelConfig`), ``params`` (the family's parameters of run ``run``, with
+    a run axis of length 1, so the family's own functions take them: ``tf.forward(m.config, m.params, x[None])``),
+    ``checkpoint`` (its file), ``run_config`` (the run's config.json) and ``tokenizer`` (text runs: ``encode(str)
+    → ids``, ``decode(ids) → str``; else None).
+
+    ``model(inputs)`` applies the family's forward to a batch (shapes: the module docstring; docs/models.md).
+    Interventions a run applied while training (an ablation's forward hooks) are not part of the model."""
+
+    experiment: str
+    family: str
+    name: str
+    config: Any
+    params: dict[str, torch.Tensor]
+    run: int
+    checkpoint: Path
+    run_config: dict[str, Any]
+    tokenizer: TextTokenizer | None = None
+
+    def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return FORWARD[self.family](self, torch.as_tensor(inputs))
+
+    def to(self, dtype: torch.dtype) -> LoadedModel:
+        """The same model with its parameters in ``dtype`` (e.g. ``torch.float64`` for exact comparisons)."""
+        return replace(self, params={k: v.to(dtype) for k, v in self.params.items()})
+
+
+def _real(m: LoadedModel, x: torch.Tensor, dims: int, what: str) -> torch.Tensor:
+    require(x.dim() == dims and x.is_floating_point(), "inputs", f"{m.family} takes {what}, got {tuple(x.shape)}")
+    return x.to(next(iter(m.params.values())).dtype)
+
+
+def _ids(m: LoadedModel, x: torch.Tensor, what: str, vocab: int) -> torch.Tensor:
+    ok = x.dim() == 2 and not x.is_floating_point() and x.numel() > 0 and 0 <= int(x.min()) and int(x.max()) < vocab
+    require(ok, "inputs", f"{m.family} takes {what} with ids in 0..{vocab - 1}, got {x.dtype} {tuple(x.shape)}")
+    return x.long()
+
+
+def _transformer(m: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    cfg = m.config
+    if cfg.vocab:
+        x = _ids(m, x, "token ids (B, L)", cfg.vocab)
+    else:
+        x = _real(m, x, 3, f"real tokens (B, L, {cfg.d_in})")
+    return tf.forward(cfg, m.params, x.unsqueeze(0))[0][0]
+
+
+def _toy(m: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    x = _real(m, x, 2, "real tokens (B, L), L ≥ 4")
+    require(x.shape[1] >= 4, "inputs", f"the toy needs L ≥ 4 positions, got {x.shape[1]}")
+    return toy.forward(m.params["theta"], x.T.unsqueeze(0), m.config.layer1)[0].T  # (1, 2, B) → (B, 2)
+
+
+def _highdim(m: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    x = _real(m, x, 3, f"real tokens (B, L, {m.config.d})")
+    return torch.cat(highdim.forward(m.config, m.params["theta"], x), -1)[0]
+
+
+def _chen(m: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    x = _ids(m, x, "token ids x_1..x_L (B, L)", m.config.vocab_size)
+    dtype = m.params["a"].dtype
+    tokens = torch.cat([x, torch.zeros_like(x[:, :1])], 1)  # the label slot x_{L+1} is not read by the prediction
+    return chen.predict(m.config, m.params, chen.make_batch(m.config, tokens, dtype))[0]
+
+
+def _linear(m: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    N, T = m.config.N, m.config.T
+    x = _ids(m, x, f"token ids (B, T + 1 = {T + 1}): x_1..x_T, then x_(T+1)", N)
+    require(x.shape[1] == T + 1, "inputs", f"the SCB model takes T + 1 = {T + 1} tokens, got {x.shape[1]}")
+    return linear.forward(m.params["V"], m.params["A"], x[None, :, :T], x[None, :, T])[0]
+
+
+FORWARD: dict[str, Callable[[LoadedModel, torch.Tensor], torch.Tensor]] = {
+    "transformer": _transformer,
+    "toy": _toy,
+    "highdim": _highdim,
+    "chen": _chen,
+    "linear": _linear,
+}
+
+
+def _run_config(run_dir: Path) -> dict[str, Any]:
+    """config.json of a finished run; clear errors for a directory that is not one."""
+    if not (run_dir / CONFIG).is_file():
+        raise FileNotFoundError(
+            f"{run_dir} is not a run directory (no {CONFIG}); give the --out directory of `inductionlab run`"
+        )
+    if not (run_dir / SUMMARY).is_file():
+        raise FileNotFoundError(
+            f"{run_dir} is an unfinished run (no {SUMMARY}); finish it with `inductionlab run ... --resume` first"
+        )
+    return json.loads((run_dir / CONFIG).read_text())
+
+
+def _checkpoint(run_dir: Path, experiment: str, name: str | None) -> Path:
+    """The checkpoint of the model ``name`` (None: the run's only one)."""
+    files = sorted((run_dir / "checkpoints").glob("*.pt"))
+    names = [p.stem for p in files]
+    if not files:
+        trains = sorted(n for n in experiments.all_experiments() if n not in NO_MODEL)
+        raise ConfigError(
+            f"{run_dir}: experiment {experiment} saved no trained model (no checkpoints/*.pt"
+            + (": it trains none" if experiment in NO_MODEL else "")
+            + f"); load_model loads runs of {', '.join(trains)}"
+        )
+    if name is None:
+        require(len(files) == 1, "name", f"{run_dir} holds {len(files)} models; choose one of {', '.join(names)}")
+        return files[0]
+    require(name in names, "name", f"{run_dir} holds the models {', '.join(names)}, not {name!r}")
+    return files[names.index(name)]
+
+
+def _family(state: dict, path: Path) -> tuple[str, Any, dict[str, torch.Tensor]]:
+    """(family, config, parameters with the run axis) of a trainer's final state."""
+    record = state.get("model")
+    if record is None and "V" in state and ("A" in state or "W" in state):
+        A = state["A"] if "A" in state else linear.softmax_attention(state["W"])
+        attention = "linear" if "A" in state else "softmax"
+        return "linear", LinearModelConfig(A.shape[-1], A.shape[1], attention), {"V": state["V"], "A": A}
+    if record is None:
+        raise ConfigError(
+            f"checkpoint {path} does not record which model its parameters are (written by an older inductionlab, "
+            "or by train_autograd called without model=...); re-run the experiment (--force) to load it"
+        )
+    family, theta = record["family"], state["theta"]
+    if family == "transformer":
+        return family, record["config"], pack(tf.zero_params(record["config"], theta.shape[0], theta.dtype))[1](theta)
+    if family == "chen":
+        return family, record["config"], pack(chen.init_params(record["config"], theta.shape[0], theta.dtype))[1](theta)
+    if family == "toy":
+        return family, ToyModelConfig(record["layer1"]), {"theta": theta}
+    require(family == "highdim", "model.family", f"unknown family {family!r} in {path}; known: {', '.join(FORWARD)}")
+    return family, record["config"], {"theta": theta}
+
+
+def load_model(run_dir: str | Path, run: int = 0, name: str | None = None) -> LoadedModel:
+    """The trained model ``name`` (its checkpoint's name; needed when the run trained several) of the finished run
+    in ``run_dir``, for its run ``run`` (the row of the run axis: a seed, a setting); see :class:`LoadedModel` and
+    docs/models.md::
+
+        model = load_model("runs/wikitext")
+        logits = model(torch.tensor([model.tokenizer.encode("the cat sat")]))  # (1, 3, V)
+    """
+    run_dir = Path(run_dir)
+    config = _run_config(run_dir)
+    path = _checkpoint(run_dir, config["experiment"], name)
+    ck = torch.load(path, map_location="cpu", weights_only=False)
+    require(ck.get("done", False), "name", f"{path} is not a finished model (its run stopped early); resume the run")
+    family, cfg, params = _family(ck["stepper"], path)
+    S = next(iter(params.values())).shape[0]
+    require(
+        isinstance(run, int) and 0 <= run < S, "run", f"must lie in 0..{S - 1} (the runs of {path.stem}), got {run}"
+    )
+    one = {k: v[run : run + 1].detach().clone() for k, v in params.items()}
+    tokenizer = load_tokenizer(run_dir) if family == "transformer" else None
+    return LoadedModel(config["experiment"], family, path.stem, cfg, one, run, path, config, tokenizer)
+
+
+def to_hooked_transformer(
+    run_dir_or_cfg: str | Path | LoadedModel | tf.TransformerConfig,
+    params: tf.Params | None = None,
+    run: int = 0,
+    n_ctx: int = 1024,
+    *,
+    name: str | None = None,
+) -> Any:
+    """A TransformerLens ``HookedTransformer`` of a general-transformer model, with a tokenizer, so that
+    ``to_tokens("...")`` works (docs/models.md, docs/conventions.md#mech): give a run directory (with ``run`` and
+    ``name`` as in :func:`load_model`), a :class:`LoadedModel`, or a config and its parameters (S, ...) as
+    :func:`inductionlab.analysis.tl_export.to_hooked_transformer` takes them.  A text run's tokenizer is the one it
+    saved; a run on synthetic tokens gets one whose words are the ids ``"0" … "V−1"`` separated by spaces.  No BOS
+    token is prepended (the models here were trained without one)."""
+    if isinstance(run_dir_or_cfg, tf.TransformerConfig):
+        require(params is not None, "params", "give the parameters with a TransformerConfig")
+        return tl_export.to_hooked_transformer(run_dir_or_cfg, params, run, n_ctx)
+    require(params is None, "params", "comes from the run; give params only with a TransformerConfig")
+    model = run_dir_or_cfg
+    if not isinstance(model, LoadedModel):
+        model = load_model(run_dir_or_cfg, run, name)
+    require(
+        model.family == "transformer",
+        "run_dir",
+        f"{model.experiment}'s model {model.name} is the {model.family} model; TransformerLens takes the general "
+        "transformer (runs of probe, heads-dims, markov-transformer, wikitext, repeated-text, interventions)",
+    )
+    return tl_export.to_hooked_transformer(model.config, model.params, 0, n_ctx, tokenizer=model.tokenizer)

@@ -1,0 +1,82 @@
+"""The scaling laws the papers predict for a sweep's grid keys, in one table: for an experiment and a grid key, which
+summary numbers should scale as a power of which function of the key, and where the paper says so.  The sweep
+report (``inductionlab report SWEEP_DIR``) overlays each law on its panel, scaled by a fitted constant, beside a
+log-log least-squares fit of the exponent (:func:`inductionlab.analysis.scaling.power_law_fit`).
+
+A law reads  ``metric ≈ C · u(x)^exponent``: x is the grid key's value, u one of :data:`VARIABLES` (L, 1 + α*, w*,
+log(1/σ_init)), and the constant C, which the theory does not give, is fitted.
+
+Toy model on the mixed target (``lazy-to-rich``: Gaussian tokens, Stage II on the t = lr × step axis), Wang et al.
+Theorem 5.5 (docs/conventions.md#wang-5-5): T_I = O(1); T_II, T_III = Θ((1+α*)² L log(1/σ_init) / w*²)
+(:func:`inductionlab.theory.mixed.predicted_plateau`); T_50 lies between T_II and T_III, so it scales alike; the
+observation time T_o = Θ(L):
+
+============================  =======================  ==============  ========
+grid key                      summary keys             u(x)            exponent
+============================  =======================  ==============  ========
+``task.L``                    T_II, T_50, T_III, T_o   L               1
+``task.L``                    T_I                      L               0
+``task.alpha_star``           T_II, T_50, T_III        1 + α*          2
+``task.w_star``               T_II, T_50, T_III        w*              −2
+``model.sigma_init``          T_II, T_50, T_III        log(1/σ_init)   1
+``model.sigma_init``          T_I                      log(1/σ_init)   0
+============================  =======================  ==============  ========
+
+The theorem is proved for Gaussian tokens, so ``lazy-to-rich-boolean`` has no law here.  A grid key without a row
+gets the plain plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+VARIABLES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "L": lambda x: x,
+    "1+α*": lambda x: 1 + x,
+    "w*": lambda x: x,
+    "log(1/σ_init)": lambda x: np.log(1 / x),
+}
+
+
+@dataclass(frozen=True)
+class Law:
+    """``metric ≈ C · u(x)^exponent`` for each metric in ``metrics``, x the value of grid key ``key``, u =
+    :data:`VARIABLES` [``variable``]; ``source`` cites the paper (shown in the figure's legend)."""
+
+    key: str
+    metrics: tuple[str, ...]
+    variable: str
+    exponent: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.variable not in VARIABLES:
+            raise ValueError(f"Law.variable {self.variable!r}: expected one of {sorted(VARIABLES)}")
+
+    def u(self, x) -> np.ndarray:
+        """u(x) (NaN where u is undefined or not positive: log(1/σ_init) at σ_init ≥ 1)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = VARIABLES[self.variable](np.asarray(x, dtype=float))
+        return np.where(u > 0, u, np.nan)
+
+
+PLATEAU = ("T_II", "T_50", "T_III")
+THM_5_5 = "Wang et al. Thm 5.5"
+LAWS: dict[str, tuple[Law, ...]] = {
+    "lazy-to-rich": (
+        Law("task.L", (*PLATEAU, "T_o"), "L", 1.0, THM_5_5),
+        Law("task.L", ("T_I",), "L", 0.0, f"{THM_5_5}: T_I = O(1)"),
+        Law("task.alpha_star", PLATEAU, "1+α*", 2.0, THM_5_5),
+        Law("task.w_star", PLATEAU, "w*", -2.0, THM_5_5),
+        Law("model.sigma_init", PLATEAU, "log(1/σ_init)", 1.0, THM_5_5),
+        Law("model.sigma_init", ("T_I",), "log(1/σ_init)", 0.0, f"{THM_5_5}: T_I = O(1)"),
+    ),
+}
+
+
+def laws_for(experiment: str, key: str) -> dict[str, Law]:
+    """{summary key: its law} for grid key ``key`` of ``experiment`` (empty where the papers give none)."""
+    return {metric: law for law in LAWS.get(experiment, ()) if law.key == key for metric in law.metrics}
