@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-portable bench clean
+.PHONY: setup demo test test-portable typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,tl,log]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,tl,log,hf]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -25,7 +25,10 @@ test: setup
 # The golden and runtime tests again on the AVX2 kernels (docs/conventions.md#portable-numbers).
 test-portable: setup
 	ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \
-		$(BIN)/python -m pytest tests/test_golden.py tests/test_runtime.py -k "not bit_for_bit"
+		$(BIN)/python -m pytest tests/test_runtime.py tests/test_golden.py -k "not bit_for_bit"
+
+typecheck: setup
+	$(BIN)/mypy
 
 bench: setup
 	$(BIN)/python benchmarks/bench_toy.py

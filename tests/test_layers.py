@@ -1,7 +1,7 @@
-"""The package's layers point down: tasks → models → theory → train → analysis → experiments → runner/sweep → cli,
-with the foundations (config, ops, plots, the run-directory format, process settings) below them all.  A module
-may import its own layer or any layer below, never one above; imports form no cycle; and no experiment imports
-another experiment (what two share lives in an ``experiments/*_common.py`` module)."""
+"""The package's layers point down: tasks → models → theory → train → analysis → monitor → experiments →
+runner/sweep → cli, with the foundations (config, ops, plots, the run-directory format, process settings) below
+them all.  A module may import its own layer or any layer below, never one above; imports form no cycle; and no
+experiment imports another experiment (what two share lives in an ``experiments/*_common.py`` module)."""
 
 import ast
 from pathlib import Path
@@ -18,6 +18,7 @@ LAYERS = [
     {"theory"},
     {"train"},
     {"analysis"},
+    {"monitor"},
     {"experiments"},
     {"runner", "sweep", "sweep_report", "claims_report", "reproduce", "loading"},
     {"cli", "cli_errors", "cli_report", "__main__", "__init__"},

@@ -129,6 +129,7 @@ def test_a_two_by_two_grid_with_two_seeds_gives_typed_rows_and_a_report(tmp_path
         (a, s, seed) for a in (1.0, 2.0) for s in (0.01, 0.05) for seed in (0, 1)
     ]
     assert all(pd.api.types.is_float_dtype(table[c]) for c in ("task.alpha_star", "model.sigma_init", "T_III"))
+    assert (table["task.w_star"] == 0.49).all() and (table["train.lr"] > 0).all()  # the values that are not grid keys
     assert (
         all((out / d / "summary.json").exists() for d in table.dir) and table.dir.str.contains("task.alpha_star=").all()
     )

@@ -17,6 +17,8 @@ The public API, on one screen (each name is imported when first used, so ``impor
     analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
                direct_logit_attribution; Claim, Control, Between, Near, Is, judge (claims)
     models out of runs  load_model, LoadedModel, to_hooked_transformer (TransformerLens; docs/models.md)
+    monitor    Monitor, MonitorConfig, PhaseChange, adapter_for, InductionCallback (transformers.Trainer): induction
+               heads forming in any model (docs/monitor.md)
     runs       Experiment, register_experiment (docs/own_experiment.md), configure, experiments (the registry),
                run_experiment, Results, run_sweep, load_run, load_sweep, cli (cli.main(argv)), rng (seeds), and
                the module reproduce (reproduce.reproduce / render: every claim judged, report.html)
@@ -92,6 +94,11 @@ _EXPORTS = {
     "register_experiment": "experiments",
     "configure": "experiments",
     "load_sweep": "sweep",
+    "Monitor": "monitor",
+    "MonitorConfig": "monitor",
+    "PhaseChange": "monitor",
+    "adapter_for": "monitor",
+    "InductionCallback": "monitor",
 }
 _ALIASES = {
     "init_transformer": ("models.transformer", "init_params"),
@@ -119,6 +126,8 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is i
     from inductionlab.models.transformer import TransformerConfig
     from inductionlab.models.transformer import forward as forward
     from inductionlab.models.transformer import init_params as init_transformer
+    from inductionlab.monitor import Monitor, MonitorConfig, PhaseChange, adapter_for
+    from inductionlab.monitor.hf import InductionCallback
     from inductionlab.runner import run_experiment
     from inductionlab.runs import Results, RunContext, load_run
     from inductionlab.sweep import load_sweep, run_sweep
@@ -213,6 +222,11 @@ __all__ = [
     "register_experiment",
     "configure",
     "load_sweep",
+    "Monitor",
+    "MonitorConfig",
+    "PhaseChange",
+    "adapter_for",
+    "InductionCallback",
     "init_transformer",
     "forward",
     "train_autograd",

@@ -60,7 +60,10 @@ def embed_png(path: Path, max_width: int = MAX_WIDTH) -> str:
     palette (Pillow, which matplotlib requires) so that the page stays a few megabytes."""
     image = Image.open(path).convert("RGB")
     if image.width > max_width:
-        image = image.resize((max_width, round(image.height * max_width / image.width)), Image.LANCZOS)
+        image = image.resize(
+            (max_width, round(image.height * max_width / image.width)),
+            Image.LANCZOS,  # type: ignore[attr-defined]  # Pillow creates its filter constants at import
+        )
     buffer = io.BytesIO()
     image.quantize(256).save(buffer, format="PNG")  # a 256-colour palette: line plots lose nothing visible
     data = base64.b64encode(buffer.getvalue()).decode("ascii")

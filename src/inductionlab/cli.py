@@ -1,4 +1,4 @@
-"""Command line: ``inductionlab list | run | sweep | reproduce | report``.
+"""Command line: ``inductionlab list | run | sweep | reproduce | report | watch``.
 
 Config values are set by dotted keys, before or after the experiment's name, e.g.
 ``inductionlab run lazy-to-rich --preset quick --task.alpha_star 2 --train.lr 0.05``.
@@ -16,12 +16,15 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, message
 from inductionlab.cli_report import cmd_report, cmd_reproduce, print_outputs
 from inductionlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from inductionlab.train.loop import Hook
 
 RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--log.tensorboard", "--log.wandb"}
 RUN_FLAGS = {"--resume", "--force", "--no-progress"}
@@ -177,7 +180,7 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
     from inductionlab.runner import run_experiment
 
     name, cfg, out = _config_for_run(args, values)
-    hooks = []
+    hooks: list[Hook] = []
     if args.log_tensorboard or args.log_wandb:
         from inductionlab.config import to_dict
         from inductionlab.train.hooks import TensorBoardLogger, WandbLogger
@@ -302,7 +305,21 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
     rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
+    wa = sub.add_parser("watch", help="induction heads across a transformers Trainer's checkpoint-* folders")
+    wa.add_argument("dir", help="the Trainer's output_dir (e.g. RUN/hf of an hf-induction run)")
+    wa.add_argument("--every", type=int, default=1, metavar="N", help="only checkpoints whose step is a multiple of N")
     return p
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Measure the checkpoints of a Trainer output directory (docs/monitor.md#the-watch-command)."""
+    from inductionlab.monitor.watch import phase_line, watch
+
+    monitor, paths = watch(args.dir, every=args.every)
+    print(phase_line(monitor.phase()))
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
 
 
 def _take_plugins(argv: list[str]) -> list[str]:
@@ -344,6 +361,8 @@ def _dispatch(argv: list[str]) -> int:
         return cmd_report(args)
     if args.command == "reproduce":
         return cmd_reproduce(args)
+    if args.command == "watch":
+        return cmd_watch(args)
     return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, values)
 
 
@@ -361,11 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"inductionlab: {str(err) or 'interrupted'}", file=sys.stderr)
         return 130
     except Exception as err:
-        code = exit_code(err)
-        if code is None:
+        err_code = exit_code(err)
+        if err_code is None:
             raise
-        print(f"inductionlab: {'stopped' if code == 3 else 'error'}: {message(err)}", file=sys.stderr)
-        return code
+        print(f"inductionlab: {'stopped' if err_code == 3 else 'error'}: {message(err)}", file=sys.stderr)
+        return err_code
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> li
         keys = tuple(k for k, v in summary.items() if k not in VOLATILE and isinstance(v, (int, float, bool)))[:10]
     lines = []
     for key in keys:
-        value = summary
+        value: Any = summary
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
         if isinstance(value, float) and math.isnan(value) or value is None and explicit:

@@ -18,6 +18,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 
@@ -152,7 +153,7 @@ def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     kwargs = {}
     for name, value in data.items():
         tp = hints[name]
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             if not isinstance(value, dict):
                 raise ConfigError(f"{prefix}{name}: expected a section of keys, got {value!r}")
             kwargs[name] = _rebuild(tp, value, f"{prefix}{name}.")
@@ -182,7 +183,7 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     return _rebuild(cls, data)
 
 
-def override(cfg: Any, overrides: dict[str, Any], experiment: str = "NAME") -> Any:
+def override(cfg: Any, overrides: Mapping[str, Any], experiment: str = "NAME") -> Any:
     """A copy of ``cfg`` with dotted-key overrides applied, e.g. ``{"task.alpha_star": "2"}``.
 
     Unknown keys raise :class:`ConfigError` listing close matches; values are parsed by annotation.

@@ -9,6 +9,7 @@ import inspect
 import io
 import textwrap
 import tokenize
+from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from inductionlab.config import coerce, format_value, require, type_name
@@ -74,7 +75,7 @@ def describe(cfg: Any, prefix: str = "") -> list[dict[str, str]]:
     return out
 
 
-def preset_changes(cfg: Any, values: dict[str, Any]) -> list[tuple[str, str, str]]:
+def preset_changes(cfg: Any, values: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """``(key, default, value)`` for each dotted key a preset sets, both as typed on the command line: the value
     parsed by the field's annotation but not validated with the rest (a preset for another machine, such as
     ``device cuda``, shows here too)."""

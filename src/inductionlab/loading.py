@@ -178,7 +178,7 @@ def _family(state: dict, path: Path) -> tuple[str, Any, dict[str, torch.Tensor]]
     record = state.get("model")
     if record is None and "V" in state and ("A" in state or "W" in state):
         A = state["A"] if "A" in state else linear.softmax_attention(state["W"])
-        attention = "linear" if "A" in state else "softmax"
+        attention: Literal["linear", "softmax"] = "linear" if "A" in state else "softmax"
         return "linear", LinearModelConfig(A.shape[-1], A.shape[1], attention), {"V": state["V"], "A": A}
     if record is None:
         raise ConfigError(
@@ -234,12 +234,13 @@ def to_hooked_transformer(
     saved; a run on synthetic tokens gets one whose words are the ids ``"0" … "V−1"`` separated by spaces.  No BOS
     token is prepended (the models here were trained without one)."""
     if isinstance(run_dir_or_cfg, tf.TransformerConfig):
-        require(params is not None, "params", "give the parameters with a TransformerConfig")
+        if params is None:
+            raise ConfigError("params: give the parameters with a TransformerConfig")
         return tl_export.to_hooked_transformer(run_dir_or_cfg, params, run, n_ctx)
     require(params is None, "params", "comes from the run; give params only with a TransformerConfig")
     model = run_dir_or_cfg
     if not isinstance(model, LoadedModel):
-        model = load_model(run_dir_or_cfg, run, name)
+        model = load_model(model, run, name)
     require(
         model.family == "transformer",
         "run_dir",

@@ -162,7 +162,7 @@ def reproduce(
     with lock_dir(out):
         jobs = _place(jobs, out)
         start = time.perf_counter()
-        info = {
+        info: dict[str, Any] = {
             "paper": paper,
             "budget": budget,
             "experiments": [j.experiment for j in jobs if "control" not in j.overrides],

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ class RunDirError(RuntimeError):
 
 OURS = (
     *("config.json", "summary.json", "vocab.json", "tokenizer.json"),  # the last two: a text run's tokenizer
+    "hf",  # a transformers Trainer's checkpoint-* folders (hf-induction)
     *("*.parquet", "*.png", "*.md", "*.csv", "*.pt", "checkpoints", ".*.tmp", LOCK),
 )
 
@@ -198,9 +200,7 @@ def clear(out: Path) -> None:
         )
     for p in out.iterdir():
         if p.is_dir():
-            for q in p.iterdir():
-                q.unlink()
-            p.rmdir()
+            shutil.rmtree(p)
         elif p.name != LOCK:
             p.unlink()
     if not any(out.iterdir()):

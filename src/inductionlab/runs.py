@@ -68,7 +68,7 @@ class WriteError(OSError):
 TORCH_WRITE_FAILED = re.compile(r"inline_container|PytorchStreamWriter|file write failed|unexpected pos")
 
 
-def atomic_write(path: Path, write: Callable[[str], None]) -> None:
+def atomic_write(path: Path, write: Callable[[str], object]) -> None:
     """Write through a temporary file and a rename, with the permissions the umask gives a new file (0644 under
     022; ``mkstemp`` alone would leave 0600).  Any failure of the write is a :class:`WriteError` naming ``path``
     (torch reports a full disk as a ``RuntimeError``, matplotlib as an ``OSError`` without the file's name); any
@@ -159,6 +159,7 @@ def lock_dir(path: Path) -> Iterator[None]:
     path = Path(path)
     created = not path.exists()
     fd = _take(path, create=True, wait_s=1.0)
+    assert fd is not None  # _take returns None only when create is off
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     try:

@@ -253,7 +253,9 @@ def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: s
 def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm) -> None:
     """Run ``jobs`` on ``workers`` processes, each sent one job at a time through its own pipe, so that a worker
     that dies (killed, out of memory) fails the job it was running and no other; a new process takes its place."""
-    ctx, queue, idle, busy = get_context("spawn"), list(reversed(jobs)), [], {}
+    ctx, queue = get_context("spawn"), list(reversed(jobs))
+    idle: list[Worker] = []
+    busy: dict[Worker, Job] = {}
     try:
         while queue or busy:
             while queue and len(busy) < workers:

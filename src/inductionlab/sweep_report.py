@@ -195,7 +195,7 @@ def _figure(table: pd.DataFrame, key: str, others: list[str], metrics: list[str]
             ax.text(0.98, 0.02, f"not reached in {missing} of {len(table)} runs", **NOTE, transform=ax.transAxes)
         if not numeric:
             ax.set_xticks(x, [str(v) for v in levels])
-        if others or metric in laws:
+        if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6)
     for ax in axes[len(metrics) :]:
         ax.set_visible(False)
@@ -217,8 +217,9 @@ def _overlay(ax, table: pd.DataFrame, key: str, metric: str, law: Law, others: l
     group = table.groupby(others).ngroup().to_numpy() if others else np.zeros(len(table), dtype=int)
     fit = power_law_fit(u, y, group)
     if not np.isfinite(fit.exponent):
+        where = {**NOTE, "ha": "left", "va": "top"}
         ax.text(
-            0.02, 0.98, f"law of {law.source}: needs {metric} at two values of {key}", **NOTE, transform=ax.transAxes
+            0.02, 0.98, f"law of {law.source}:\nneeds {metric} at two values of {key}", **where, transform=ax.transAxes
         )
         return
     ax.set_yscale("log")

@@ -88,7 +88,7 @@ def test_the_registry_covers_the_papers_with_unique_ids_and_real_keys():
     assert len(claims) >= 30
     ids = [c.id for _, c in claims]
     assert len(ids) == len(set(ids)), "claim ids must be unique"
-    assert {c.paper for _, c in claims} == {"wang", "chen", "ren"}
+    assert {c.paper for _, c in claims} == {"wang", "chen", "ren", "olsson"}
     assert any(c.needs for _, c in claims), "the GPU-scale WikiText claim is registered as such"
     for name, claim in claims:  # every key is one the experiment writes (its smoke golden summary)
         summary = json.loads((GOLDEN / f"{name}.json").read_text())["summary"]

@@ -18,7 +18,7 @@ all runs of the run axis at once and returns a leading S.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import torch
@@ -94,7 +94,7 @@ def _patch(
     clean: torch.Tensor,
     corrupted: torch.Tensor,
     metric: Metric,
-    sites: list[tuple[str, int | None]],
+    sites: Sequence[tuple[str, int | None]],
 ) -> torch.Tensor:
     """Share of ``metric`` recovered by patching each site (activation name, head or None) at each position:
     (S, len(sites) · L), sites outer, positions inner."""

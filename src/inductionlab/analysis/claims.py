@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 Paper = str  # "wang", "chen", "ren", or the short name of a researcher's own source (docs/own_experiment.md)
-PAPERS: dict[str, str] = {  # the toolkit's three papers; any other name is a source of its own
+PAPERS: dict[str, str] = {  # the toolkit's papers; any other name is a source of its own
     "wang": "Wang, Yu, E & Wu — how transformers get rich",
     "chen": "Chen, Sheen, Wang & Yang — unveiling induction heads",
     "ren": "Ren, Wang & Lee — sparse contextual bigrams",
+    "olsson": "Olsson et al. — induction heads in any model, monitored while it trains",
 }
 STATUSES = ("passed", "failed", "not run", "smoke, not judged")
 CONTROL_STATUSES = ("rejects", "accepts", "not run", "smoke, not judged")

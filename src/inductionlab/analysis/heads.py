@@ -114,7 +114,9 @@ def head_scores(
     patterns = torch.stack(
         [cache[f"blocks.{l}.attn.hook_pattern"] for l in range(cfg.n_layers)], 1
     )  # (S, nl, B, H, L, L)
-    out = {name: attention_score(patterns, detection_pattern(tokens, name), measure, rows=rows) for name in HEAD_NAMES}
+    out: dict[str, torch.Tensor] = {
+        name: attention_score(patterns, detection_pattern(tokens, name), measure, rows=rows) for name in HEAD_NAMES
+    }
     out["prefix_matching"] = prefix_matching_score(patterns, period)
     return out
 

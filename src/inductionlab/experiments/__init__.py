@@ -25,6 +25,7 @@ from inductionlab.experiments import (
     approx_ih2,
     approx_ihn,
     heads_dims,
+    hf_induction,
     interventions,
     joint_training,
     lazy_to_rich,
@@ -72,6 +73,7 @@ BUILTIN: tuple[Experiment, ...] = (
             wikitext,
             repeated_text,
             interventions,
+            hf_induction,
         )
     ),
 )
@@ -123,6 +125,7 @@ def import_plugin(spec: str) -> None:
             raise ConfigError(f"{PLUGINS_ENV}: no file {spec}")
         module_name = "inductionlab_plugin_" + re.sub(r"\W", "_", path.stem)
         loader = importlib.util.spec_from_file_location(module_name, path)
+        assert loader is not None and loader.loader is not None  # a .py file always gets a source-file loader
         module = importlib.util.module_from_spec(loader)
         sys.modules[module_name] = module
         _load(lambda: loader.loader.exec_module(module), f"plug-in file {spec}")

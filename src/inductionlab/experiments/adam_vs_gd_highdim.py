@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -64,7 +65,7 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"train.steps": 800, "gd_steps": 800},
     "smoke": {
         "model.D": 8,
@@ -154,10 +155,10 @@ def plateau_loss(cfg: highdim.HighDimConfig, x: torch.Tensor) -> float:
     return float(0.5 * (h * mean - want).square().mean())
 
 
-def _runs(cfg: Config) -> list[tuple[str, str, float, int]]:
+def _runs(cfg: Config) -> list[tuple[str, Literal["sgd", "adam"], float, int]]:
     """(label, optimizer, lr, steps) of the two runs; ``swap_optimizers`` trades the optimizers and their learning
     rates under the same labels and step budgets (the negative control, docs/conventions.md#controls)."""
-    optimizers = [("sgd", cfg.gd_lr), ("adam", cfg.adam_lr)]
+    optimizers: list[tuple[Literal["sgd", "adam"], float]] = [("sgd", cfg.gd_lr), ("adam", cfg.adam_lr)]
     if cfg.swap_optimizers:
         optimizers.reverse()
     return [
@@ -172,7 +173,8 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     want_eval = lifted_target(x_eval, m.alpha_star, m.w_star())
 
     def loss(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return sum(highdim.partial_losses(m, theta, x, lifted_target(x, m.alpha_star, m.w_star())))
+        loss_g4, loss_ih2 = highdim.partial_losses(m, theta, x, lifted_target(x, m.alpha_star, m.w_star()))
+        return loss_g4 + loss_ih2
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
         g4, ih = highdim.partial_losses(m, theta, x_eval, want_eval)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"train.steps": 800},
     "cosine": {"train.schedule": "cosine"},
     "spec": {

@@ -27,6 +27,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -215,7 +216,13 @@ CLAIMS = (
 )
 
 
-def _toy(cfg: Config, ctx: RunContext, label: str, schedule: str, intervention: I.InterventionConfig) -> dict:
+def _toy(
+    cfg: Config,
+    ctx: RunContext,
+    label: str,
+    schedule: Literal["layerwise", "joint"],
+    intervention: I.InterventionConfig,
+) -> dict:
     intervention = intervention if cfg.act else I.InterventionConfig()
     tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
     hooks, _ = I.build(intervention, I.toy_family())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -99,13 +100,16 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     target = MixedTarget.from_config(cfg.task, len(seeds))
     tables, summary = [], {}
     hooks, _ = build(cfg.intervene, toy_family())
-    for schedule, layer1 in (("layerwise", "trained"), ("layerwise-ideal", "ideal"), ("joint", "trained")):
-        tcfg = replace(cfg.train, schedule=schedule.split("-")[0], stage2_layer1=layer1)
-        _, layer2 = train_from(
-            tcfg, target, cfg.model.sigma_init, seeds, ctx.child(schedule, hooks=(*ctx.hooks, *hooks))
-        )
+    variants: tuple[tuple[str, Literal["layerwise", "joint"], Literal["trained", "ideal"]], ...] = (
+        ("layerwise", "layerwise", "trained"),
+        ("layerwise-ideal", "layerwise", "ideal"),
+        ("joint", "joint", "trained"),
+    )
+    for name, schedule, layer1 in variants:
+        tcfg = replace(cfg.train, schedule=schedule, stage2_layer1=layer1)
+        _, layer2 = train_from(tcfg, target, cfg.model.sigma_init, seeds, ctx.child(name, hooks=(*ctx.hooks, *hooks)))
         times = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
-        tables.append(layer2.assign(schedule=schedule))
+        tables.append(layer2.assign(schedule=name))
         runs = []
         for run_times in times:
             df = layer2[layer2.run == run_times["run"]]
@@ -118,7 +122,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
                     "final_p_tilde": float(df.p_tilde.iloc[-1]),
                 }
             )
-        summary[schedule] = pd.DataFrame(runs).mean().to_dict()
+        summary[name] = pd.DataFrame(runs).mean().to_dict()
     return Results({"metrics": pd.concat(tables, ignore_index=True)}, summary)
 
 

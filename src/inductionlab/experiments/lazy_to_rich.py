@@ -106,8 +106,8 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         for col in cols:
             _curves(ax, st2, col, color=plots.CURVE_COLORS[col], label=f"{SYMBOLS[col]} (SGD)")
             for method, style in (("closed", "--"), ("exact", ":")):
-                g = gf[gf.method == method] if gf is not None else []
-                if len(g):
+                g = gf[gf.method == method] if gf is not None else None
+                if g is not None and len(g):
                     label = f"GF ({method} form)" if col == cols[0] else None
                     ax.plot(g.t, g[col], style, color=plots.CURVE_COLORS[col], lw=1.0, label=label)
         _literal_curves(ax, results.tables.get("literal"), cols)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_memory, check_seeds, require
@@ -66,7 +67,7 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"train.epochs": "5000", "losses": "softmax_of_probs"},
     "control": {"train.epochs": "1000", "losses": "softmax_of_probs"},
     "smoke": {"train.epochs": "10", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},

@@ -112,6 +112,7 @@ def gradient_over_a(cfg: Config) -> dict[tuple[int, ...], float]:
     tokens = datasets(cfg.task, (cfg.seeds[0],), cfg.grad_samples + 1, 1)[0]
     p = torch.full((1, len(model.subsets)), 1 / len(model.subsets), dtype=torch.float64, requires_grad=True)
     chen.loss(model, params, chen.make_batch(model, tokens), p).sum().backward()
+    assert p.grad is not None  # backward() of a loss of p fills p.grad
     return {tuple(h + 1 for h in s): float(-p.grad[0, k] / cfg.a) for k, s in enumerate(model.subsets)}
 
 

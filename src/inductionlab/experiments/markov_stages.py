@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_memory, check_seeds, require
@@ -68,7 +69,7 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"degrees": "2", "losses": "softmax_of_probs"},
     "smoke": {"train.epochs": "5,5,5", "n_samples": 120, "n_val": 20, "task.L": 20, "train.eval_log_points": 4},
     "submission": {"train.lrs": "1,100,100", "train.epochs": "500,500,500", "degrees": "3"},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -107,7 +108,7 @@ def base_point(cfg: Config) -> dict[str, float]:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "full": {"grid.full_grid": True},
     "quick": {"grid.sgd_L": "20", "grid.sgd_sigma_init": "0.01"},
     "flow": {"grid.sgd_L": (), "grid.exact_mc_samples": 0},  # closed-form gradient flow only (for controls)
@@ -323,7 +324,7 @@ def _flow_row(cfg: Config, point: dict, method: str) -> dict:
     """Phase times of one gradient flow: "gf" on the closed forms (eqs. 7, 10), "exact" on the exact-softmax loss
     (Monte Carlo over grid.exact_mc_samples sequences, seed ``seeds[0]``)."""
     pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
-    kw = (
+    kw: dict[str, Any] = (
         {"loss": "exact", "mc_samples": cfg.grid.exact_mc_samples, "mc_seed": cfg.seeds[0]} if method == "exact" else {}
     )
     res = solve_flow(FlowProblem(**point, t_end=cfg.grid.horizon * pred, **kw), n_points=40)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
@@ -53,7 +54,7 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"train.steps": 1500},
     "spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64},
     "smoke": {

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,7 +76,7 @@ CONFIG = Config(
         checkpoint_every=100,
     ),
 )
-PRESETS = {"quick": {"train.steps": 800}, "smoke": SMOKE}
+PRESETS: dict[str, dict[str, Any]] = {"quick": {"train.steps": 800}, "smoke": SMOKE}
 
 CONTROLS = (
     Control(

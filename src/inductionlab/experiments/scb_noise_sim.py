@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -73,7 +74,7 @@ class Config:
 
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"N_values": "10,20"},
     "spec": {"T_per_NQ": 50},
     "n10": {"N_values": "10", "sweep_batches": "64"},
@@ -143,7 +144,8 @@ CLAIMS = (
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    tables, sweeps, summary = [], [], {"final": {}, "sigma_V": {}, "sigma_A": {}}
+    tables, sweeps = [], []
+    summary: dict[str, Any] = {"final": {}, "sigma_V": {}, "sigma_A": {}}
     t = cfg.train
     methods = {
         "proximal": replace(t, method="proximal"),

@@ -326,9 +326,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     median = {k: {T: _median(v) for T, v in d.items()} for k, d in found.items()}
     stage2_median = {k: {T: _median(v) for T, v in d.items()} for k, d in stage2.items()}
     sweep, sweep_tables = _kappa_sweep(cfg, c, ctx)
-    T_max, ratio = max(cfg.T_values), None
-    if None not in (median["transfer"][T_max], median["scratch"][T_max]):
-        ratio = median["transfer"][T_max] / median["scratch"][T_max]
+    T_max = max(cfg.T_values)
+    t_cost, s_cost = median["transfer"][T_max], median["scratch"][T_max]
+    ratio = t_cost / s_cost if t_cost is not None and s_cost is not None else None
     summary = {
         "c": c,
         "samples_to_target": median,
@@ -347,9 +347,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         "kappa_T": cfg.kappa_T,
         "kappa_sweep": sweep,
     }
-    tables = {"metrics": pd.concat(tables, ignore_index=True), "kappa_sweep": sweep_tables}
+    out_tables = {"metrics": pd.concat(tables, ignore_index=True), "kappa_sweep": sweep_tables}
     calibration = pd.DataFrame(tries, columns=["T", "c", "batch", "dist_A_norm", "alpha_error"])
-    return Results({**tables, "calibration": calibration}, summary)
+    return Results({**out_tables, "calibration": calibration}, summary)
 
 
 def _slopes(median: dict[str, dict]) -> dict[str, float]:
@@ -365,8 +365,8 @@ def _slopes(median: dict[str, dict]) -> dict[str, float]:
 def _median(values: list[float]) -> float | None:
     """The median cost over instances, a run that never reached the target (NaN) counting as costlier than every
     one that did (a censored median); None when half or more never reached it."""
-    values = np.asarray(values, dtype=float)
-    median = float(np.median(np.where(np.isnan(values), np.inf, values)))
+    costs = np.asarray(values, dtype=float)
+    median = float(np.median(np.where(np.isnan(costs), np.inf, costs)))
     return median if np.isfinite(median) else None
 
 

@@ -14,7 +14,7 @@ exact-softmax loss with a Monte-Carlo gradient (:mod:`inductionlab.train.flow`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -79,7 +79,7 @@ class Config:
             )
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "quick": {
         "train.stage1_steps": 2000,
@@ -173,7 +173,7 @@ def gradient_flows(cfg: Config) -> dict:
         return {}
     steps = cfg.train.stage2_steps + (cfg.train.stage1_steps if cfg.train.schedule == "joint" else 0)
     t_end = cfg.train.lr * steps
-    base = dict(
+    base: dict[str, Any] = dict(
         L=cfg.task.L,
         alpha_star=cfg.task.alpha_star,
         w_star=cfg.task.w_star,
@@ -183,5 +183,9 @@ def gradient_flows(cfg: Config) -> dict:
         mc_samples=cfg.gf_mc_samples,
         mc_seed=cfg.seeds[0],
     )
-    methods = {"both": ("closed", "exact"), "closed": ("closed",), "exact": ("exact",)}[cfg.gf]
-    return {m: solve_flow(FlowProblem(**base, loss=m)) for m in methods}
+    methods: dict[str, tuple[Literal["closed", "exact"], ...]] = {
+        "both": ("closed", "exact"),
+        "closed": ("closed",),
+        "exact": ("exact",),
+    }
+    return {m: solve_flow(FlowProblem(**base, loss=m)) for m in methods[cfg.gf]}

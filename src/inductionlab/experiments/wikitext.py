@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control
@@ -39,7 +40,7 @@ from inductionlab.experiments.text_common import (
 from inductionlab.runs import Results, RunContext
 
 CONFIG = Config()
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"train.steps": 400, "train.eval_every": 50},
     "cpu": {},
     "paper": {

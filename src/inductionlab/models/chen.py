@@ -212,11 +212,11 @@ class Batch(NamedTuple):
     where y is accumulated; ``count`` (U,) how many positions l ≤ L share the entry; ``labels`` (S, B) the
     targets x_{L+1}."""
 
-    index: torch.Tensor
+    index: torch.Tensor  # type: ignore[assignment]  # a field named like tuple.index, which it shadows
     row: torch.Tensor
     run: torch.Tensor
     slot: torch.Tensor
-    count: torch.Tensor
+    count: torch.Tensor  # type: ignore[assignment]  # a field named like tuple.count, which it shadows
     labels: torch.Tensor
     states: torch.Tensor
 

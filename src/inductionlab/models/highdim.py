@@ -100,7 +100,8 @@ def partial_losses(
     Fig. 2 learning rate 0.1 stays stable: with the plain sum GD's step on g is d times larger and diverges at
     D = 100."""
     out = forward(cfg, theta, x)
-    return tuple(0.5 * (o - w).square().mean(-1).mean(-1) for o, w in zip(out, want))
+    loss_g4, loss_ih2 = (0.5 * (o - w).square().mean(-1).mean(-1) for o, w in zip(out, want))
+    return loss_g4, loss_ih2
 
 
 def kq_product(cfg: HighDimConfig, theta: torch.Tensor) -> torch.Tensor:

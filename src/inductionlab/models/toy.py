@@ -276,6 +276,7 @@ def straight_step(
         y_dy = torch.matmul(torch.cat((a, da), 1), x)
         keys, d_keys = y_dy[:, : L - 2], y_dy[:, L - 2 :]  # y_s and dy_s/dp̃, (S, K, B)
         scores = x[:, L - 1 : L] * keys
+    assert scores is not None  # computed above without keys, passed in with them
     dist = torch.arange(L - 3, -1, -1, dtype=theta.dtype)  # L−1−s for s = 2..L−1
     pi = torch.softmax(-p.unsqueeze(1) * dist, -1)  # (S, K)
     d_pi = pi * ((pi * dist).sum(-1, keepdim=True) - dist)  # dπ/dp
@@ -307,12 +308,13 @@ def _gradient(theta: torch.Tensor, fwd: _Forward, wrt: Wrt) -> tuple[torch.Tenso
     are stacked and one bmm with the residuals gives them all (far fewer ops than term by term)."""
     S, L, B = theta.shape[0], fwd.x.shape[1], fwd.x.shape[2]
     _, _, g, h, wq, wk = theta.unbind(1)
-    values, resid = fwd.x[:, 1 : L - 1], fwd.resid
+    values, resid, e = fwd.x[:, 1 : L - 1], fwd.resid, fwd.e
+    assert e is not None  # loss_and_grad runs _forward with keep_e=True before the gradient
     feats = [resid]
     if wrt != "layer1":  # u, du/dp, v, dv/dc
-        feats += [fwd.u_du, fwd.v.unsqueeze(1), _centered_sum(fwd.e, fwd.scores, values, fwd.v, fwd.z)]
+        feats += [fwd.u_du, fwd.v.unsqueeze(1), _centered_sum(e, fwd.scores, values, fwd.v, fwd.z)]
     if fwd.d_keys is not None:  # du/dp̃, dv/dp̃ (forward mode along p̃)
-        dv = (wq * wk).unsqueeze(1) * fwd.x[:, L - 1] * _centered_sum(fwd.e, fwd.d_keys, values, fwd.v, fwd.z)[:, 0]
+        dv = (wq * wk).unsqueeze(1) * fwd.x[:, L - 1] * _centered_sum(e, fwd.d_keys, values, fwd.v, fwd.z)[:, 0]
         feats += [torch.matmul(fwd.weights_4g[:, :1], fwd.d_keys), dv.unsqueeze(1)]
     prods = torch.bmm(torch.cat(feats, 1), resid.transpose(1, 2)).view(S, -1) / B  # (S, 2 × n_features)
     zero = torch.zeros_like(g)

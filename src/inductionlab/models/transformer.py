@@ -139,7 +139,7 @@ def replace_heads(z: torch.Tensor, heads: Sequence[int], mode: Literal["zero", "
 def param_shapes(cfg: TransformerConfig) -> dict[str, tuple[int, ...]]:
     """Name → shape without the run axis."""
     D, H, K = cfg.d_model, cfg.n_heads, cfg.K
-    shapes = {"embed.W_E": (cfg.vocab or cfg.d_in, D)}
+    shapes: dict[str, tuple[int, ...]] = {"embed.W_E": (cfg.vocab or cfg.d_in, D)}
     for l, m in enumerate(cfg.layer("ffn_width")):
         a = f"blocks.{l}.attn."
         shapes |= {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -11,6 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from inductionlab.runs import atomic_write  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 PHASE_COLORS = ("#fdd9b5", "#e6e6e6", "#c7e9c0", "#d6e2f5")
 PHASE_LABELS = ("I: partial learning", "II: plateau", "III: emergence", "IV: convergence")
@@ -26,7 +30,7 @@ CURVE_COLORS = {
 }
 
 
-STYLE = {
+STYLE: dict[RcKeyType, object] = {
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -77,7 +81,7 @@ def save(fig, path: Path) -> Path:
     return path
 
 
-def mark_windows(ax, windows: list, x_end: float) -> None:
+def mark_windows(ax, windows: list | None, x_end: float) -> None:
     """Hatch the intervention windows [start, stop] (stop None: to ``x_end``) on ``ax``, labelled once."""
     for k, (start, stop) in enumerate(windows or []):
         end = x_end if stop is None else min(stop, x_end)

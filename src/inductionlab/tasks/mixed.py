@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -55,6 +55,9 @@ class MixedTarget:
     w_star: torch.Tensor  # (S,)
     L: int
     tokens: Tokens = "gaussian"
+    gh_star: torch.Tensor = field(init=False, repr=False, compare=False)  # the caches __post_init__ sets
+    c_star: torch.Tensor = field(init=False, repr=False, compare=False)
+    c_star_max: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         require(

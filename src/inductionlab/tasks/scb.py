@@ -10,7 +10,7 @@ dense one-hot (B, N, T) tensors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -46,6 +46,10 @@ class SCBInstance:
     P: torch.Tensor
     mu: torch.Tensor
     Q: torch.Tensor
+    mu_cdf: torch.Tensor = field(init=False, repr=False, compare=False)  # the caches __post_init__ sets
+    p_cdf: torch.Tensor = field(init=False, repr=False, compare=False)
+    q_positions: torch.Tensor = field(init=False, repr=False, compare=False)
+    q_cdf: torch.Tensor = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Cache the samplers' CDFs: μ (S, N), the columns of P as rows (S, N, N), and each q^{(k)} on its
@@ -137,7 +141,9 @@ def random_instance(cfg: SCBConfig, n_runs: int, generator: rng.AnyGenerator) ->
             support = generator.choice(cfg.T, cfg.Q, replace=False)
             w = generator.uniform(1, 2, cfg.Q)
             Q[support, k] = w / w.sum()
-        Ps.append(P), mus.append(mu), Qs.append(Q)
+        Ps.append(P)
+        mus.append(mu)
+        Qs.append(Q)
     inst = SCBInstance(*(torch.as_tensor(np.stack(a)) for a in (Ps, mus, Qs)))
     check_assumption(inst, cfg.Q, max(cfg.C, 2.0), cfg.c_kp)
     return inst

@@ -114,7 +114,7 @@ def read_splits(cfg: TextConfig) -> tuple[list[str], list[str]]:
         require(len(lines) >= 2, "data.path", f"{root} needs at least 2 lines")
         cut = max(1, int(0.9 * len(lines)))
         return lines[:cut], lines[cut:]
-    return tuple(read_lines(split_file(root, s)) for s in (cfg.train_split, cfg.val_split))
+    return read_lines(split_file(root, cfg.train_split)), read_lines(split_file(root, cfg.val_split))
 
 
 def _words(lines: list[str]) -> list[str]:
@@ -261,4 +261,24 @@ def repeated_chunks(
     tokens = torch.cat([text, text], 1)[:, :L]
     repeated = torch.zeros(batch, L, dtype=torch.bool)
     repeated[:, half : L - 1] = True  # predicting tokens[i + 1] from position i: copies of text[i + 1 − half]
+    return tokens, repeated
+
+
+def periodic_chunks(
+    ids: torch.Tensor, L: int, batch: int, generator: torch.Generator, periods: tuple[int, int] = (8, 24)
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real text repeated with a period of its own: per sequence a period k drawn uniformly from ``periods``
+    (inclusive) and a random window of k tokens, repeated to fill L tokens — tokens (batch, L) — and the 0/1 mask
+    (batch, L) of the positions i ≥ k (0-based, i < L − 1) whose next token repeats one already seen after a copy of
+    the current token: what an induction head predicts.  The period varies, so no fixed offset copies it (unlike
+    :func:`repeated_chunks`, which a model with absolute positions can copy by position; docs/monitor.md)."""
+    lo, hi = periods
+    require(1 <= lo <= hi < L, "periods", f"need 1 ≤ low ≤ high < L = {L}, got {periods}")
+    require(len(ids) > hi, "data", f"the text has {len(ids)} tokens, fewer than a window of {hi + 1}")
+    k = torch.randint(lo, hi + 1, (batch, 1), generator=generator)  # (batch, 1)
+    start = torch.randint(0, len(ids) - hi, (batch, 1), generator=generator)
+    windows = ids[start + torch.arange(hi)]  # (batch, hi)
+    positions = torch.arange(L)
+    tokens = windows.gather(1, positions % k)  # (batch, L)
+    repeated = (positions >= k) & (positions < L - 1)
     return tokens, repeated

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from inductionlab import rng
-from inductionlab.config import require
+from inductionlab.config import ConfigError, require
 
 C_GRID = tuple(float(c) for c in np.geomspace(0.01, 1.0, 41))
 
@@ -53,6 +53,8 @@ def exp_sum_kernel(delay: int, m: int, c_grid: Sequence[float] = C_GRID, tail: f
         err = float(np.abs(design @ alpha - (t == delay)).sum())
         if best is None or err < best.l1_error:
             best = ExpKernel(delay, alpha, beta, err)
+    if best is None:
+        raise ConfigError("c_grid: needs at least one rate c")
     return best
 
 

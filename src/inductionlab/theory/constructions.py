@@ -206,7 +206,7 @@ def gihn_construction(
             P[f + "b_in"][:, cols] = as_tensor(b)
             P[f + "W_out"][:, cols, out] = as_tensor(c)
             P[f + "b_out"][:, out] = float(c0)
-    k = torch.arange(K)
-    P["blocks.1.attn.W_Q"][:, 0, n * d + k, k] = as_tensor(decomposition.sigma[:K])
-    P["blocks.1.attn.W_K"][:, 0, n * d + K + k, k] = 1.0
+    ks = torch.arange(K)
+    P["blocks.1.attn.W_Q"][:, 0, n * d + ks, ks] = as_tensor(decomposition.sigma[:K])
+    P["blocks.1.attn.W_K"][:, 0, n * d + K + ks, ks] = 1.0
     return cfg, P

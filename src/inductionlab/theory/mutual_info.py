@@ -92,7 +92,7 @@ def mutual_info_table(
     (kernels (n, d^|pa|, d)); processed in chunks of draws to bound memory."""
     m = max(max(window), max(parents))
     subsets = lag_subsets(window, max_size)
-    out = {s: ([], []) for s in subsets}
+    out: dict[tuple[int, ...], tuple[list[np.ndarray], list[np.ndarray]]] = {s: ([], []) for s in subsets}
     for start in range(0, kernels.shape[0], chunk):
         joint = joint_law(kernels[start : start + chunk], parents, m)
         for s in subsets:

@@ -145,7 +145,8 @@ class AutogradStepper:
         ]
         self.theta = theta0.detach().clone()
         self.gen = rng.generator(self.specs[0].cfg.seed)
-        self.opt, self.current = None, 0
+        self.opt: optim.OptimState | None = None
+        self.current = 0
 
     @property
     def params(self) -> torch.Tensor:
@@ -160,7 +161,7 @@ class AutogradStepper:
             )
         lr = torch.full((theta.shape[0],), spec.cfg.lr) if self.lr is None else self.lr
         self.lr_mask = lr.view(-1, 1).to(theta.device, theta.dtype)
-        self.moving = None
+        self.moving: torch.Tensor | None = None
         if spec.trainable is not None:
             self.moving = spec.trainable.to(theta.device, theta.dtype)  # (P,) 0/1
             self.lr_mask = self.lr_mask * self.moving
@@ -175,6 +176,8 @@ class AutogradStepper:
         tensors["loss"] = losses.detach()
         grad, theta.grad = theta.grad, None
         theta.requires_grad_(False)
+        assert grad is not None  # backward() of losses that depend on theta has filled theta.grad
+        assert self.opt is not None  # begin_stage or load_state_dict has set it
         if cfg.clip_norm > 0:  # the norm of the columns that move: frozen ones (``moving`` 0) do not count
             optim.clip_rows(grad if self.moving is None else grad.mul_(self.moving), cfg.clip_norm)
         optim.step(

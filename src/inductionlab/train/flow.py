@@ -18,7 +18,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -94,6 +94,7 @@ def exact_loss(prob: FlowProblem) -> LossFn:
         theta = torch.zeros(1, 6, dtype=torch.float64)
         theta[0, cols] = torch.from_numpy(np.asarray(y, dtype=np.float64))
         out = toy.loss_and_grad(theta, batch, "ideal", wrt="layer2")
+        assert out.grad is not None  # need_grad is on
         return float(out.loss_G4[0]), float(out.loss_IH2[0]), out.grad[0, cols].numpy()
 
     return fn
@@ -112,9 +113,19 @@ def _memo(fn: LossFn) -> LossFn:
     return cached
 
 
-def _event(fn: Callable[[float, np.ndarray], float], direction: float) -> Callable:
-    fn.terminal, fn.direction = False, direction
-    return fn
+class _Event(Protocol):
+    """A solver event: a function of (t, y) carrying the ``terminal`` and ``direction`` attributes scipy reads."""
+
+    terminal: bool
+    direction: float
+
+    def __call__(self, t: float, y: np.ndarray, /) -> float: ...
+
+
+def _event(fn: Callable[[float, np.ndarray], float], direction: float) -> _Event:
+    event = cast(_Event, fn)  # the attributes are set on the function itself
+    event.terminal, event.direction = False, direction
+    return event
 
 
 def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol: float = 1e-9) -> FlowResult:
@@ -153,7 +164,11 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol:
     if math.isfinite(t_o) and t_o < prob.t_end:
         ref = loss_fn(first.y[:, -1])[1]
         pending = [i for i in (0, 2, 3) if math.isnan(found[i])]  # never T_o again: it sits on the start point
-        ih_events = [_event(lambda t, y, f=f: loss_fn(y)[1] - f * ref, -1) for f in (0.99, 0.5, 0.01)]
+
+        def ih_level(f: float) -> Callable[[float, np.ndarray], float]:
+            return lambda t, y: loss_fn(y)[1] - f * ref
+
+        ih_events = [_event(ih_level(f), -1) for f in (0.99, 0.5, 0.01)]
         second = solve((t_o, prob.t_end), first.y[:, -1], events=[events[i] for i in pending] + ih_events)
         for j, i in enumerate(pending):
             if len(second.t_events[j]):
@@ -165,12 +180,13 @@ def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol:
     return FlowResult(curve, phases, calls[0])
 
 
-def _terminal(event: Callable) -> Callable:
+def _terminal(event: _Event) -> _Event:
     def stop(t: float, y: np.ndarray) -> float:
         return event(t, y)
 
-    stop.terminal, stop.direction = True, event.direction
-    return stop
+    out = cast(_Event, stop)  # the attributes are set on the function itself
+    out.terminal, out.direction = True, event.direction
+    return out
 
 
 def _curve(segments: list, t_grid: np.ndarray, loss_fn: LossFn) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from typing import Literal
 
 import torch
 
-from inductionlab.config import require
+from inductionlab.config import ConfigError, require
 from inductionlab.models import chen, toy
 from inductionlab.models import transformer as tf
 from inductionlab.train.hooks import FreezeColumns
@@ -54,7 +54,8 @@ def parse(entry: str, key: str, with_value: bool = False) -> Entry:
     """``SELECTOR[INDEX][=VALUE][@START:STOP]`` → :class:`Entry`; a message naming ``key`` where it is malformed."""
     m = _ENTRY.match(entry.strip())
     form = "SELECTOR[INDEX]=VALUE[@START:STOP]" if with_value else "SELECTOR[INDEX][@START:STOP]"
-    require(m is not None, key, f"cannot read {entry!r}: the form is {form}, e.g. 'layer1@0:5000'")
+    if m is None:
+        raise ConfigError(f"{key}: cannot read {entry!r}: the form is {form}, e.g. 'layer1@0:5000'")
     require(with_value == (m["value"] is not None), key, f"{entry!r}: the form is {form}")
     value = None
     if with_value:
@@ -103,8 +104,9 @@ def columns(
     names = list(aliases.get(entry.selector, (entry.selector,)))
     chosen = [n for n in shapes if any(n == s or n.startswith(s + ".") for s in names)]
     known = sorted({*aliases, *shapes})
-    require(chosen, key, f"{entry.selector!r} names no parameter; known: {', '.join(known)} (or a dotted prefix)")
-    out, offset = [], 0
+    require(bool(chosen), key, f"{entry.selector!r} names no parameter; known: {', '.join(known)} (or a dotted prefix)")
+    out: list[int] = []
+    offset = 0
     for name, shape in shapes.items():
         size = math.prod(shape)
         if name in chosen:
@@ -218,15 +220,17 @@ def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[Abl
         hooks.append(FreezeColumns(columns(family.shapes, e, family.aliases, "intervene.freeze"), e.steps))
     for text in cfg.clamp:
         e = parse(text, "intervene.clamp", with_value=True)
+        assert e.value is not None  # parse with_value=True always reads one
         hooks.append(ClampColumns(columns(family.shapes, e, family.aliases, "intervene.clamp"), e.value, e.steps))
     ablations = []
     for text in cfg.ablate:
         e = parse(text, "intervene.ablate")
         require(family.n_layers > 0, "intervene.ablate", f"applies to {ABLATE_SUPPORT}; this one trains {family.name}")
         m = re.fullmatch(r"blocks\.(\d+)\.attn|layer(\d+)", e.selector)
-        require(
-            m is not None, "intervene.ablate", f"{text!r}: name a layer's heads, e.g. blocks.0.attn or blocks.0.attn[1]"
-        )
+        if m is None:
+            raise ConfigError(
+                f"intervene.ablate: {text!r}: name a layer's heads, e.g. blocks.0.attn or blocks.0.attn[1]"
+            )
         layer = int(m[1]) if m[1] is not None else int(m[2]) - 1
         require(
             0 <= layer < family.n_layers, "intervene.ablate", f"{text!r}: the model has layers 0..{family.n_layers - 1}"
@@ -270,5 +274,12 @@ def forward_hooks(ablations: Sequence[AblateHeads]) -> dict[str, Callable[[torch
     for a in ablations:
         for name, fn in a.forward_hooks.items():
             prev = out.get(name)
-            out[name] = fn if prev is None else (lambda z, f=fn, g=prev: f(g(z)))
+            out[name] = fn if prev is None else _chain(fn, prev)
     return out
+
+
+def _chain(
+    f: Callable[[torch.Tensor], torch.Tensor], g: Callable[[torch.Tensor], torch.Tensor]
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """z ↦ f(g(z))."""
+    return lambda z: f(g(z))

@@ -142,8 +142,10 @@ class Stepper(Protocol):
     whether a checkpoint may be taken now.  ``state_dict``/``load_state_dict``: everything exact resume
     needs (parameters, optimiser, generators).  ``hint``: what to try after a NaN/inf stop."""
 
-    stages: Sequence[Stage]
     hint: str
+
+    @property
+    def stages(self) -> Sequence[Stage]: ...
 
     @property
     def params(self) -> torch.Tensor: ...
@@ -338,9 +340,10 @@ def _run_stage(r: _Run, resumed: bool) -> None:
             r.pending.append(stepper.evaluate(step))
         if step == stage.steps:
             break
-        view = r._view(tensors) if r.hooks else None
-        for h in r.hooks:
-            h.before_step(view)
+        if r.hooks:
+            view = r._view(tensors)
+            for h in r.hooks:
+                h.before_step(view)
         stepper.step(step, tensors)
         for h in r.hooks:
             h.after_step(view)

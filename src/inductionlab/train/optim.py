@@ -50,11 +50,13 @@ def step(theta: torch.Tensor, grad: torch.Tensor, lr_mask: torch.Tensor, state: 
     """
     if state.kind == "adam":
         b1, b2 = state.betas
+        m, v = state.m, state.v
+        assert m is not None and v is not None  # new_state gives Adam both moments
         state.count += 1
-        state.m.mul_(b1).add_(grad, alpha=1 - b1)
-        state.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        denom = (state.v / (1 - b2**state.count)).sqrt_().add_(state.eps)
-        theta.addcdiv_(lr_mask * state.m, denom, value=-1 / (1 - b1**state.count))
+        m.mul_(b1).add_(grad, alpha=1 - b1)
+        v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        denom = (v / (1 - b2**state.count)).sqrt_().add_(state.eps)
+        theta.addcdiv_(lr_mask * m, denom, value=-1 / (1 - b1**state.count))
     elif state.m is not None:
         state.m.mul_(state.momentum).add_(grad)
         theta.addcmul_(lr_mask, state.m, value=-1)

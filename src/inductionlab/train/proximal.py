@@ -369,7 +369,7 @@ def _batch_gradients(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Raw mini-batch gradients: one batch per instance, or — when ``data_inst`` holds one instance and V, A
     hold S runs — one batch shared by all runs."""
-    batch = sample(data_inst, batch_size, generator)
+    batch: tuple[torch.Tensor, ...] = sample(data_inst, batch_size, generator)
     if data_inst.P.shape[0] != V.shape[0]:
         batch = tuple(b.expand(V.shape[0], *b.shape[1:]) for b in batch)
     return linear.gradients(V, A, *batch)

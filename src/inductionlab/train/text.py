@@ -6,7 +6,8 @@ Metrics at each evaluation (per run): validation loss on fixed batches, the norm
 (Frobenius norm of all RPE slopes) and ‖(W_K, W_Q)‖ (over all layers and heads) — and, when a ``diagnostics``
 function is given (e.g. :func:`inductionlab.analysis.heads.score_columns`), its columns on repeated random
 tokens.  With
-``repeated=True`` the data are :func:`~inductionlab.tasks.text.repeated_chunks` and the loss is also split into
+``repeated=True`` the data are :func:`~inductionlab.tasks.text.repeated_chunks` (with ``periods``,
+:func:`~inductionlab.tasks.text.periodic_chunks`) and the loss is also split into
 the predictable repeated positions and the rest.
 """
 
@@ -26,7 +27,7 @@ from inductionlab.config import require
 from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
-from inductionlab.tasks.text import random_chunks, repeated_chunks
+from inductionlab.tasks.text import periodic_chunks, random_chunks, repeated_chunks
 from inductionlab.train import loop
 from inductionlab.train.autograd import TrainConfig, pack, train
 
@@ -78,14 +79,29 @@ def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.n
     return {k: v.double().cpu().numpy() for k, v in out.items()}
 
 
+Chunks = Callable[[torch.Tensor, int, int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
+
+
+def _repeats(periods: tuple[int, int] | None) -> Chunks:
+    """The sequences with repeats: a repeated half, or with ``periods`` a window repeated with its own period."""
+    return repeated_chunks if periods is None else functools.partial(periodic_chunks, periods=periods)
+
+
 def _evaluation_data(
-    val_ids: torch.Tensor, L: int, batch_size: int, evals: EvalConfig, repeated: bool, vocab: int, dev: torch.device
+    val_ids: torch.Tensor,
+    L: int,
+    batch_size: int,
+    evals: EvalConfig,
+    repeated: Chunks | None,
+    vocab: int,
+    dev: torch.device,
 ) -> tuple[list, torch.Tensor]:
     """Fixed validation batches [(tokens (B, L + 1), repeated-position mask (B, L) or None)] and the repeated
     random tokens of the head diagnostics, all drawn from ``evals.seed``."""
     eval_gen = rng.generator(evals.seed)
+    batches: list[tuple[torch.Tensor, torch.Tensor | None]]
     if repeated:
-        batches = [repeated_chunks(val_ids, L + 1, batch_size, eval_gen) for _ in range(evals.val_batches)]
+        batches = [repeated(val_ids, L + 1, batch_size, eval_gen) for _ in range(evals.val_batches)]
     else:
         batches = [(random_chunks(val_ids, L, batch_size, eval_gen), None) for _ in range(evals.val_batches)]
     batches = [(x.to(dev), None if m is None else m[:, :-1].to(dev)) for x, m in batches]
@@ -103,6 +119,7 @@ def fit_lm(
     seeds: Sequence[int],
     ctx: RunContext = RunContext(threads=1),
     repeated: bool = False,
+    periods: tuple[int, int] | None = None,
     bf16: bool = False,
     diagnostics: Diagnostics | None = None,
     hooks: Sequence[loop.Hook] = (),
@@ -112,13 +129,16 @@ def fit_lm(
     """Train one model per seed on ``train_ids`` (windows of L tokens); returns the final parameters (CPU) and the
     metrics (run, step, seed, …). ``diagnostics(model, params, tokens)``: extra columns on repeated random tokens
     (``evals.score_batch`` of them, drawn whether or not it is given).  ``forward_hooks``: the model's forward
-    hooks in every loss and evaluation (ablations, :func:`inductionlab.train.interventions.forward_hooks`)."""
+    hooks in every loss and evaluation (ablations, :func:`inductionlab.train.interventions.forward_hooks`).
+    ``periods``: with ``repeated``, each sequence repeats a window with a period drawn from ``periods``
+    (:func:`~inductionlab.tasks.text.periodic_chunks`) instead of repeating its first half."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
     dev = torch.device(ctx.device)
     theta0, views = pack({k: v.to(dev) for k, v in tf.init_per_seed(model, seeds).items()})
-    batches, score_tokens = _evaluation_data(val_ids, L, cfg.batch_size, evals, repeated, model.vocab, dev)
+    chunks = _repeats(periods) if repeated else None
+    batches, score_tokens = _evaluation_data(val_ids, L, cfg.batch_size, evals, chunks, model.vocab, dev)
 
     autocast = functools.partial(torch.autocast, dev.type, dtype=torch.bfloat16, enabled=bf16)
 
@@ -141,7 +161,7 @@ def fit_lm(
 
     def sample(g: torch.Generator) -> torch.Tensor:
         B = cfg.batch_size
-        return (repeated_chunks(train_ids, L + 1, B, g)[0] if repeated else random_chunks(train_ids, L, B, g)).to(dev)
+        return (chunks(train_ids, L + 1, B, g)[0] if chunks else random_chunks(train_ids, L, B, g)).to(dev)
 
     record = {"family": "transformer", "config": model}
     theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc, model=record)

@@ -121,7 +121,7 @@ def stages_of(cfg: ToyTrainConfig) -> list[Stage]:
     """The stage list: layerwise = [I: p̃ on the learned layer 1, II: layer 2]; joint = one stage, all six."""
     if cfg.schedule == "joint":
         return [Stage("joint", cfg.stage1_steps + cfg.stage2_steps, tuple(range(6)), "learned", "all")]
-    layer1 = "ideal" if cfg.stage2_layer1 == "ideal" else "learned"
+    layer1: toy.Layer1 = "ideal" if cfg.stage2_layer1 == "ideal" else "learned"
     return [
         Stage("I", cfg.stage1_steps, (toy.P_TILDE,), "learned", "layer1"),
         Stage("II", cfg.stage2_steps, toy.LAYER2, layer1, "layer2"),
@@ -183,7 +183,9 @@ class ToyStepper:
             for s in self.toy_stages
         ]
         self.evalset = EvalSet(target, cfg.eval_size, cfg.eval_seed)
-        self.theta, self.opt, self.p_tilde_after_stage1 = theta0.clone(), None, None
+        self.theta = theta0.clone()
+        self.opt: optim.OptimState | None = None
+        self.p_tilde_after_stage1: torch.Tensor | None = None
         self.compiled: bool | None = None  # the current stage's step implementation (compiled or eager)
         self.gens = make_generators(seeds)
         self.stream: BatchStream | None = None
@@ -235,7 +237,12 @@ class ToyStepper:
         self.stream, self.fixed = None, None
 
     def step(self, step: int, tensors: dict[str, Any]) -> None:
-        grad = self.grad_of(self.theta, self.fixed or self.stream.next())
+        batch = self.fixed
+        if batch is None:
+            assert self.stream is not None  # begin_stage gives each stage a fixed batch or a stream
+            batch = self.stream.next()
+        assert self.opt is not None  # begin_stage or load_state_dict has set it
+        grad = self.grad_of(self.theta, batch)
         optim.step(self.theta, grad, self.lr_mask, self.opt)
         tensors["grad"] = grad
 

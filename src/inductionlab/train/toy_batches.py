@@ -79,7 +79,9 @@ class BatchStream:
         self.block = math.gcd(1 << (fits.bit_length() - 1), align)  # a power of two dividing the checkpoint interval
         self.shape = (S, self.block, L, batch)
         self.target, self.gens, self.layer1, self.a = target.repeat_runs(self.block), gens, layer1, a
-        self.k, self.prepared, self.states = self.block, None, None
+        self.k = self.block
+        self.prepared: toy.Batch | None = None
+        self.states: list[torch.Tensor] | None = None
         self.end_states = [g.get_state() for g in gens]  # where the generators stand after the current block
         self._queue: queue.Queue | None = None
         self._stop = threading.Event()
@@ -95,9 +97,10 @@ class BatchStream:
         return start, [g.get_state() for g in self.gens], make_batch(x, self.target, self.layer1, self.a)
 
     def _produce(self) -> None:
+        assert self._queue is not None  # the thread runs only with prefetch, which makes the queue
         while not self._stop.is_set():
             try:
-                item = self._make()
+                item: tuple[list[torch.Tensor], list[torch.Tensor], toy.Batch] | Exception = self._make()
             except Exception as err:  # noqa: BLE001 - handed to the consumer, which raises it
                 item = err
             while not self._stop.is_set():
@@ -124,6 +127,7 @@ class BatchStream:
     def next(self) -> toy.Batch:
         self.at_block_start()
         b, k = self.prepared, self.k
+        assert b is not None  # at_block_start has fetched a block
         self.k += 1
         return toy.Batch(
             b.x[:, k],

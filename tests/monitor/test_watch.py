@@ -1,0 +1,63 @@
+"""``inductionlab watch DIR``: the monitor over a transformers Trainer's saved checkpoints (docs/monitor.md)."""
+
+import pandas as pd
+import pytest
+
+from inductionlab.cli import main
+from inductionlab.config import ConfigError
+from inductionlab.monitor.watch import checkpoints, phase_line, watch
+
+transformers = pytest.importorskip("transformers")
+
+
+def _fake_trainer_dir(root, steps=(0, 10, 20)):
+    """A tiny GPT-2 saved as a Trainer's checkpoint-STEP folders (the same weights, perturbed per step)."""
+    import torch
+
+    config = transformers.GPT2Config(
+        n_layer=2,
+        n_head=2,
+        n_embd=16,
+        n_positions=16,
+        vocab_size=20,
+        bos_token_id=0,
+        eos_token_id=0,
+        attn_implementation="eager",
+    )
+    transformers.set_seed(0)
+    model = transformers.GPT2LMHeadModel(config)
+    for step in steps:
+        with torch.no_grad():
+            model.transformer.wpe.weight.mul_(1.5)
+        model.save_pretrained(root / f"checkpoint-{step}")
+    (root / "checkpoint-x").mkdir()  # not a checkpoint: ignored
+    return root
+
+
+def test_watch_measures_every_checkpoint_and_writes_its_files(tmp_path):
+    out = _fake_trainer_dir(tmp_path / "hf")
+    assert [s for s, _ in checkpoints(out)] == [0, 10, 20]
+    monitor, paths = watch(out)
+    assert [p.name for p in paths] == ["watch_heads.parquet", "watch_steps.parquet", "watch.png"]
+    assert all(p.is_file() for p in paths)
+    steps = pd.read_parquet(out / "watch_steps.parquet")
+    assert steps.step.tolist() == [0, 10, 20]
+    heads = pd.read_parquet(out / "watch_heads.parquet")
+    assert len(heads) == 3 * 2 * 2 and heads.induction.between(0, 1).all()
+    assert monitor.config.period == 8 and monitor.config.every == 10  # fitted to 16 positions, the spacing
+    assert phase_line(monitor.phase()).startswith("phase change: ")
+    _, again = watch(out, every=20)
+    assert pd.read_parquet(again[1]).step.tolist() == [0, 20]
+
+
+def test_cli_watch_prints_the_phase_line_and_refuses_an_empty_directory(tmp_path, capsys):
+    out = _fake_trainer_dir(tmp_path / "hf", steps=(5, 10))
+    assert main(["watch", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "phase change:" in printed and "watch.png" in printed
+    (tmp_path / "empty").mkdir()
+    assert main(["watch", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no checkpoint-* folders" in err and len(err.splitlines()) == 1
+    with pytest.raises(ConfigError, match="every"):
+        watch(out, every=0)
