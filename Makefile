@@ -20,6 +20,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The golden and runtime tests again on the AVX2 kernels (docs/conventions.md#portable-numbers).

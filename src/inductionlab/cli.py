@@ -244,6 +244,25 @@ def plain(text: str) -> str:
     return re.sub(r"(?::\w+:)?`{1,2}([^`]+)`{1,2}", r"\1", text)
 
 
+def _sweep_options(sw: argparse.ArgumentParser) -> None:
+    """The options of ``sweep`` besides those it shares with ``run``: the grid, seeds, workers, the executor."""
+    sw.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a grid axis (repeatable)")
+    sw.add_argument(
+        "--n-seeds",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
+    )
+    sw.add_argument("--workers", type=int, default=1)
+    sw.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
+    sw.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
+    sw.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
+    sw.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
+    sw.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
+    sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="inductionlab", description=plain(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter
@@ -278,22 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--log.wandb", dest="log_wandb", metavar="PROJECT", help="also log evaluations to Weights & Biases"
     )
-    sw = sub.choices["sweep"]
-    sw.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a grid axis (repeatable)")
-    sw.add_argument(
-        "--n-seeds",
-        type=int,
-        default=1,
-        metavar="K",
-        help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
-    )
-    sw.add_argument("--workers", type=int, default=1)
-    sw.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
-    sw.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
-    sw.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
-    sw.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
-    sw.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
-    sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
+    _sweep_options(sub.choices["sweep"])
     rr = sub.add_parser("reproduce", help="run what the papers' claims need, judge them, write report.html")
     rr.add_argument(
         "--paper", default="all", help="all (default), wang, chen, ren, or the paper name of registered claims"

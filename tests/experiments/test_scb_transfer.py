@@ -7,7 +7,8 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.experiments import scb_transfer
-from inductionlab.experiments.scb_transfer import _median, _stage2_cost, calibrate_c, crossing, the_c
+from inductionlab.experiments.scb_transfer import _stage2_cost, calibrate_c, the_c
+from inductionlab.experiments.scb_transfer_common import crossing, median_cost
 
 
 def test_crossing_is_where_the_two_log_log_fits_meet():
@@ -61,6 +62,6 @@ def test_stage_two_s_cost_counts_from_the_last_stage_one_evaluation():
 
 def test_the_median_cost_counts_a_run_that_never_reached_the_target_as_the_costliest():
     nan = float("nan")
-    assert _median([80000.0, nan, 105600.0, 86400.0]) == pytest.approx(96000.0)  # (86 400 + 105 600) / 2
-    assert _median([1.0, 2.0, 3.0]) == 2.0
-    assert _median([1.0, nan, nan, 2.0]) is None and _median([nan]) is None
+    assert median_cost([80000.0, nan, 105600.0, 86400.0]) == pytest.approx(96000.0)  # (86 400 + 105 600) / 2
+    assert median_cost([1.0, 2.0, 3.0]) == 2.0
+    assert median_cost([1.0, nan, nan, 2.0]) is None and median_cost([nan]) is None

@@ -75,6 +75,30 @@ def hf_tokenizer(tokenizer: TextTokenizer | None, vocab: int) -> Any:
     return PreTrainedTokenizerFast(tokenizer_object=word_level, unk_token=UNK, eos_token=end, pad_token=end)
 
 
+def _copy_weights(model: Any, cfg: tf.TransformerConfig, params: tf.Params, run: int) -> None:
+    """Run ``run`` of our parameters into the HookedTransformer ``model``: biases and W_pos zero, W_Q zero for the
+    heads without dot-product attention, FFN weights zero-padded to its common width d_mlp."""
+    dtype = params["embed.W_E"].dtype
+    state = {k: torch.zeros_like(v) for k, v in model.named_parameters()}  # biases and W_pos stay zero
+    state["embed.W_E"] = params["embed.W_E"][run]
+    state["unembed.W_U"] = params["unembed.W_U"][run]
+    dp = cfg.heads("dp")
+    for l, width in enumerate(cfg.layer("ffn_width")):
+        a = f"blocks.{l}.attn."
+        state[a + "W_Q"] = params[a + "W_Q"][run] * dp[l].to(dtype).view(-1, 1, 1)
+        for name in ("W_K", "W_V", "W_O"):
+            state[a + name] = params[a + name][run]
+        if width:
+            m = f"blocks.{l}.mlp."
+            for name in ("W_in", "b_in", "W_out", "b_out"):
+                padded = state[m + name]
+                value = params[m + name][run]
+                padded[tuple(slice(0, n) for n in value.shape)] = value  # FFN width < d_mlp: zero-padded
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            param.copy_(state[name])
+
+
 def to_hooked_transformer(
     cfg: tf.TransformerConfig,
     params: tf.Params,
@@ -115,24 +139,7 @@ def to_hooked_transformer(
     with warnings.catch_warnings():  # 3.x announces HookedTransformer's removal in 4.0; the extra pins < 4
         warnings.filterwarnings("ignore", "HookedTransformer is deprecated", DeprecationWarning)
         model = tl.HookedTransformer(tl_cfg)
-    state = {k: torch.zeros_like(v) for k, v in model.named_parameters()}  # biases and W_pos stay zero
-    state["embed.W_E"] = params["embed.W_E"][run]
-    state["unembed.W_U"] = params["unembed.W_U"][run]
-    dp = cfg.heads("dp")
-    for l, width in enumerate(widths):
-        a = f"blocks.{l}.attn."
-        state[a + "W_Q"] = params[a + "W_Q"][run] * dp[l].to(dtype).view(-1, 1, 1)
-        for name in ("W_K", "W_V", "W_O"):
-            state[a + name] = params[a + name][run]
-        if width:
-            m = f"blocks.{l}.mlp."
-            for name in ("W_in", "b_in", "W_out", "b_out"):
-                padded = state[m + name]
-                value = params[m + name][run]
-                padded[tuple(slice(0, n) for n in value.shape)] = value  # FFN width < d_mlp: zero-padded
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            param.copy_(state[name])
+    _copy_weights(model, cfg, params, run)
     rpe, key_start = cfg.heads("rpe"), cfg.layer("key_start")
     for l in range(cfg.n_layers):
         slopes = params[f"blocks.{l}.attn.p"][run].detach()
