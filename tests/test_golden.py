@@ -30,7 +30,7 @@ from inductionlab.cli import resolve
 from inductionlab.config import flatten
 
 GOLDEN = Path(__file__).parent / "golden"
-VOLATILE = {"wall_seconds", "versions", "config_hash", "experiment"}
+VOLATILE = {"wall_seconds", "profile", "versions", "config_hash", "experiment"}
 
 
 def _leaves(obj, prefix=""):

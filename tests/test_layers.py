@@ -12,7 +12,7 @@ SRC = Path(inductionlab.__file__).parent
 SHARED = {"experiments.experiment"}  # the Experiment dataclass every experiment builds
 SHARED_FILES = {"__init__", "experiment"}
 LAYERS = [
-    {"_version", "_runtime", "config", "keys", "ops", "plots", "rng", "runs"},
+    {"_version", "_runtime", "config", "keys", "ops", "plots", "rng", "runs", "timing"},
     {"tasks"},
     {"models"},
     {"theory"},

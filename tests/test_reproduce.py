@@ -167,3 +167,21 @@ def test_a_control_that_passes_its_claims_check_is_shown_as_such(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert f'href="#claim-{claim.id}"' in page and f'id="claim-{claim.id}"' in page and ">accepts<" in page
     assert f"{int((table.control_status == 'rejects').sum())} claims have a control that fails their check" in page
+
+
+def test_the_longest_jobs_are_scheduled_first(tmp_path):
+    from inductionlab.reproduce import expected_minutes
+
+    jobs, _ = plan("all", "full", tmp_path)
+    costs = [expected_minutes(j.experiment, *_preset_and_wall(j)) for j in jobs]
+    assert costs == sorted(costs, reverse=True) and costs[0] >= 10
+    assert expected_minutes("heads-dims", "quick") == 1.0
+    assert expected_minutes("approx-ih2", None) == pytest.approx(0.5)  # "~30 s"
+    assert expected_minutes("interventions", "quick", "~5 min") == 5.0  # a control's own wall time
+
+
+def _preset_and_wall(job):
+    if "control" not in job.overrides:
+        return None, ""
+    control = {c.name: c for c in experiments.get(job.experiment).controls}[job.overrides["control"]]
+    return control.preset, control.wall

@@ -12,7 +12,7 @@ import pytest
 from inductionlab import load_sweep
 from inductionlab.cli import main
 
-VOLATILE = ["dir", "wall_seconds"]  # the folder name and the timing differ between two runs of the same job
+VOLATILE = ["dir", "wall_seconds", "profile"]  # the folder name and the timing differ between two runs of the same job
 
 
 def _slurm_answers() -> bool:

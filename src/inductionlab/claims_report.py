@@ -182,8 +182,19 @@ def _header(info: dict) -> str:
         f"{'—' if wall is None else f'{wall / 60:.1f} min'} (runs it reused cost nothing; the runs' own wall "
         f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min, the negative controls' to "
         f"{info.get('controls_wall_seconds', 0.0) / 60:.1f} min); host {_e(info.get('host', '—'))}.</p>"
-        f'<p class="meta">Versions: {versions}.</p>' + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
+        + _where(info.get("profile", {}))
+        + f'<p class="meta">Versions: {versions}.</p>'
+        + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
     )
+
+
+def _where(profile: dict[str, float]) -> str:
+    """Where the runs' time went, summed over them (docs/conventions.md#profile)."""
+    total = sum(profile.values())
+    if total <= 0:
+        return ""
+    parts = ", ".join(f"{_e(k)} {v / 60:.1f} min ({100 * v / total:.0f} %)" for k, v in profile.items() if v >= 0.5)
+    return f'<p class="meta">Where the runs\' time went: {parts}.</p>'
 
 
 def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:

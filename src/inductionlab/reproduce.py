@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import platform
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -92,7 +93,7 @@ def plan(
         experiments.get(name)  # a clear error for an unknown name
         if name not in names:
             raise ConfigError(f"--only: {name} has no claim of --paper {paper}; with claims: {', '.join(names)}")
-    jobs, skipped = [], {}
+    jobs, skipped, cost = [], {}, {}
     for name in [n for n in names if not only or n in only]:
         reads_text = hasattr(experiments.get(name).config, "data")
         extra = {"data.path": data} if reads_text and data else {}
@@ -106,13 +107,27 @@ def plan(
                 continue
         source = experiments.source_of(name)
         jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name), source=source))
+        cost[jobs[-1].dir] = expected_minutes(name, preset)
         for control in controls_of(name, paper).values():
             cfg = experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra})
             if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
                 meta = {"budget": budget, "control": control.name}
                 dir_ = str(out / control_dir(name, control.name))
                 jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_, source=source))
-    return jobs, skipped
+                cost[dir_] = expected_minutes(name, control.preset, control.wall)
+    return sorted(jobs, key=lambda j: -cost[j.dir]), skipped  # the longest first: the workers finish together
+
+
+def expected_minutes(name: str, preset: str | None, wall: str = "") -> float:
+    """A job's expected wall time for the schedule: ``wall`` when given (a control's), else at the experiment's
+    default preset its stated one (``Experiment.wall``, e.g. "~16 min", the upper end of "5–10 min"), else 1 minute
+    (the smaller presets)."""
+    wall = wall or (experiments.get(name).wall if preset is None else "")
+    found = re.findall(r"([0-9.]+)\s*(min|s)\b", wall)
+    if not found:
+        return 1.0
+    value, unit = found[-1]
+    return float(value) / (60.0 if unit == "s" else 1.0)
 
 
 def _place(jobs: list[Job], out: Path) -> list[Job]:
@@ -255,6 +270,7 @@ def render(out: str | Path) -> pd.DataFrame:
     info.setdefault("host", host())
     info["runs_wall_seconds"] = sum(_run_wall(out / info.get("dirs", {}).get(n, n)) for n in info["experiments"])
     info["controls_wall_seconds"] = sum(_run_wall(out / d) for d in info.get("controls", {}).values())
+    info["profile"] = profile_of(out, [*info.get("dirs", {}).values(), *info.get("controls", {}).values()])
     write_report(out, table, info)
     return table
 
@@ -263,6 +279,17 @@ def _run_wall(run_dir: Path) -> float:
     """The run's own wall time (its summary's), 0 where it has none."""
     path = run_dir / SUMMARY
     return float(json.loads(path.read_text()).get("wall_seconds", 0.0)) if path.exists() else 0.0
+
+
+def profile_of(out: Path, dirs: list[str]) -> dict[str, float]:
+    """Seconds per part (docs/conventions.md#profile) summed over the finished runs ``dirs`` of ``out``, largest
+    first."""
+    total: dict[str, float] = {}
+    for name in dirs:
+        path = out / name / SUMMARY
+        for part, seconds in (json.loads(path.read_text()).get("profile", {}) if path.exists() else {}).items():
+            total[part] = total.get(part, 0.0) + seconds
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 
 
 def is_reproduce(out: str | Path) -> bool:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inductionlab import experiments
+from inductionlab import experiments, timing
 from inductionlab.config import config_hash, differences, to_dict
 from inductionlab.runs import (
     CONFIG,
@@ -123,17 +123,22 @@ def context(cfg: Any, run_dir: Path | None = None, **settings: Any) -> RunContex
 def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext) -> None:
     """Run, then write the tables, check them, draw the figures and write the summary, last."""
     start = time.perf_counter()
-    results = exp.run(cfg, ctx)
+    with timing.record() as parts:
+        results = exp.run(cfg, ctx)
+        wall = time.perf_counter() - start
+        with timing.section("io"):
+            save_tables(out, results)
+        check_results(results)
+        with timing.section("plot"):
+            exp.plot(results, out)
     results.summary = {
         "experiment": name,
         **results.summary,
-        "wall_seconds": time.perf_counter() - start,
+        "wall_seconds": wall,
+        "profile": {k: round(v, 3) for k, v in parts.items()},  # seconds (docs/conventions.md#profile)
         "config_hash": config_hash(cfg),
         "versions": versions(),
     }
-    save_tables(out, results)
-    check_results(results)
-    exp.plot(results, out)
     write_json(out / SUMMARY, results.summary)  # last: the mark of a finished run
 
 

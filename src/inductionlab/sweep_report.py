@@ -24,7 +24,7 @@ from inductionlab.runs import SWEEP_INFO
 from inductionlab.sweep import MANIFEST, flat_config, load_sweep
 from inductionlab.theory.laws import Law, laws_for
 
-SKIP = {"dir", "hash", "seed", "wall_seconds", "config_hash"}
+SKIP = {"dir", "hash", "seed", "wall_seconds", "profile", "config_hash"}
 MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs than this
 
 
@@ -83,7 +83,7 @@ def metrics_of(table: pd.DataFrame, experiment: str, grid: list[str]) -> list[st
     numeric = [
         c
         for c in table.columns
-        if c not in SKIP
+        if c.split(".")[0] not in SKIP
         and c not in grid
         and c not in config
         and pd.api.types.is_numeric_dtype(table[c])

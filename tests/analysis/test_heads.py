@@ -67,6 +67,11 @@ def test_model_heads_previous_token_rpe_and_theorem_4_1_induction_head_score_one
     scores = H.head_scores(rand_cfg, rand, repeated_random_tokens(6, 10, 2, gen, vocab=50), period=10)
     for name in ("previous_token", "induction", "prefix_matching"):
         assert float(scores[name].max()) < 0.5, name
+    toks = repeated_random_tokens(6, 10, 2, gen, vocab=50)
+    _, cache = tf.forward(rand_cfg, rand, toks.unsqueeze(0), keep=True)
+    again = H.head_scores(rand_cfg, rand, toks, period=10, rows="matched", cache=cache)  # no second forward pass
+    for name, value in H.head_scores(rand_cfg, rand, toks, period=10, rows="matched").items():
+        assert torch.equal(again[name], value), name
 
 
 def test_the_transformerlens_form_is_the_default_and_an_ideal_induction_head_scores_its_share_of_matched_rows():

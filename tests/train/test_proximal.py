@@ -98,6 +98,20 @@ def test_transfer_step_lands_on_the_line_at_the_target_alpha():
     assert torch.allclose(A1.sum(-2), torch.ones(2, 3, dtype=torch.float64), atol=1e-12)
 
 
+def test_the_transfer_step_draws_its_samples_in_chunks_of_bounded_size(monkeypatch):
+    inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=3000), 2, np.random.default_rng(4))
+    sizes = []
+
+    def recording(inst_, batch, generator):
+        sizes.append(batch)
+        return scb.sample(inst_, batch, generator)
+
+    monkeypatch.setattr(P, "sample", recording)
+    monkeypatch.setattr(P, "CHUNK_TOKENS", 2 * 3001 * 100)  # 100 samples of the two runs at once
+    P.transfer_start(inst, inst.P, 0.5, 0.8, 1050, torch.Generator().manual_seed(0))
+    assert sizes == [100] * 10 + [50]  # all 1050 samples, never more than the token budget at once
+
+
 def test_softmax_training_step_is_sgd_on_the_logits():
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=10), 1, np.random.default_rng(5))
     V1, W1, _ = train_softmax_scb(

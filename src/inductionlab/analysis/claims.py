@@ -105,12 +105,14 @@ class Control:
     """A negative control (docs/conventions.md#controls): ``name`` (unique within its experiment), what it
     ``breaks`` (one sentence), and the run: the experiment's ``preset`` (the smallest budget at which the check
     means something) with the dotted-key ``overrides`` on top.  Each claim that names it must fail its own test
-    on the control's summary."""
+    on the control's summary.  ``wall``: its measured wall time on one core (e.g. "~4 min"; "" for about a minute
+    or less, or at the experiment's default its ``wall``), by which ``reproduce`` starts the longest jobs first."""
 
     name: str
     breaks: str
     overrides: Mapping[str, Any]
     preset: str | None = "quick"
+    wall: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").isalnum() or not self.breaks:

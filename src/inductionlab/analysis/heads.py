@@ -80,9 +80,12 @@ def attention_score(
         keep.fill_diagonal_(0)
     det = detection.to(pattern.dtype).unsqueeze(-3)  # (B, 1, L, L)
     row_mask = (det.sum(-1, keepdim=True) > 0).to(pattern.dtype) if rows == "matched" else torch.ones_like(det[..., :1])
-    a = pattern * keep * row_mask
-    if measure == "mul":
-        score = (a * det).sum((-1, -2)) / a.sum((-1, -2))
+    if measure == "mul":  # Σ a·det / Σ a with a = pattern·keep·row_mask, one temporary of the pattern's size
+        weight = keep * row_mask  # (B, 1, L, L)
+        plain = not exclude_bos and not exclude_current_token and rows == "all"
+        score = (pattern * (weight * det)).sum((-1, -2)) / (
+            pattern.sum((-1, -2)) if plain else (pattern * weight).sum((-1, -2))
+        )
     else:
         n_rows = row_mask.sum((-1, -2)).clamp_min(1)
         score = 1 - ((pattern - det).abs() * keep * row_mask).sum((-1, -2)) / n_rows
@@ -104,13 +107,17 @@ def head_scores(
     period: int,
     measure: Literal["mul", "abs"] = "mul",
     rows: Literal["all", "matched"] = "all",
+    cache: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
     """All diagnostics of every head on repeated sequences: name → (S, n_layers, H) for previous_token,
-    duplicate_token, induction (scored on ``rows``, see :func:`attention_score`) and prefix_matching."""
-    x = tokens.unsqueeze(0)
-    dtype = next(iter(params.values())).dtype
-    with torch.no_grad():
-        _, cache = tf.forward(cfg, params, x if cfg.vocab else x.to(dtype), keep=True)
+    duplicate_token, induction (scored on ``rows``, see :func:`attention_score`) and prefix_matching.
+    ``cache``: that of a ``tf.forward(..., keep=True)`` already made on ``tokens`` with ``params`` (no hooks), so the
+    patterns are not computed twice."""
+    if cache is None:
+        x = tokens.unsqueeze(0)
+        dtype = next(iter(params.values())).dtype
+        with torch.no_grad():
+            _, cache = tf.forward(cfg, params, x if cfg.vocab else x.to(dtype), keep=True)
     patterns = torch.stack(
         [cache[f"blocks.{l}.attn.hook_pattern"] for l in range(cfg.n_layers)], 1
     )  # (S, nl, B, H, L, L)

@@ -86,6 +86,7 @@ CONTROLS = (
         "2000 steps each: what tells them apart is the optimizer, not the label",
         overrides={"swap_optimizers": True},
         preset="swap",
+        wall="~2.5 min",
     ),
 )
 

@@ -166,6 +166,7 @@ CONTROLS = (
         "not ablated), so each check compares a run with itself; the Chen section is cut to 5 epochs",
         overrides={"act": False, "chen_train.epochs": "5", "chen_n_samples": 120, "chen_n_val": 20},
         preset="quick",
+        wall="~4.5 min",
     ),
 )
 

@@ -80,6 +80,7 @@ CONTROLS = (
         breaks="the chain's parents are {1,3}: {1,2} is no longer the informative set (wrong parent set); two seeds",
         overrides={"task.parents": "1,3", "seeds": "2024,2025"},
         preset="quick",
+        wall="~3.5 min",
     ),
 )
 
@@ -187,7 +188,7 @@ EXPERIMENT = Experiment(
     name="markov-full",
     description="Chen et al. App. B: the full model (W_Q, W_K, W_OV, LayerNorm) trained jointly",
     figure="Chen et al. App. B (full)",
-    wall="~12 min",  # default preset, 2 cores: 8 seeds × the surrogate (458 s), 4 × the cross-entropy
+    wall="~8 min",  # default preset, 2 cores: 8 seeds × the surrogate (458 s), 4 × the cross-entropy
     cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
     headline=("p_selected.{1,2}", "p_selected.{1,3}", "p_selected.{2,3}", "a_log_slope"),
     config=CONFIG,

@@ -164,7 +164,7 @@ def _evaluate(cfg: Config, model: tf.TransformerConfig, held_out: torch.Tensor, 
         row: dict[str, np.ndarray] = {}
         for name in REFERENCES:
             row[f"kl_{name}"], row[f"tv_{name}"] = _kl_tv(refs[name], q)
-        scores = head_scores(model, params, held_out[:, :-1], held_out.shape[1] // 2)
+        scores = head_scores(model, params, held_out[:, :-1], held_out.shape[1] // 2, cache=None if hooks else cache)
         row["previous_token_score"] = scores["previous_token"][:, 0].amax(-1).double().numpy()
         row["induction_score"] = scores["induction"][:, 1].amax(-1).double().numpy()
         pattern = cache["blocks.0.attn.hook_pattern"]  # (S, B, H, L, L)
@@ -286,7 +286,7 @@ EXPERIMENT = Experiment(
     name="markov-transformer",
     description="Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags",
     figure="Wang et al. × Chen et al. (stages)",
-    wall="~11 min",  # default preset, 2 cores (measured 643 s with another job on the second core)
+    wall="~5.5 min",  # default preset, 2 cores (measured 643 s with another job on the second core)
     cpu_only="a d = 32 two-layer model on 3 tokens: the step is Python and sampling overhead",
     headline=("t_unigram", "t_bigram", "t_bayes", "final_kl_to_bayes", "final_induction_score", "layer1_top_lags"),
     config=CONFIG,

@@ -373,7 +373,7 @@ EXPERIMENT = Experiment(
     name="scb-transfer",
     description="Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)",
     figure="Ren et al. §4 (transfer)",
-    wall="~13 min",  # default preset, one core (785 s measured; calibration of c at T = 250 included, ~5 s)
+    wall="~5.5 min",  # default preset, one core (785 s measured; calibration of c at T = 250 included, ~5 s)
     cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
     config=CONFIG,
     presets=PRESETS,

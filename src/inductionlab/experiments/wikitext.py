@@ -60,6 +60,7 @@ CONTROLS = (
         breaks="every layer's slopes p held at their initial 0.01: the positional part cannot be learned",
         overrides={"intervene.freeze": ("blocks.0.attn.p", "blocks.1.attn.p")},
         preset="quick",
+        wall="~2 min",
     ),
 )
 

@@ -106,9 +106,12 @@ class TransformerConfig:
 
     def heads(self, name: Literal["dp", "rpe"]) -> torch.Tensor:
         """(n_layers, H) 0/1 mask of the heads that use the DP or the RPE term."""
+        return torch.tensor([self.heads_on(name, l) for l in range(self.n_layers)], dtype=torch.float32)
+
+    def heads_on(self, name: Literal["dp", "rpe"], l: int) -> tuple[bool, ...]:
+        """Layer l's heads that use the DP or the RPE term, as bools."""
         value = getattr(self, name)
-        rows = [[value] * self.n_heads] * self.n_layers if isinstance(value, bool) else value
-        return torch.tensor(rows, dtype=torch.float32)
+        return (value,) * self.n_heads if isinstance(value, bool) else tuple(value[l])
 
     @property
     def K(self) -> int:
@@ -235,7 +238,7 @@ def attention(
     allowed = attention_mask(L, cfg.layer("key_start")[l], z.device)[L - Lq :]
     has_keys = allowed.any(-1, keepdim=True)  # (L', 1); rows without keys get a finite dummy row, then 0
     bias = torch.zeros(Lq, L, dtype=z.dtype, device=z.device).masked_fill_(~allowed & has_keys, -math.inf)
-    if bool(rpe.any()):
+    if any(cfg.heads_on("rpe", l)):  # from the config, not the tensor: no graph break under torch.compile
         i = torch.arange(L, dtype=z.dtype, device=z.device)
         dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
         bias = bias - (params[a + "p"] * rpe).view(S, 1, -1, 1, 1) * dist

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import rng
+from inductionlab import rng, timing
 from inductionlab._runtime import tune_process
 from inductionlab.config import check_schedule, require
 from inductionlab.runs import RunContext
@@ -171,7 +171,9 @@ class AutogradStepper:
     def step(self, step: int, tensors: dict[str, Any]) -> None:
         cfg, theta = self.specs[self.current].cfg, self.theta
         theta.requires_grad_(True)
-        losses = self.loss(theta, self.sample(self.gen))  # (S,)
+        with timing.section("data"):
+            batch = self.sample(self.gen)
+        losses = self.loss(theta, batch)  # (S,)
         losses.sum().backward()
         tensors["loss"] = losses.detach()
         grad, theta.grad = theta.grad, None

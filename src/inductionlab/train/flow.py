@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 from scipy.integrate import solve_ivp
 
+from inductionlab import timing
 from inductionlab.config import require
 from inductionlab.models import toy
 from inductionlab.tasks.mixed import MixedTarget, Tokens, make_generators, new_tokens
@@ -128,6 +129,7 @@ def _event(fn: Callable[[float, np.ndarray], float], direction: float) -> _Event
     return event
 
 
+@timing.timed("theory")
 def solve_flow(prob: FlowProblem, n_points: int = 400, rtol: float = 1e-6, atol: float = 1e-9) -> FlowResult:
     """Integrate GF from θ = σ_init·1 to ``t_end``; return the curve on a linear+log grid and the phases.
 

@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from inductionlab import timing
 from inductionlab._runtime import StopFlag
 from inductionlab.config import differences
 from inductionlab.runs import RunContext, load_checkpoint, save_checkpoint
@@ -196,7 +197,11 @@ class _Run:
     def gather(self) -> None:
         """Append the finished evaluations in step order (waits for those under way) and tell the hooks."""
         for item in self.pending:
-            block = item.result() if isinstance(item, Future) else item
+            if isinstance(item, Future):
+                with timing.section("eval"):
+                    block = item.result()
+            else:
+                block = item
             self.blocks.append(block)
             view = self._view()
             for h in self.hooks:
@@ -217,6 +222,12 @@ class _Run:
         if path is None or not bool(torch.isfinite(self.stepper.params).all()):
             return
         self.gather()
+        with timing.section("checkpoint"):
+            self._write(path)
+        for h in self.hooks:
+            h.on_checkpoint(self._view(), path)
+
+    def _write(self, path: Path) -> None:
         save_checkpoint(
             path,
             {
@@ -231,8 +242,6 @@ class _Run:
                 "shape": tuple(self.stepper.params.shape),
             },
         )
-        for h in self.hooks:
-            h.on_checkpoint(self._view(), path)
 
     def load(self) -> bool:
         path = self.ctx.checkpoint
@@ -337,14 +346,16 @@ def _run_stage(r: _Run, resumed: bool) -> None:
                 view = r._view(tensors)
                 for h in r.hooks:
                     h.before_evaluate(view)
-            r.pending.append(stepper.evaluate(step))
+            with timing.section("eval"):
+                r.pending.append(stepper.evaluate(step))
         if step == stage.steps:
             break
         if r.hooks:
             view = r._view(tensors)
             for h in r.hooks:
                 h.before_step(view)
-        stepper.step(step, tensors)
+        with timing.section("steps"):
+            stepper.step(step, tensors)
         for h in r.hooks:
             h.after_step(view)
         if step % 100 == 99:

@@ -1,0 +1,44 @@
+"""Where a run's time goes (docs/conventions.md#profile): sections, their nesting and the runner's profile."""
+
+import json
+import time
+
+import pytest
+
+from inductionlab import timing
+from inductionlab.cli import main
+
+
+def test_nested_sections_keep_only_their_own_time_and_the_parts_add_up():
+    start = time.perf_counter()
+    with timing.record() as parts:
+        with timing.section("steps"):
+            time.sleep(0.05)
+            with timing.section("data"):
+                time.sleep(0.1)
+        with timing.section("steps"):
+            time.sleep(0.02)
+        time.sleep(0.03)
+    wall = time.perf_counter() - start
+    assert parts["data"] == pytest.approx(0.1, abs=0.03)
+    assert parts["steps"] == pytest.approx(0.07, abs=0.03)  # the nested data section is not counted twice
+    assert parts["other"] == pytest.approx(0.03, abs=0.03)
+    assert sum(v for k, v in parts.items() if k != "startup") == pytest.approx(wall, abs=0.01)
+
+
+def test_a_section_outside_a_record_costs_nothing_and_records_nothing():
+    with timing.section("steps"):
+        pass
+    with timing.record() as parts:
+        pass
+    assert set(parts) <= {"other", "startup"}
+
+
+def test_a_run_writes_its_profile_beside_its_wall_time(tmp_path):
+    assert main(["run", "heads-dims", "--preset", "smoke", "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    parts = summary["profile"]
+    assert {"steps", "eval", "data", "plot", "io", "other"} <= set(parts)
+    assert all(v >= 0 for v in parts.values())
+    run = sum(v for k, v in parts.items() if k not in ("plot", "io", "startup"))
+    assert run == pytest.approx(summary["wall_seconds"], rel=0.05, abs=0.05)  # the run's parts are its wall time
