@@ -13,7 +13,8 @@ Budgets: ``smoke`` runs each experiment's smoke preset (the path is checked, no 
 control runs), ``quick`` its quick preset, ``full`` its default; under both, each negative control that a claim
 names runs at its own preset in ``<experiment>@<control>/`` (docs/conventions.md#controls).  Re-running with the same paper and budget reuses the finished runs and
 resumes an interrupted one; a run directory this reproduce left with another config is replaced, and one it did
-not write is never touched (the experiment runs beside it).
+not write is never touched (the experiment runs beside it).  The jobs start longest first (:func:`expected_minutes`),
+so that the workers finish together.
 """
 
 from __future__ import annotations
