@@ -1,5 +1,5 @@
 """Speed of one training step of the general transformer in the ``heads-dims`` (8, 8) configuration
-(issue 3 §6): H = 8 heads, D = 8, two layers with DP + RPE and residual, IH_4 target, d = 1, L = 40,
+: H = 8 heads, D = 8, two layers with DP + RPE and residual, IH_4 target, d = 1, L = 40,
 batch 64, Adam, one thread.
 
 (a) ours, 1 run;  (b) ours, 8 runs on the run axis (per run-step);
@@ -7,7 +7,7 @@ batch 64, Adam, one thread.
     trained run after run — per run-step;
 (d), (e) as (a), (b) with the loss (forward, and through AOTAutograd its backward) compiled by ``torch.compile``
     (static shapes, one graph: no graph break); the compile time of the first step is printed.
-Targets (issue "every claim in 45 minutes" §2): the step ≥ 3× today's per run-step; (a)/(b) ≥ 2.
+Targets (benchmarks/RESULTS.md, "The small general transformer"): the step ≥ 3× today's per run-step; (a)/(b) ≥ 2.
 
 Run: ``python benchmarks/bench_transformer.py`` (prints a markdown table; numbers in benchmarks/RESULTS.md).
 """
