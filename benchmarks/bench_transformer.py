@@ -1,6 +1,5 @@
-"""Speed of one training step of the general transformer in the ``heads-dims`` (8, 8) configuration
-: H = 8 heads, D = 8, two layers with DP + RPE and residual, IH_4 target, d = 1, L = 40,
-batch 64, Adam, one thread.
+"""Speed of one training step of the general transformer in the ``heads-dims`` (8, 8) configuration:
+H = 8 heads, D = 8, two layers with DP + RPE and residual, IH_4 target, d = 1, L = 40, batch 64, Adam, one thread.
 
 (a) ours, 1 run;  (b) ours, 8 runs on the run axis (per run-step);
 (c) a plain ``nn.Module`` written the usual way (per-head Linear layers, autograd, torch.optim.Adam),
