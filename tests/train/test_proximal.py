@@ -4,6 +4,7 @@ import torch
 from inductionlab.tasks import scb
 from inductionlab.theory import scb as th
 from inductionlab.train import proximal as P
+from inductionlab.train import transfer as TR
 from inductionlab.train.scb_softmax import train_softmax_scb
 
 
@@ -86,11 +87,11 @@ def test_noiseless_oracle_runs_algorithm_1_through_train_scb():
 
 def test_transfer_step_lands_on_the_line_at_the_target_alpha():
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=12), 2, np.random.default_rng(4))
-    R = P.reversal(inst.P, inst.mu)
+    R = TR.reversal(inst.P, inst.mu)
     assert torch.allclose(R.sum(-2), torch.ones(2, 3, dtype=torch.float64))
     assert torch.allclose(torch.einsum("snk,sk->sn", R, inst.mu), inst.mu)
     P_bar = 0.5 * inst.P + 0.5 * R
-    V0, A1, beta0 = P.transfer_start(inst, P_bar, 0.5, 0.8, 400_000, torch.Generator().manual_seed(0), chunk=50_000)
+    V0, A1, beta0 = TR.transfer_start(inst, P_bar, 0.5, 0.8, 400_000, torch.Generator().manual_seed(0), chunk=50_000)
     assert torch.allclose(th.signal(V0, torch.full_like(A1, 1 / 12), inst)["beta"], beta0)
     sig = th.signal(V0, A1, inst)
     assert torch.allclose(sig["alpha"], torch.full((2,), 0.8, dtype=torch.float64), atol=0.05)
@@ -106,9 +107,9 @@ def test_the_transfer_step_draws_its_samples_in_chunks_of_bounded_size(monkeypat
         sizes.append(batch)
         return scb.sample(inst_, batch, generator)
 
-    monkeypatch.setattr(P, "sample", recording)
-    monkeypatch.setattr(P, "CHUNK_TOKENS", 2 * 3001 * 100)  # 100 samples of the two runs at once
-    P.transfer_start(inst, inst.P, 0.5, 0.8, 1050, torch.Generator().manual_seed(0))
+    monkeypatch.setattr(TR, "sample", recording)
+    monkeypatch.setattr(TR, "CHUNK_TOKENS", 2 * 3001 * 100)  # 100 samples of the two runs at once
+    TR.transfer_start(inst, inst.P, 0.5, 0.8, 1050, torch.Generator().manual_seed(0))
     assert sizes == [100] * 10 + [50]  # all 1050 samples, never more than the token budget at once
 
 

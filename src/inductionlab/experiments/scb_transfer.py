@@ -51,7 +51,8 @@ from inductionlab.experiments.scb_transfer_common import crossing, median_cost, 
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, mu_inner, random_instance
 from inductionlab.train.loop import NonFiniteError
-from inductionlab.train.proximal import SCBTrainConfig, evaluate, reversal, train_scb, transfer_start
+from inductionlab.train.proximal import SCBTrainConfig, evaluate, train_scb
+from inductionlab.train.transfer import reversal, transfer_start
 
 
 @dataclass(frozen=True)
