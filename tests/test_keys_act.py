@@ -51,7 +51,7 @@ SET_HERE = {
     "lazy-to-rich-boolean": NO_ABLATION,
     "plateau-scaling": {"train.stage2_steps": 50, "task.tokens": "uniform"},  # the closed forms are Gaussian
     "adam-vs-gd-highdim": {"train.optimizer": "adam", "train.lr": 0.2},
-    "heads-dims": {"model.n_heads": 2, "model.d_model": 4},
+    "heads-dims": {"model.n_heads": 2, "model.d_model": 4, "train.seed": 3},  # seeds set each run's data stream
     "joint-training": {"train.schedule": "joint", "train.stage2_layer1": "ideal", **NO_ABLATION},
     "interventions": {"train.schedule": "joint", "train.stage2_layer1": "trained"},
     "markov-stages": {"model.max_degree": 3, "model.loss": "softmax_of_probs", **NO_ABLATION},

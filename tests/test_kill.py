@@ -100,6 +100,25 @@ def test_sigterm_checkpoints_says_resume_and_the_resumed_run_equals_an_uninterru
     assert _summary(out) == _summary(tmp_path / "full")
 
 
+def _wait_for(condition, deadline: float = 300.0) -> bool:
+    """Poll ``condition`` until it holds or ``deadline`` seconds pass (a loaded machine may be slow: the test waits
+    for the state it needs, never for a fixed time)."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return bool(condition())
+
+
+def _saved_lr(out: Path) -> float | None:
+    """The learning rate in ``out``'s config.json, None while there is none (or it is being written)."""
+    try:
+        return json.loads((out / "config.json").read_text())["train"]["lr"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def _children(pid: int) -> set[int]:
     kids = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -144,11 +163,10 @@ def test_a_killed_sweep_leaves_no_worker_and_reruns_each_job_once(tmp_path):
     while time.time() < deadline and len(workers) < 2:
         time.sleep(0.5)
         workers = {w for c in _children(proc.pid) for w in _children(c) | {c}} - {proc.pid}
-    time.sleep(2.0)
+    assert _wait_for(lambda: any(out.glob("*/checkpoints/*")) or any(out.glob("*/metrics.parquet")))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    time.sleep(10)
-    assert not _alive(workers), "worker processes outlived the killed sweep"
+    assert _wait_for(lambda: not _alive(workers)), "worker processes outlived the killed sweep"
     assert main(argv) == 0
     table = load_sweep(out)
     assert len(table) == 4 and table["task.alpha_star"].is_unique
@@ -178,7 +196,8 @@ def test_an_interrupted_force_never_leaves_the_old_results_under_the_new_config(
         "--no-progress",
     ]
     proc = _start([*new, "--force"])
-    time.sleep(5.0)
+    # kill it once it has claimed the directory and cleared the old run: its new config is written
+    assert _wait_for(lambda: _saved_lr(out) == 0.05), "the --force run never wrote its config"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (out / "summary.json").exists() and not (out / "metrics.parquet").exists()  # the old run is gone

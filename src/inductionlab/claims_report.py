@@ -4,8 +4,10 @@ Every figure is embedded as a base64 PNG and the styles are inline, so the page 
 same when mailed.  Layout: a header (budget, wall time, host, versions), a summary bar (counts per status), then
 a table of contents (every experiment and claim, linked), then one section per paper, and in it one block per
 experiment: its claims (status, claim, measured, expected, test, negative control, note) beside the run's figures.
-A failed claim's note says what the failure is (its ``if_failed``: a finding about the paper, a limit of this
-machine, or open); the control column gives the control's verdict (docs/conventions.md#controls).
+A failed claim's note says what kind of failure it is (docs/conventions.md#findings): *a finding about the paper*,
+with its evidence (the paper's sentence, the in-regime run, the independent re-implementation), or *open*; claims
+not judged at this scale and undefined values are counted apart from failures; the control column gives the
+control's verdict, and an undefined control is no control (docs/conventions.md#controls).
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ import pandas as pd
 from PIL import Image
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import CONTROL_STATUSES, PAPERS, STATUSES
+from inductionlab.analysis.claims import CONTROL_STATUSES, FINDING, PAPERS, SCALE, STATUSES
 from inductionlab.runs import write_text
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
 COLORS = {
     "passed": "#1a7f37",
     "failed": "#cf222e",
+    "undefined": "#8250df",
+    SCALE: "#0969da",
     "not run": "#6e7781",
     "smoke, not judged": "#bf8700",
     "rejects": "#1a7f37",
@@ -85,18 +89,33 @@ def summary_bar(table: pd.DataFrame) -> str:
         for s, n in counts.items()
         if n
     )
-    text = "".join(f'<span style="color:{COLORS[s]}">{n} {_e(s)}</span>' for s, n in counts.items())
+    text = "".join(f'<span style="color:{COLORS[s]}">{n} {_e(s)}{_kinds(table, s)}</span>' for s, n in counts.items())
     return f'<div class="bar">{parts}</div><div class="counts">{sum(counts.values())} claims: {text}</div>'
 
 
+def _kinds(table: pd.DataFrame, status: str) -> str:
+    """After the failed count: how many are findings about the paper and how many are open."""
+    if status != "failed" or not len(table) or "kind" not in table:
+        return ""
+    failed = table[table.status == "failed"]
+    findings = int((failed.kind == FINDING).sum())
+    return f" ({findings} findings about the paper, {len(failed) - findings} open)"
+
+
 def _note(r: pd.Series) -> str:
-    """The note of a claim's row: for a failed claim, the measured value and what the failure is."""
+    """The note of a claim's row: for a failed claim, the measured value, its kind and, for a finding, the evidence;
+    for a claim over seeds, the per-seed values."""
     if r["status"] == "smoke, not judged":
         return ""
+    seeds = f'<div class="id">per seed: {_e(r["per_seed"])}</div>' if r.get("per_seed") else ""
     if r["status"] != "failed":
-        return _e(r["reason"])
-    kind = r.get("if_failed") or "open: not yet explained."
-    return f"{_e(r['reason'])}. <b>{_e(kind.split(':', 1)[0])}</b>:{_e(kind.split(':', 1)[1])}"
+        return _e(r["reason"]) + seeds
+    kind, _, why = (r.get("if_failed") or "open: not yet explained.").partition(":")
+    evidence = "".join(
+        f"<div><i>{_e(part)}</i>:{_e(text)}</div>"
+        for part, _, text in (line.partition(":") for line in str(r.get("evidence") or "").splitlines())
+    )
+    return f"{_e(r['reason'])}. <b>{_e(kind)}</b>:{_e(why)}{evidence}{seeds}"
 
 
 def _control(r: pd.Series) -> str:
@@ -119,7 +138,8 @@ def _row(r: pd.Series) -> str:
 
 
 def controls_line(table: pd.DataFrame) -> str:
-    """How many claims have a negative control, and how many of those controls fail the claim's check."""
+    """How many claims have a negative control, and each control's verdict: an undefined control (its value missing
+    on the control run) is counted apart, never as a rejection."""
     if not len(table) or "control_status" not in table:
         return ""
     counts = {s: int((table.control_status == s).sum()) for s in CONTROL_STATUSES}
@@ -127,8 +147,9 @@ def controls_line(table: pd.DataFrame) -> str:
     parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     return (
         f'<p class="counts">Negative controls: {with_control} of {len(table)} claims have one; '
-        f'<span style="color:{COLORS["rejects"]}">{counts["rejects"]} claims have a control that fails their '
-        f"check</span> ({parts}).</p>"
+        f'<span style="color:{COLORS["rejects"]}">{counts["rejects"]} reject the claim\'s check on a defined '
+        f'value</span>, <span style="color:{COLORS["accepts"]}">{counts["accepts"]} accept it</span>, '
+        f'<span style="color:{COLORS["undefined"]}">{counts["undefined"]} undefined</span> ({parts}).</p>'
     )
 
 

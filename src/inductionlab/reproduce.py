@@ -32,7 +32,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import PAPERS, STATUSES, Claim, Control, judge, judge_control
+from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, Claim, Control, judge, judge_control
 from inductionlab.config import ConfigError, config_hash, to_dict
 from inductionlab.runner import clear, saved_config
 from inductionlab.runs import (
@@ -298,11 +298,13 @@ def is_reproduce(out: str | Path) -> bool:
 
 
 def exit_status(table: pd.DataFrame) -> int:
-    """0 when every judged claim passed, 1 when one failed."""
-    return int(bool((table.status == "failed").any())) if len(table) else 0
+    """0 when every judged claim passed, 1 when one failed or is undefined (a missing value is never a pass)."""
+    return int(bool(table.status.isin(["failed", "undefined"]).any())) if len(table) else 0
 
 
 def totals(table: pd.DataFrame) -> dict[str, Any]:
-    """Counts per status (every status, zeros included)."""
+    """Counts per status (every status, zeros included), the failures split by kind (docs/conventions.md#findings)."""
     counts = table.status.value_counts() if len(table) else pd.Series(dtype=int)
-    return {s: int(counts.get(s, 0)) for s in STATUSES}
+    out = {s: int(counts.get(s, 0)) for s in STATUSES}
+    kinds = table[table.status == "failed"].kind.value_counts() if len(table) else pd.Series(dtype=int)
+    return out | {f"failed ({k})": int(kinds.get(k, 0)) for k in FAILURE_KINDS}

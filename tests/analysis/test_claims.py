@@ -4,7 +4,20 @@ from pathlib import Path
 import pytest
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import MISSING, Between, Claim, Control, Is, Near, judge, judge_control, lookup
+from inductionlab.analysis.claims import (
+    MISSING,
+    SCALE,
+    Between,
+    Claim,
+    Control,
+    Evidence,
+    Is,
+    Near,
+    judge,
+    judge_control,
+    lookup,
+    over_seeds,
+)
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 # claims whose keys exist only at the default size (the T grid's slopes, the N = 10 and 50 runs)
@@ -61,16 +74,58 @@ def test_judge_statuses_and_reasons():
     assert judge(_claim(), summary)["status"] == "passed"
     failed = judge(_claim(test=Between(lo=2)), summary)
     assert failed["status"] == "failed" and failed["reason"] == "measured 1" and failed["measured"] == 1.0
-    assert judge(_claim(key="a.z"), summary)["status"] == "failed"  # a key the summary lacks fails, never passes
+    assert judge(_claim(key="a.z"), summary)["status"] == "undefined"  # a key the summary lacks: neither verdict
     assert judge(_claim(), summary, smoke=True)["status"] == "smoke, not judged"
     gpu = _claim(needs="a GPU: the paper preset")
-    assert judge(gpu, summary)["status"] == "not run" and "needs a GPU" in judge(gpu, summary)["reason"]
+    assert judge(gpu, summary)["status"] == SCALE and "needs a GPU" in judge(gpu, summary)["reason"]
     assert judge(gpu, summary, gpu=True)["status"] == "passed"
     missing = judge(_claim(), None, reason="the run failed: boom")
     assert missing["status"] == "not run" and missing["reason"] == "the run failed: boom"
     ratio = judge(_claim(over="c", test=Near(0.25, atol=1e-12)), summary)
     assert ratio["status"] == "passed" and ratio["measured"] == 0.25
-    assert judge(_claim(over="zero", test=Between(lo=0)), {**summary, "zero": 0})["measured"] is None
+    zero = judge(_claim(over="zero", test=Between(lo=0)), {**summary, "zero": 0})
+    assert zero["measured"] is None and zero["status"] == "undefined"
+
+
+@pytest.mark.parametrize("value", [None, float("nan"), "1.0", [1.0, 2.0], {"x": 1}])
+def test_a_value_that_is_not_a_number_is_undefined_never_passed_nor_failed(value):
+    for test in (Between(lo=0), Between(hi=5), Near(1.0, atol=10)):
+        assert judge(_claim(test=test), {"a": {"b": value}})["status"] == "undefined"
+    assert judge(_claim(test=Is(None)), {"a": {"b": None}})["status"] == "passed"  # "never" reads a null
+    assert judge(_claim(test=Is(True)), {"a": {"b": None}})["status"] == "undefined"
+
+
+def test_a_stochastic_claim_is_judged_on_the_mean_over_its_seeds():
+    claim = _claim(seeds=4, test=Between(lo=0.9))
+    row = judge(claim, {"a": {"b": [0.95, 0.97, 0.93, 0.99]}})
+    assert row["status"] == "passed" and row["measured"] == pytest.approx(0.96) and row["n_seeds"] == 4
+    assert row["measured_sd"] == pytest.approx(0.0258198889747) and "± 0.052 (2 s.d., 4 seeds)" in row["measured_text"]
+    assert judge(claim, {"a": {"b": [0.95, 0.6, 0.93, 0.99]}})["status"] == "failed"  # the mean, not the best seed
+    few = judge(claim, {"a": {"b": [0.95, 0.97]}})
+    assert few["status"] == "undefined" and "at least 4" in few["reason"]  # one seed's outcome is a note
+    assert judge(claim, {"a": {"b": [0.95, None, 0.93, 0.99]}})["status"] == "undefined"
+    assert judge(claim, {"a": {"b": 0.95}})["status"] == "undefined"  # a single number is not a seed list
+    ratio = judge(_claim(seeds=2, over="c", test=Near(0.5, atol=1e-9)), {"a": {"b": [1.0, 2.0]}, "c": [2.0, 4.0]})
+    assert ratio["status"] == "passed"
+    assert over_seeds([1.0, 3.0]) == (2.0, pytest.approx(2**0.5), 2) and over_seeds([]) is None
+    with pytest.raises(ValueError, match="seeds"):
+        _claim(seeds=1)
+
+
+def test_a_failure_is_a_finding_only_with_its_evidence():
+    evidence = Evidence(sentence="'x holds' (§2)", regime="run r meets H", reimplementation="tests/findings/test_x.py")
+    row = judge(
+        _claim(test=Between(lo=2), if_failed="a finding about the paper: x", evidence=evidence), {"a": {"b": 1}}
+    )
+    assert row["kind"] == "a finding about the paper" and "tests/findings/test_x.py" in row["evidence"]
+    assert judge(_claim(test=Between(lo=2)), {"a": {"b": 1}})["kind"] == "open"
+    assert judge(_claim(if_failed="open: why"), {"a": {"b": 1}})["kind"] == ""  # passed: no kind
+    with pytest.raises(ValueError, match="evidence"):
+        _claim(if_failed="a finding about the paper: x")
+    with pytest.raises(ValueError, match="evidence"):
+        _claim(if_failed="open: x", evidence=evidence)
+    with pytest.raises(ValueError, match="tests/findings"):
+        Evidence(sentence="s", regime="r", reimplementation="scripts/x.py")
 
 
 def test_claims_are_refused_when_malformed():
@@ -93,14 +148,16 @@ def test_the_registry_covers_the_papers_with_unique_ids_and_real_keys():
     for name, claim in claims:  # every key is one the experiment writes (its smoke golden summary)
         summary = json.loads((GOLDEN / f"{name}.json").read_text())["summary"]
         for key in filter(None, (claim.key, claim.over)):
-            assert lookup(summary, key) is not MISSING or claim.id in DEFAULT_ONLY, (name, key)
+            found = lookup(summary, key) is not MISSING or (claim.seeds and lookup(summary, f"{key}.0") is not MISSING)
+            assert found or claim.id in DEFAULT_ONLY, (name, key)
 
 
 def test_a_control_rejects_when_the_claims_test_fails_on_it():
     claim = _claim(control="broken")
     assert judge_control(claim, {"a": {"b": 3.0}})["control_status"] == "rejects"
     assert judge_control(claim, {"a": {"b": 1.0}})["control_status"] == "accepts"  # the check cannot tell
-    assert judge_control(claim, {"z": 1})["control_status"] == "rejects"  # a missing key is no pass
+    assert judge_control(claim, {"z": 1})["control_status"] == "undefined"  # a missing value is no rejection
+    assert judge_control(claim, {"a": {"b": None}})["control_status"] == "undefined"
     assert judge_control(claim, None)["control_status"] == "not run"
     assert judge_control(claim, None, smoke=True)["control_status"] == "smoke, not judged"  # smoke runs none
     assert judge_control(_claim(), {"a": {"b": 1.0}})["control_status"] == ""

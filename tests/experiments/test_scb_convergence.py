@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from inductionlab import experiments
 from inductionlab.experiments.scb_convergence import _methods
 
@@ -11,3 +13,11 @@ def test_the_lambda_sweep_and_the_no_decay_pair_train_beside_the_compared_method
     no_decay, active = methods["no decay λ=0"], methods["no decay active λ"]
     assert no_decay.eta2 == active.eta2 == cfg.train.eta1 and (no_decay.lam, active.lam) == (0.0, 0.02)
     assert all(t.method == "proximal" for name, t in methods.items() if not name.startswith("SGD"))
+
+
+def test_the_l1_finding_names_its_reimplementation_and_the_small_rate_claim_refuses_a_tie():
+    claims = {c.id: c for c in experiments.get("scb-convergence").claims}
+    finding = claims["ren-fig1-l1-buys"]
+    assert finding.kind == "a finding about the paper"
+    assert (Path(__file__).parents[2] / finding.evidence.reimplementation).is_file()
+    assert not claims["ren-fig1-beats-small-sgd"].test.holds(1.0)  # a tie with SGD at η₁/10 is no win

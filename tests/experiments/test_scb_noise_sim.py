@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from inductionlab import experiments
-from inductionlab.experiments.scb_noise_sim import _batch_sweep, _sweep_summary
+from inductionlab.experiments.scb_noise_sim import _batch_sweep, _sweep_summary, _theorem_regime
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle
@@ -42,5 +42,20 @@ def test_sweep_summary_finds_the_exit_the_smallest_recovering_batch_and_its_grow
     out = _sweep_summary(pd.DataFrame(rows), target=0.05)
     assert out["stage1_exit_step"] == {10: {16: 5, 64: 3}, 40: {16: None, 64: None, 256: 4}}
     assert out["min_batch_to_recover"] == {10: 16, 40: 256}
+    assert out["best_final_dist_A_norm"] == {10: 0.01, 40: 0.01}  # defined also where no batch recovers
     assert out["min_batch_log_log_slope"] == pytest.approx(2.0)  # 16 → 256 over 10 → 40
     assert _sweep_summary(pd.DataFrame(rows).query("N == 40"), 0.05)["min_batch_log_log_slope"] is None
+
+
+def test_the_regime_run_reports_the_prox_per_stage_2_step_and_its_hypotheses():
+    overrides = {"regime.T": 60, "regime.steps": 600, "regime.calibration_samples": 64}
+    for lam in (1e-3, 0.0):
+        cfg = experiments.configure("scb-noise-sim", preset="smoke", overrides={**overrides, "regime.lam": lam})
+        m, s = _theorem_regime(cfg, RunContext(threads=1))
+        assert s["stage1_exit_step"] is not None and (m[m.step <= s["stage1_exit_step"]].stage == 1).all()
+        assert max(s["alpha_at_exit"], s["beta_at_exit"]) >= cfg.train.rho
+        assert 0 <= s["negative_fraction"] <= 1 and 0 <= s["zeroed_fraction"] <= s["useless_share"] + cfg.task.Q / 60
+        if lam == 0:  # no threshold: nothing is zeroed and the hypotheses against λ have no value
+            assert s["zeroed_fraction"] == 0 and s["noise_linf_over_lambda"] is None
+        else:
+            assert s["useless_over_threshold"] > 0 and s["signal_over_lambda"] > 0

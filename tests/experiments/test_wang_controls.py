@@ -1,13 +1,16 @@
 """The negative controls of the Wang approximation and optimiser experiments break what their claims rest on
 (docs/conventions.md#controls), and the summaries their claims read."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from inductionlab import experiments
 from inductionlab.analysis.claims import judge
-from inductionlab.experiments.adam_vs_gd_highdim import _runs
+from inductionlab.experiments.adam_vs_gd_highdim import D1, _runs, g4_lead
 from inductionlab.experiments.approx_gihn import _heads_summary
+from inductionlab.experiments.heads_dims import _summary as heads_dims_summary
+from inductionlab.experiments.wikitext import _corpus
 from inductionlab.runs import RunContext
 
 
@@ -34,17 +37,39 @@ def test_the_heads_summary_compares_the_fewest_with_the_most_heads():
     assert summary["error_fewest_over_most_heads"] == pytest.approx(40.0)
 
 
-def test_swapping_the_optimizers_keeps_the_labels_and_the_budgets():
+def test_swapping_the_optimizers_keeps_the_labels_and_the_budgets_and_the_d1_reference():
     cfg = experiments.configure("adam-vs-gd-highdim", preset="smoke", overrides={"gd_steps": 40})
-    assert _runs(cfg) == [("GD", "sgd", cfg.gd_lr, 40), ("Adam", "adam", cfg.adam_lr, cfg.train.steps)]
+    D, reference = cfg.model.D, (D1, 1, "sgd", cfg.gd_lr, 40)
+    assert _runs(cfg) == [("GD", D, "sgd", cfg.gd_lr, 40), ("Adam", D, "adam", cfg.adam_lr, cfg.train.steps), reference]
     swapped = experiments.configure(
         "adam-vs-gd-highdim", preset="smoke", overrides={"gd_steps": 40, "swap_optimizers": True}
     )
-    assert _runs(swapped) == [("GD", "adam", cfg.adam_lr, 40), ("Adam", "sgd", cfg.gd_lr, cfg.train.steps)]
+    assert _runs(swapped) == [
+        ("GD", D, "adam", cfg.adam_lr, 40),
+        ("Adam", D, "sgd", cfg.gd_lr, cfg.train.steps),
+        reference,
+    ]
+
+
+def test_the_4gram_lead_is_read_where_the_ih_loss_first_halves():
+    loss_ih = np.array([1.0, 0.8, 0.5, 0.2])
+    assert g4_lead(np.array([2.0, 1.0, 0.5, 0.1]), loss_ih) == pytest.approx(0.25 / 0.5)
+    assert g4_lead(np.array([2.0, 2.0, 2.0, 0.1]), loss_ih) == pytest.approx(2.0)
+    assert g4_lead(np.ones(4), np.array([1.0, 0.9, 0.8, 0.7])) is None  # never halves: undefined
+
+
+def test_the_adam_vs_gd_claims_are_undefined_without_their_keys_and_pair_gd_with_the_d1_reference():
+    claims = {c.id: c for c in experiments.get("adam-vs-gd-highdim").claims}
+    assert judge(claims["wang-ws4-adam-4gram-first"], {"adam_g4_lead": None})["status"] == "undefined"
+    # a plateau that D does not lengthen: both toys leave it within GD's budget, and the GD claim fails
+    alike = {"gd_ih_fraction_of_plateau": 1e-8, "gd_d1_ih_fraction_of_plateau": 1e-8}
+    assert judge(claims["wang-ws4-gd-plateau"], alike)["status"] == "failed"
+    assert judge(claims["wang-ws4-gd-d1-leaves"], alike)["status"] == "passed"
+    assert judge(claims["wang-ws4-gd-d1-leaves"], {"gd_d1_ih_fraction_of_plateau": 0.9})["status"] == "failed"
 
 
 @pytest.mark.parametrize(
-    "name", ["approx-ih2", "approx-ihn", "approx-gihn", "probe", "heads-dims", "adam-vs-gd-highdim"]
+    "name", ["approx-ih2", "approx-ihn", "approx-gihn", "probe", "heads-dims", "adam-vs-gd-highdim", "wikitext"]
 )
 def test_every_claim_with_a_control_names_a_declared_one(name):
     module = experiments.get(name)
@@ -57,3 +82,50 @@ def test_the_restated_ablation_claim_asks_both_heads_to_matter():
     claim = next(c for c in experiments.get("repeated-text").claims if c.id == "mech-ablation-overall")
     assert judge(claim, {"ablation_smaller_over_larger": 3.14 / 3.23})["status"] == "passed"
     assert judge(claim, {"ablation_smaller_over_larger": 0.1})["status"] == "failed"
+
+
+def test_heads_dims_reads_each_seeds_late_mean_and_start():
+    rows = [(p, seed, step, loss) for p in ("2x2", "8x8") for seed in (1, 0) for step, loss in enumerate((4, 3, 2, 1))]
+    metrics = pd.DataFrame(rows, columns=["pair", "seed", "step", "loss"])
+    metrics.loc[(metrics.pair == "8x8") & (metrics.seed == 1), "loss"] *= 10
+    summary = heads_dims_summary(metrics, late=2)
+    assert summary["late_loss"] == {"2x2": [1.5, 1.5], "8x8": [1.5, 15.0]}  # ascending seed
+    assert summary["start_loss"] == {"2x2": [4.0, 4.0], "8x8": [4.0, 40.0]}
+    assert summary["final_loss"] == {"2x2": 1.0, "8x8": 5.5}
+
+
+def test_heads_dims_seeds_draw_different_data_and_keep_seed_0():
+    one = _summary("heads-dims", seeds=(0,), heads=(2,), dims=(2,))
+    two = _summary("heads-dims", seeds=(0, 1), heads=(2,), dims=(2,))
+    assert two["late_loss"]["2x2"][0] == one["late_loss"]["2x2"][0]  # seed 0 alone or beside seed 1: the same run
+    assert two["late_loss"]["2x2"][0] != two["late_loss"]["2x2"][1]
+    with pytest.raises(ValueError, match="train.seed"):
+        experiments.configure("heads-dims", preset="smoke", overrides={"train.seed": 3})
+
+
+def test_the_shuffled_wikitext_control_keeps_the_tokens_and_the_validation_split():
+    cfg = experiments.configure("wikitext", preset="smoke")
+    plain, shuffled = (
+        _corpus(cfg),
+        _corpus(experiments.configure("wikitext", preset="smoke", overrides={"shuffle": True})),
+    )
+    assert not bool((plain.train == shuffled.train).all())
+    assert sorted(plain.train.tolist()) == sorted(shuffled.train.tolist())
+    assert bool((plain.val == shuffled.val).all()) and plain.vocab == shuffled.vocab
+
+
+def test_the_heads_dims_contrast_is_judged_over_four_seeds_and_fails_when_the_pairs_are_alike():
+    claims = {c.id: c for c in experiments.get("heads-dims").claims}
+    contrast, small = claims["wang-fig4-heads-dims"], claims["wang-fig4-small-fails"]
+    fits = {"late_loss": {"8x8": [0.005] * 4, "2x2": [0.05] * 4}, "start_loss": {"2x2": [0.065] * 4}}
+    alike = {"late_loss": {"8x8": [0.05] * 4, "2x2": [0.05] * 4}, "start_loss": {"2x2": [0.065] * 4}}
+    assert judge(contrast, fits)["status"] == "passed" and judge(contrast, alike)["status"] == "failed"
+    assert judge(small, fits)["status"] == "passed"
+    assert judge(small, {**fits, "late_loss": {"2x2": [0.005] * 4}})["status"] == "failed"
+    two = {"late_loss": {"8x8": [0.005] * 2, "2x2": [0.05] * 2}}
+    assert judge(contrast, two)["status"] == "undefined"
+
+
+def test_the_wikitext_order_claim_is_not_judged_on_a_cpu():
+    claim = next(c for c in experiments.get("wikitext").claims if c.id == "wang-fig5-p-first-cpu")
+    assert judge(claim, {"t_half_p_norm": 1558.0, "t_double_wkq_norm": None})["status"] == "not judged at this scale"

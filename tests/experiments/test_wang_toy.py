@@ -9,11 +9,14 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.config import ConfigError
+from inductionlab.experiments.plateau_scaling_common import phase1_fits
 from inductionlab.experiments.toy_common import Config, balance, literal_summary
 from inductionlab.runs import RunContext
 from inductionlab.theory.mixed import ih_ratio_lazy
 from inductionlab.train.flow import FlowProblem, solve_flow
 from inductionlab.train.toy import ToyTrainConfig
+
+BASE = {"L": 40, "alpha_star": 1.0, "w_star": 0.49, "sigma_init": 0.01}  # Fig. 1 of the dynamics paper
 
 
 def _summary(name: str, **overrides) -> dict:
@@ -76,9 +79,19 @@ def test_the_smoke_run_summarises_both_protocols_and_the_kick_breaks_the_balance
 
 
 def test_the_plateau_scaling_reports_the_phases_against_l():
-    phases = _summary("plateau-scaling")["phases"]
+    summary = _summary("plateau-scaling")
+    phases, phase1 = summary["phases"], summary["phase1"]
     assert phases["L"] == [8, 12]
     assert len(phases["ih_ratio_T_I"]) == 2 and phases["wkq_rate_spread"] >= 1.0
+    ratio = phase1["ih_ratio_at_L"]  # Phase I's bound fails at Fig. 1's L = 40, holds from L ≈ 3.8·10⁴
+    assert ratio["40"] == pytest.approx(0.0717, abs=1e-3) and ratio["4000"] < 0.99 < ratio["40000"]
+    assert phase1["one_minus_ratio_slope"] == pytest.approx(-1.0, abs=0.05)
+    assert phase1["L_constant"] == pytest.approx(3.8, abs=0.1)
+
+
+def test_a_missing_t_i_leaves_the_phase1_slope_undefined():
+    phase1 = phase1_fits((40, 4_000, 40_000), BASE, t_end=100.0, slope_from=4_000)  # T_I ≈ 205 is past t_end
+    assert math.isnan(phase1["T_I"][0]) and math.isnan(phase1["one_minus_ratio_slope"])
 
 
 def test_freezing_layer_1_stops_joint_training_from_forming_the_induction_head():

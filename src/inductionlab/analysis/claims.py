@@ -3,16 +3,23 @@ the test that judges it.
 
 Each experiment declares ``CLAIMS``, a tuple of :class:`Claim`, beside its CONFIG.  :func:`judge` reads a claim's
 key from a run's ``summary.json`` and returns one row of ``claims.parquet``.  A test is a small frozen dataclass
-with ``holds(value) -> bool`` and a one-line ``str`` (the tolerance as the report prints it).
+with ``holds(value) -> bool``, ``defined(value) -> bool`` and a one-line ``str`` (the tolerance as the report prints
+it).
+
+Three outcomes (docs/conventions.md#claims): a claim is *passed* or *failed* only on a defined value; a missing key,
+a null or NaN where a number is tested, or fewer data seeds than the claim asks for make it *undefined*, never a
+pass and never a failure.  A claim that ``needs`` what this run lacks (the paper's scale: a GPU, a length) is *not
+judged at this scale*.  A failed claim has a kind: *a finding about the paper* only with its :class:`Evidence`
+(the paper's sentence, the run that meets the statement's hypotheses, an independent re-implementation under
+``tests/findings/``), else *open*.
 
 A claim may name a *negative control* (:class:`Control`, docs/conventions.md#controls): a run of the same
 experiment that breaks the mechanism the claim rests on.  The claim's own test is applied to the control's
-summary, and the control *rejects* when that test fails there; a control that *accepts* shows a check that cannot
-fail.
+summary: the control *rejects* when the test fails there on a defined value, *accepts* when it holds (a check that
+cannot fail), and is *undefined* when the value is missing.
 
-Statuses: ``passed`` / ``failed`` (the test on the measured value), ``not run`` (the run is missing or failed,
-or the claim needs what this machine lacks, e.g. a GPU at paper scale; the reason says which), and
-``smoke, not judged`` (a smoke-size run checks the path, not the number).
+A stochastic claim sets ``seeds``: its key then holds one value per data seed, the test applies to their mean, and
+the row carries the standard deviation and the count (the report prints mean ± 2 s.d.).
 """
 
 from __future__ import annotations
@@ -30,14 +37,18 @@ PAPERS: dict[str, str] = {  # the toolkit's papers; any other name is a source o
     "ren": "Ren, Wang & Lee — sparse contextual bigrams",
     "olsson": "Olsson et al. — induction heads in any model, monitored while it trains",
 }
-STATUSES = ("passed", "failed", "not run", "smoke, not judged")
-CONTROL_STATUSES = ("rejects", "accepts", "not run", "smoke, not judged")
-FAILURE_KINDS = ("a finding about the paper", "a limit of this machine", "open")
+SCALE = "not judged at this scale"
+STATUSES = ("passed", "failed", "undefined", SCALE, "not run", "smoke, not judged")
+CONTROL_STATUSES = ("rejects", "accepts", "undefined", "not run", "smoke, not judged")
+FINDING = "a finding about the paper"
+FAILURE_KINDS = (FINDING, "open")
 MISSING = object()
 
 
 class Test(Protocol):
     def holds(self, value: Any) -> bool: ...
+
+    def defined(self, value: Any) -> bool: ...
 
 
 def _number(value: Any) -> float | None:
@@ -62,6 +73,9 @@ class Between:
         x = _number(value)
         return x is not None and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
 
+    def defined(self, value: Any) -> bool:
+        return _number(value) is not None
+
     def __str__(self) -> str:
         if self.hi is None:
             return f"≥ {self.lo:g}"
@@ -82,6 +96,9 @@ class Near:
         x = _number(value)
         return x is not None and abs(x - self.target) <= max(self.atol, self.rtol * abs(self.target))
 
+    def defined(self, value: Any) -> bool:
+        return _number(value) is not None
+
     def __str__(self) -> str:
         tol = f"{self.rtol:.0%}" if self.rtol else f"{self.atol:g}"
         return f"{self.target:g} ± {tol}"
@@ -95,6 +112,12 @@ class Is:
 
     def holds(self, value: Any) -> bool:
         return value == self.expected if self.expected is not None else value is None
+
+    def defined(self, value: Any) -> bool:
+        """A null is a value only where the test expects "never"; NaN never is."""
+        if isinstance(value, float) and math.isnan(value):
+            return False
+        return value is not None or self.expected is None
 
     def __str__(self) -> str:
         return "never (null)" if self.expected is None else f"= {self.expected}"
@@ -120,14 +143,37 @@ class Control:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """What makes a failure *a finding about the paper* (docs/conventions.md#findings): ``sentence``, the paper's
+    own words, quoted, with where they stand; ``regime``, the statement's hypotheses and the run shown to meet them
+    (or the nearest regime the paper gives), naming the claim id or experiment and key that measures it;
+    ``reimplementation``, ``tests/findings/<file>.py``: an independent minimal re-implementation (numpy/torch,
+    importing nothing from inductionlab) that reproduces the failing number in seconds."""
+
+    sentence: str
+    regime: str
+    reimplementation: str
+
+    def __post_init__(self) -> None:
+        if not (self.sentence and self.regime):
+            raise ValueError("Evidence needs the paper's sentence and the regime's run")
+        if not re.fullmatch(r"tests/findings/test_[a-z0-9_]+\.py", self.reimplementation):
+            raise ValueError(
+                f"Evidence.reimplementation: a tests/findings/test_*.py file, got {self.reimplementation!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Claim:
     """One claim: ``id`` (unique, e.g. ``wang-thm5.5-L``), the paper and where in it (figure / theorem /
     section), the claim in one sentence, the summary ``key`` (dotted; a key may itself hold dots), what the paper
     or theory gives (``expected``, as text), the ``test``; ``over``: a second key, the measured value then being
-    the ratio key / over; ``needs``: empty, or what the claim needs that a CPU run lacks ("a GPU: …"), which makes
-    it "not run" on a CPU; ``control``: the name of one of its experiment's :class:`Control` runs, on which the
-    test must fail; ``if_failed``: when the claim fails, what that is, one of :data:`FAILURE_KINDS` then a colon
-    and one sentence (the report prints it; a failed claim without one is "open")."""
+    the ratio key / over; ``needs``: empty, or the scale the claim needs that a CPU run lacks ("a GPU: …"), which
+    makes it "not judged at this scale" on a CPU; ``control``: the name of one of its experiment's :class:`Control`
+    runs, on which the test must fail; ``seeds``: 0 for a deterministic claim, else the key holds one value per data
+    seed and the test applies to their mean over at least ``seeds`` of them (docs/conventions.md#claims);
+    ``if_failed``: when the claim fails, what that is, one of :data:`FAILURE_KINDS` then a colon and one sentence
+    (the report prints it; a failed claim without one is "open"); a finding needs its ``evidence``."""
 
     id: str
     paper: Paper
@@ -139,7 +185,9 @@ class Claim:
     over: str = ""
     needs: str = ""
     control: str = ""
+    seeds: int = 0
     if_failed: str = ""
+    evidence: Evidence | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.paper, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", self.paper):
@@ -151,6 +199,18 @@ class Claim:
             raise ValueError(f"claim {self.id!r}: id, key and statement are required")
         if self.if_failed and self.if_failed.split(":", 1)[0] not in FAILURE_KINDS:
             raise ValueError(f"claim {self.id}: if_failed must start with one of {FAILURE_KINDS} and a colon")
+        if (self.kind == FINDING) != (self.evidence is not None):
+            raise ValueError(
+                f"claim {self.id}: a failure is {FINDING!r} exactly when the claim carries its evidence (the paper's "
+                "sentence, the in-regime run, tests/findings/ re-implementation); otherwise say 'open: ...'"
+            )
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 0 or self.seeds == 1:
+            raise ValueError(f"claim {self.id}: seeds is 0 (deterministic) or the least number of data seeds, ≥ 2")
+
+    @property
+    def kind(self) -> str:
+        """What a failure of this claim is: one of :data:`FAILURE_KINDS`."""
+        return self.if_failed.split(":", 1)[0] if self.if_failed else "open"
 
 
 def lookup(summary: dict[str, Any], key: str) -> Any:
@@ -170,15 +230,36 @@ def lookup(summary: dict[str, Any], key: str) -> Any:
 
 def measure(claim: Claim, summary: dict[str, Any]) -> Any:
     """The claim's measured value: its key, or the ratio key / over (None where either is not a number or the
-    denominator is 0; :data:`MISSING` where a key is absent)."""
+    denominator is 0; :data:`MISSING` where a key is absent).  With ``claim.seeds`` the key (and ``over``) hold one
+    value per seed and the ratio is taken seed by seed."""
     value = lookup(summary, claim.key)
     if not claim.over or value is MISSING:
         return value
     denominator = lookup(summary, claim.over)
     if denominator is MISSING:
         return MISSING
+    if claim.seeds and isinstance(value, list) and isinstance(denominator, list) and len(value) == len(denominator):
+        return [_ratio(x, y) for x, y in zip(value, denominator)]
+    return _ratio(value, denominator)
+
+
+def _ratio(value: Any, denominator: Any) -> float | None:
     x, y = _number(value), _number(denominator)
     return None if x is None or not y else x / y
+
+
+def over_seeds(values: Any) -> tuple[float, float, int] | None:
+    """Mean, standard deviation (ddof 1) and count of a list of per-seed values; None when it is not a list or one
+    of its values is not a finite number (docs/conventions.md#claims)."""
+    if not isinstance(values, (list, tuple)) or not values:
+        return None
+    numbers = [_number(v) for v in values]
+    if any(x is None for x in numbers):
+        return None
+    xs = [float(x) for x in numbers if x is not None]
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    return mean, sd, len(xs)
 
 
 def show(value: Any) -> str:
@@ -192,23 +273,46 @@ def show(value: Any) -> str:
     return str(value)
 
 
+def _verdict(claim: Claim, value: Any) -> tuple[str, Any, str, dict[str, Any]]:
+    """(``passed`` | ``failed`` | ``undefined``, the judged value, the reason, per-seed columns) for a measured
+    ``value``: with ``claim.seeds``, the mean of the per-seed values."""
+    if value is MISSING:
+        return "undefined", value, f"the summary has no key {claim.key!r}", {}
+    seeds: dict[str, Any] = {}
+    if claim.seeds:
+        stats = over_seeds(value)
+        if stats is None:
+            return "undefined", value, f"needs one finite value per seed at {claim.key!r}, got {show(value)}", {}
+        mean, sd, n = stats
+        seeds = {"measured_sd": sd, "n_seeds": n, "per_seed": ", ".join(f"{v:.4g}" for v in value)}
+        text = f"{mean:.4g} ± {2 * sd:.2g} (2 s.d., {n} seeds)"
+        if n < claim.seeds:
+            return "undefined", mean, f"{n} seeds, the claim is judged over at least {claim.seeds}", seeds
+        seeds["measured_text"] = text
+        value = mean
+    if not claim.test.defined(value):
+        return "undefined", value, f"measured {show(value)}: the test {claim.test} is not defined on it", seeds
+    if claim.test.holds(value):
+        return "passed", value, "", seeds
+    return "failed", value, f"measured {show(value)}", seeds
+
+
 def judge(
     claim: Claim, summary: dict[str, Any] | None, *, smoke: bool = False, gpu: bool = False, reason: str = ""
 ) -> dict[str, Any]:
     """One row of ``claims.parquet`` for ``claim`` against a run's ``summary`` (None: the run is missing or
     failed, ``reason`` says why).  ``smoke``: a smoke-size run, reported as "smoke, not judged"; ``gpu``: the
-    run had a GPU (a claim that needs one is judged only then)."""
+    run had a GPU (a claim that needs the paper's scale is judged only then)."""
     value = MISSING if summary is None else measure(claim, summary)
+    seeds: dict[str, Any] = {}
     if summary is None:
         status, why = "not run", reason or "the experiment did not run"
     elif claim.needs and not gpu:
-        status, why = "not run", f"not run here: needs {claim.needs}"
+        status, why = SCALE, f"needs {claim.needs}"
     elif smoke:
         status, why = "smoke, not judged", "smoke-size run: checks the path, not the number"
-    elif value is MISSING:
-        status, why = "failed", f"the summary has no key {claim.key!r}"
     else:
-        status, why = ("passed", "") if claim.test.holds(value) else ("failed", f"measured {show(value)}")
+        status, value, why, seeds = _verdict(claim, value)
     return {
         "id": claim.id,
         "paper": claim.paper,
@@ -217,18 +321,32 @@ def judge(
         "key": claim.key,
         "measured": _number(value),
         "measured_text": show(value),
+        "measured_sd": None,
+        "n_seeds": None,
+        "per_seed": "",
         "expected": claim.expected,
         "test": str(claim.test),
         "status": status,
         "reason": why,
+        "kind": claim.kind if status == "failed" else "",
         "if_failed": claim.if_failed,
+        "evidence": _evidence(claim.evidence),
+        **seeds,
     }
+
+
+def _evidence(evidence: Evidence | None) -> str:
+    """The evidence of a finding, as one line per part ("" without one)."""
+    if evidence is None:
+        return ""
+    return f"paper: {evidence.sentence}\nregime: {evidence.regime}\nre-implementation: {evidence.reimplementation}"
 
 
 def judge_control(claim: Claim, summary: dict[str, Any] | None, *, smoke: bool = False) -> dict[str, Any]:
     """The control columns of ``claim``'s row: its test applied to the control run's ``summary`` (None: not run).
-    ``rejects`` when the test fails there (the check can fail), ``accepts`` when it holds (it cannot tell the
-    broken mechanism from the working one)."""
+    ``rejects`` when the test fails there on a defined value (the check can fail), ``accepts`` when it holds (it
+    cannot tell the broken mechanism from the working one), ``undefined`` when the value is missing there (no
+    control at all: docs/conventions.md#controls)."""
     if not claim.control:
         return {"control": "", "control_measured_text": "", "control_status": ""}
     value = MISSING if summary is None else measure(claim, summary)
@@ -237,5 +355,6 @@ def judge_control(claim: Claim, summary: dict[str, Any] | None, *, smoke: bool =
     elif summary is None:
         status = "not run"
     else:
-        status = "accepts" if value is not MISSING and claim.test.holds(value) else "rejects"
+        verdict, value = _verdict(claim, value)[:2]
+        status = {"passed": "accepts", "failed": "rejects"}.get(verdict, "undefined")
     return {"control": claim.control, "control_measured_text": show(value), "control_status": status}

@@ -14,23 +14,29 @@ from inductionlab import plots
 from inductionlab.analysis.claims import Between, Claim, Control, Near
 from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.experiments.experiment import Experiment
-from inductionlab.experiments.toy_common import PRESETS, Config, gradient_flows, literal_summary, summarise
+from inductionlab.experiments.toy_common import (
+    PRESETS,
+    Config,
+    gradient_flows,
+    kicked_gap_change,
+    literal_summary,
+    summarise,
+    train_layerwise,
+)
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
+from inductionlab.tasks.mixed import MixedTaskConfig
 from inductionlab.train.interventions import build, toy_family, windows
-from inductionlab.train.toy import layer2_metrics, train_from
+from inductionlab.train.toy import layer2_metrics
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     seeds = list(cfg.seeds)
-    target = MixedTarget.from_config(cfg.task, len(seeds))
     pool = ThreadPoolExecutor(max_workers=1) if ctx.threads > 1 else None  # GF needs no SGD result: solve alongside
     gf_future = pool.submit(gradient_flows, cfg) if pool else None
     try:
         hooks, _ = build(cfg.intervene, toy_family())
-        out, layer2 = train_from(
-            cfg.train, target, cfg.model.sigma_init, seeds, ctx.child(hooks=(*ctx.hooks, *hooks)) if hooks else ctx
-        )
+        train_ctx = ctx.child(hooks=(*ctx.hooks, *hooks)) if hooks else ctx
+        out, layer2, kicked = train_layerwise(cfg, cfg.train, seeds, train_ctx, kick=True)
         times = phase_times_by_run(layer2, cfg.task.alpha_star, cfg.task.w_star)
         gf = gf_future.result() if gf_future else gradient_flows(cfg)
     finally:
@@ -38,10 +44,11 @@ def run(cfg: Config, ctx: RunContext) -> Results:
             pool.shutdown(cancel_futures=True)
     tables = {"metrics": out.metrics}
     summary = summarise(layer2, times, cfg, out.p_tilde_after_stage1)
+    summary["kicked_gap_change"] = kicked_gap_change(kicked)
     if cfg.literal:
         literal_cfg = replace(cfg, train=replace(cfg.train, stage2_layer1="trained"), literal=False)
-        lit, lit_layer2 = train_from(
-            literal_cfg.train, target, cfg.model.sigma_init, seeds, ctx.child("literal", hooks=(*ctx.hooks, *hooks))
+        lit, lit_layer2, _ = train_layerwise(
+            literal_cfg, literal_cfg.train, seeds, ctx.child("literal", hooks=(*ctx.hooks, *hooks)), kick=False
         )
         lit_times = phase_times_by_run(lit_layer2, cfg.task.alpha_star, cfg.task.w_star)
         tables["literal"] = lit.metrics
@@ -135,35 +142,58 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 CONFIG = Config(literal=True)
+BALANCE_TOL = 0.01  # kicked_gap_change: SGD's lr²ΣG² and round-off, measured 6.9e-4 (quick, seed 0)
 
 CONTROLS = (
     Control(
         name="wkq-clamped",
-        breaks="w_K and w_Q held at 0.01: layer 2 cannot become an induction head",
-        overrides={"intervene.clamp": ("w_KQ=0.01",)},
+        breaks="w_Q and w_K held at σ_init = 0.01 through Stage II: the dot product cannot grow, so no induction head "
+        "forms (p and the values still learn)",
+        overrides={"intervene.clamp": ("w_KQ=0.01",), "gf": "none", "literal": False},
         preset="quick",
     ),
     Control(
-        name="g4-head-frozen",
-        breaks="the 4-gram head's p and w_V1 frozen at σ_init: layer 2 cannot fit the 4-gram",
-        overrides={"intervene.freeze": ("p", "w_V1"), "gf": "none"},
+        name="wkq-late",
+        breaks="w_Q and w_K held at σ_init for the first 10 000 Stage-II steps (t < 1000), then trained: SGD's w_KQ "
+        "does not follow the gradient the flow integrates for that window",
+        overrides={"intervene.clamp": ("w_KQ=0.01@0:10000",)},
         preset="quick",
     ),
     Control(
-        name="wq-kicked",
-        breaks="w_Q set to 0.05 for the first Stage-II step, so Stage II starts off the balanced manifold w_Q² = w_K²",
-        overrides={"intervene.clamp": ("w_Q=0.05@2000:2001",), "gf": "none", "literal": False},
+        name="wkq-grown",
+        breaks="w_Q = w_K = 0.4 (≈ 0.8 w*) at the start of Stage II: the induction head needs no slow exponential escape "
+        "from σ_init (Thm 5.5 Phase II), so it is learned on the time scale of the 4-gram",
+        overrides={"intervene.clamp": ("w_KQ=0.4@0:1",), "gf": "none", "literal": False},
         preset="quick",
     ),
     Control(
-        name="values-zero-stage1",
-        breaks="w_V1 and w_V2 held at 0 through Stage I: the drift of p̃ is proportional to them (appendix C.2)",
-        overrides={"intervene.clamp": ("w_V1=0@0:100000", "w_V2=0@0:100000")},
+        name="other-w-star",
+        breaks="the target's w* moved from 0.49 to 0.6: a w_KQ fitted to the target must leave 0.49",
+        overrides={"task.w_star": 0.6, "gf": "none", "literal": False},
+        preset="quick",
+    ),
+    Control(
+        name="layer2-decay",
+        breaks="weight decay λ = 1e-4 on layer 2 in Stage II: the loss is invariant under (w_Q, w_K) → (c w_Q, w_K/c), "
+        "the decay is not, and d/dt (w_Q² − w_K²) = −2λ(w_Q² − w_K²) (Lemma 5.4's proof, App. C.3)",
+        overrides={"weight_decay": 1e-4, "gf": "none", "literal": False},
+        preset="quick",
+    ),
+    Control(
+        name="value-flipped-stage1",
+        breaks="w_V1 held at −σ_init through Stage I: the 4-gram term of p̃'s drift, 2α*g/((1+α*)(L−2))·m(p)/M(p)² "
+        "(App. C.2), changes sign, so Stage I trains p̃ down",
+        overrides={"intervene.clamp": ("w_V1=-0.01@0:100000",), "kick": 0},
         preset="stage1",
     ),
 )
 
 LITERAL_WHERE = "App. B.1 (Stage I 100k iterations, then Stage II), eq. (5), Lemma 5.3 (dynamics paper Lemma 2)"
+LITERAL_OPEN = (
+    "open: judged at the default budget, the paper's 100k Stage-I steps (p̃ = 0.94 after them) and 100k Stage-II "
+    "steps, where it tests our first-order derivation of the finite-p̃ fixed point (docs/conventions.md#wang-5-3); "
+    "the quick preset stops Stage I at p̃ = 0.03, where layer 1 barely mixes and w_KQ has not left σ_init"
+)
 
 CLAIMS = (
     Claim(
@@ -175,7 +205,7 @@ CLAIMS = (
         expected="T_I = O(1) ≪ T_50 = Θ((1+α*)²L log(1/σ)/w*²)",
         test=Between(hi=0.5),
         over="T_50",
-        control="g4-head-frozen",
+        control="wkq-grown",
     ),
     Claim(
         id="wang-fig2-wkq",
@@ -185,7 +215,7 @@ CLAIMS = (
         key="final.w_KQ",
         expected="w* = 0.49",
         test=Near(0.49, rtol=0.05),
-        control="wkq-clamped",
+        control="other-w-star",
     ),
     Claim(
         id="wang-fig2-ih-fit",
@@ -206,7 +236,7 @@ CLAIMS = (
         expected="T_50(SGD) ≈ T_50(gradient flow)",
         test=Between(0.7, 1.3),
         over="gf_phases.exact.T_50",
-        control="wkq-clamped",
+        control="wkq-late",
     ),
     Claim(
         id="wang-lemma5.3-stage1",
@@ -216,20 +246,20 @@ CLAIMS = (
         key="p_tilde_after_stage1",
         expected="p̃ → ∞",
         test=Between(lo=0.5),
-        control="values-zero-stage1",
-        if_failed="a limit of this machine: p̃ grows only like log(1 + c·t) with c ∝ σ_init/L (App. C.2), so a "
-        "shortened Stage I (the quick preset's 2000 steps give 0.03) cannot show it; judge it at the default",
+        control="value-flipped-stage1",
+        if_failed="open: p̃ grows like log(1 + c·t) with c ∝ σ_init/L (App. C.2); judged on the stage1 preset, the "
+        "paper's 100k Stage-I steps, which give p̃ = 0.94; the quick preset's 2000 steps give 0.030",
     ),
     Claim(
         id="wang-lemma5.4-balance",
         paper="wang",
         where="Lemma 5.4 (dynamics paper Lemma 3), App. C.3",
-        statement="In Stage II w_Q² − w_K² is conserved, hence w_Q ≡ w_K from θ(0) = σ_init·1: the largest |w_Q² − w_K²| over "
-        "Stage II, relative to the largest w_Q² + w_K²",
-        key="balance_wq2_minus_wk2",
-        expected="w_Q²(t) ≡ w_K²(t)",
-        test=Between(hi=1e-6),
-        control="wq-kicked",
+        statement="In Stage II w_Q² − w_K² is conserved. A companion run started off the balanced manifold (w_Q(0) = 0.05, "
+        "w_K(0) = σ_init) keeps its gap: the largest change of w_Q² − w_K² over Stage II, relative to its start",
+        key="kicked_gap_change",
+        expected="0 under gradient flow; SGD's step multiplies the gap by 1 − lr²G² (G = ∂L/∂(w_Q w_K))",
+        test=Between(hi=BALANCE_TOL),
+        control="layer2-decay",
     ),
     Claim(
         id="wang-fig2-literal-g4-floor",
@@ -241,34 +271,30 @@ CLAIMS = (
         key="literal.g4_end_over_floor",
         expected="the paper's Fig. 2 assumes p̃ = ∞ (y_s = x_{s−1}, Lemma 5.3); our derivation: floor e^{−2p̃}",
         test=Between(0.9, 1.15),
-        if_failed="a limit of this machine: the finite-p̃ fixed point is reached only after the paper's 100k "
-        "Stage-I and Stage-II steps; shorter presets (quick: p̃ = 0.03, 40k Stage-II steps) do not get there",
+        if_failed=LITERAL_OPEN,
     ),
     Claim(
         id="wang-fig2-literal-wkq",
         paper="wang",
         where=LITERAL_WHERE,
         statement="Literal protocol: with finite p̃ the keys are y_s, and E[x_{s−1} | y_s] = (1+e^{−p̃}) y_s, so w_KQ settles "
-        "at w*·√(1+e^{−p̃}) (≈ 0.578), not w* = 0.49. Ratio of the final w_KQ to that value",
+        "at w*·√(1+e^{−p̃}) (≈ 0.578), not w* = 0.49 (ratio 0.85, outside the band). Ratio of the final w_KQ to that "
+        "value",
         key="literal.w_KQ_over_predicted",
         expected="w_KQ → w* at p̃ = ∞ (Fig. 2); our derivation at finite p̃: w*·√(1+e^{−p̃})",
         test=Near(1.0, atol=0.03),
-        control="wkq-clamped",
-        if_failed="a limit of this machine: the finite-p̃ fixed point is reached only after the paper's 100k "
-        "Stage-I and Stage-II steps; shorter presets (quick: p̃ = 0.03, 40k Stage-II steps) do not get there",
+        if_failed=LITERAL_OPEN,
     ),
     Claim(
         id="wang-fig2-literal-wv1",
         paper="wang",
         where=LITERAL_WHERE,
-        statement="Literal protocol: the 4-gram head's value settles at g*(1+e^{−p̃}) (≈ 0.695) instead of g* = α*/(1+α*) = 0.5. "
-        "Ratio of the final w_V1 to that value",
+        statement="Literal protocol: the 4-gram head's value settles at g*(1+e^{−p̃}) (≈ 0.695) instead of g* = α*/(1+α*) = 0.5 "
+        "(ratio 0.72, outside the band). Ratio of the final w_V1 to that value",
         key="literal.w_V1_over_predicted",
         expected="w_V1 → g* at p̃ = ∞ (§5.2 fixed point); our derivation at finite p̃: g*(1+e^{−p̃})",
         test=Near(1.0, atol=0.03),
-        control="g4-head-frozen",
-        if_failed="a limit of this machine: the finite-p̃ fixed point is reached only after the paper's 100k "
-        "Stage-I and Stage-II steps; shorter presets (quick: p̃ = 0.03, 40k Stage-II steps) do not get there",
+        if_failed=LITERAL_OPEN,
     ),
 )
 
@@ -293,10 +319,14 @@ EXPERIMENT = Experiment(
 # Workshop Fig. 3 (docs/conventions.md#wang-6-2): the same experiment with Boolean tokens x_i ~ Unif{±1}; the closed
 # forms of §5.4 assume Gaussian tokens, so only the exact-softmax gradient flow (Monte Carlo over ±1 tokens) is drawn.
 
-BOOLEAN_CONFIG = replace(Config(), task=MixedTaskConfig(tokens="boolean"), gf="exact")
+BOOLEAN_CONFIG = replace(Config(), task=MixedTaskConfig(tokens="boolean"), gf="exact", kick=0.0)
 
-BOOLEAN_CONTROLS = tuple(  # Fig. 2's two controls; the exact flow (Monte Carlo over ±1 tokens) is not needed there
-    replace(c, overrides={**c.overrides, "gf": "none"}) for c in CONTROLS if c.name in ("wkq-clamped", "g4-head-frozen")
+BOOLEAN_CONTROLS = (
+    tuple(  # Fig. 2's controls of its two claims; the exact flow (Monte Carlo over ±1 tokens) is not needed
+        replace(c, overrides={**c.overrides, "gf": "none", "kick": 0})
+        for c in CONTROLS
+        if c.name in ("wkq-grown", "other-w-star")
+    )
 )
 
 BOOLEAN_CLAIMS = (
@@ -309,7 +339,7 @@ BOOLEAN_CLAIMS = (
         expected="T_I ≪ T_50",
         test=Between(hi=0.5),
         over="T_50",
-        control="g4-head-frozen",
+        control="wkq-grown",
     ),
     Claim(
         id="wang-ws3-ih-fit",
@@ -319,7 +349,7 @@ BOOLEAN_CLAIMS = (
         key="final.w_KQ",
         expected="w* = 0.49",
         test=Near(0.49, rtol=0.05),
-        control="wkq-clamped",
+        control="other-w-star",
     ),
 )
 

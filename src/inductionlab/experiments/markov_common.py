@@ -5,7 +5,9 @@ per variant.  Not an experiment itself.
 
 Per variant the summary has ``p_selected`` {subset: final p_S}, ``selected_subset``, ``copier_attention`` (and
 ``copier_attention_initial``: the least attention a head of the selected subset puts on the lag it copies, after
-and before training), ``a_final``,
+and before training; ``copier_attention_per_seed`` the same per run), ``copier_attention_12`` (the least
+attention of heads 1 and 2 on lags 1 and 2, the parents {1,2} of the paper's trigram chain, whatever was selected;
+``copier_attention_12_per_seed`` per run), ``a_final``,
 ``a_log_slope`` and ``a_log_r2`` (the fit a ≈ slope·ln t + c over the last stage that trains a, the acceptance check of
 docs/conventions.md#chen-8), the final losses, the Bayes validation loss, ``tv_bayes`` and ``gih_argmax_agreement`` — the fraction of
 validation sequences on which the model's argmax is an argmax of the GIH estimator (a → ∞) over the lags its
@@ -54,6 +56,8 @@ class ChenModelConfig:
     w_minus: float = 0.1  # w_−: the initial RPE logit on every other lag
     c_init: float = 0.01  # initial selector weights c_S (p_S = c_S²/Σc²)
     a_init: float = 0.01  # initial classifier scale a
+    proj_init: float = 0.01  # full variant: W_Q, W_K, W_OV start at proj_init·I (the authors' stored run: 0.001)
+    layernorm: Literal["per_head", "shared"] = "per_head"  # norm layernorm: one per head or one for all (the authors')
 
     def __post_init__(self) -> None:
         self.build(2)  # validates every field as ChenConfig does
@@ -86,11 +90,16 @@ def summarize(
     bayes = reference_predictors(task, val_tokens)["bayes"]
     labels = val_tokens[..., -1:]
     slope, r2 = a_log_fit(metrics)
+    runs = range(params["w"].shape[0])
+    heads_12 = [float(chen.lag_attention(model, params["w"][s])[:2].min()) for s in runs]
     return {
         "p_selected": p,
         "selected_subset": chen.subset_label(model.subsets[best]),
         "selected_lags": list(lags),
         "copier_attention": chen.copier_attention(model, params["w"][0], model.subsets[best]),
+        "copier_attention_per_seed": [chen.copier_attention(model, params["w"][s], model.subsets[best]) for s in runs],
+        "copier_attention_12": heads_12[0],
+        "copier_attention_12_per_seed": heads_12,
         "copier_attention_initial": chen.copier_attention(
             model, chen.init_params(model, 1)["w"][0], model.subsets[best]
         ),
@@ -147,7 +156,9 @@ def run_variants(
             )
         runs[label] = summarize(model, task, params, metrics, val_tokens)
     headline = runs[variants[0][0]]
-    keys = ("p_selected", "a_log_slope", "gih_argmax_agreement", "copier_attention")
+    keys: tuple[str, ...] = ("p_selected", "a_log_slope", "gih_argmax_agreement", "copier_attention")
+    keys += ("copier_attention_per_seed",)
+    keys += ("copier_attention_12", "copier_attention_12_per_seed")
     summary = {k: headline[k] for k in keys} | {"runs": runs}
     if intervene:
         summary["interventions"] = intervene.entries()

@@ -1,19 +1,24 @@
 """The measurements and fits of ``plateau-scaling`` (:mod:`inductionlab.experiments.plateau_scaling`, which alone
-imports this module): Theorem 5.5's phases at one L on the closed-form gradient flow, online SGD's phase times on
-the run axis, and the exponents fitted one factor at a time around the base point."""
+imports this module): the gradient-flow scan, Theorem 5.5's phases at one L on the closed-form gradient flow, Phase
+I's L_IH2(T_I)/L_IH2(0) up to large L, online SGD's phase times on the run axis, the exponents fitted one factor at
+a time around the base point, and the figure."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from inductionlab import plots
 from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
-from inductionlab.runs import RunContext
+from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.theory.mixed import ih_ratio_lazy, predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
@@ -21,6 +26,7 @@ from inductionlab.train.toy import ToyTrainConfig, train_from
 
 FACTORS = ("L", "alpha_star", "w_star", "sigma_init")
 TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
+EPS_G = 0.01  # T_I's tolerance, L_G4(T_I) = 0.01·L_G4(0) (Theorem 5.5, Phase I; the event of train.flow)
 
 
 def phase_row(L: int, base: dict[str, float], horizon: float) -> dict:
@@ -32,10 +38,7 @@ def phase_row(L: int, base: dict[str, float], horizon: float) -> dict:
     prob = FlowProblem(L, a, ws, s, t_end=horizon * predicted_plateau(L, a, ws, s))
     res = solve_flow(prob, n_points=400)
     c, ph = res.curve, res.phases
-    ratio = math.nan
-    if math.isfinite(ph.T_I) and ph.T_I > 0:
-        at_t_i = solve_flow(replace(prob, t_end=ph.T_I), n_points=4).curve.loss_IH2
-        ratio = float(at_t_i.iloc[-1] / at_t_i.iloc[0])
+    ratio = ih_ratio_at(prob, ph.T_I)
     grow = (c.w_KQ > 2 * s) & (c.w_KQ < ws / 4) & (c.t < ph.T_III)
     ref = float(np.interp(ph.T_o, c.t, c.loss_IH2))
     late = c[c.t > ph.T_III]
@@ -54,19 +57,73 @@ def phase_row(L: int, base: dict[str, float], horizon: float) -> dict:
     }
 
 
+def ih_ratio_at(prob: FlowProblem, t_i: float) -> float:
+    """L_IH2(T_I)/L_IH2(0) on the flow ``prob``, solved to T_I exactly (NaN where T_I is not a positive time)."""
+    if not (math.isfinite(t_i) and t_i > 0):
+        return math.nan
+    at_t_i = solve_flow(replace(prob, t_end=t_i), n_points=4).curve.loss_IH2
+    return float(at_t_i.iloc[-1] / at_t_i.iloc[0])
+
+
+def phase1_fits(L_values: tuple[int, ...], base: dict[str, float], t_end: float, slope_from: int) -> dict:
+    """Theorem 5.5's Phase I (dynamics paper Thm 4) at each L of grid.phase1_L, closed-form flow (eqs. 7, 10) only
+    up to T_I (the flow to ``t_end`` locates it): T_I, L_IH2(T_I)/L_IH2(0) (also keyed by L), the log–log slope of
+    1 − ratio against L over L ≥ ``slope_from`` (NaN unless every such 1 − ratio is a positive number), and the c
+    of "the bound needs L ≈ c/(ε_G·ε_IH)": (L − 2)(1 − ratio)·ε_G at the largest L, ε_G = :data:`EPS_G`
+    (docs/conventions.md#wang-5-5)."""
+    t_i, ratio = [], []
+    for L in L_values:
+        prob = FlowProblem(L, base["alpha_star"], base["w_star"], base["sigma_init"], t_end=t_end)
+        t_i.append(float(solve_flow(prob, n_points=4).phases.T_I))
+        ratio.append(ih_ratio_at(prob, t_i[-1]))
+    gap = np.array([(L, 1 - r) for L, r in zip(L_values, ratio) if L >= slope_from], dtype=float).reshape(-1, 2)
+    defined = len(gap) >= 2 and bool(np.all(np.isfinite(gap[:, 1]) & (gap[:, 1] > 0)))
+    L_top, gap_top = max(zip(L_values, (1 - r for r in ratio)))
+    return {
+        "L": [int(L) for L in L_values],
+        "T_I": t_i,
+        "ih_ratio": ratio,
+        "ih_ratio_at_L": {str(L): r for L, r in zip(L_values, ratio)},
+        "one_minus_ratio_slope": power_law_exponent(gap[:, 0], gap[:, 1]) if defined else math.nan,
+        "L_constant": (L_top - 2) * gap_top * EPS_G,
+    }
+
+
+def scan_points(base: dict[str, float], values: dict[str, tuple], full_grid: bool) -> list[dict]:
+    """The gradient-flow points of Theorem 5.5's scaling checks (docs/conventions.md#wang-5-5): each factor's
+    ``values`` one at a time around ``base``, or (``full_grid``) their product."""
+    if full_grid:
+        return [dict(zip(FACTORS, combo)) for combo in itertools.product(*(values[f] for f in FACTORS))]
+    pts = {tuple(base.values()): base}
+    for factor in FACTORS:
+        for v in values[factor]:
+            p = {**base, factor: v}
+            pts[tuple(p.values())] = p
+    return list(pts.values())
+
+
+def flow_row(point: dict, method: str, horizon: float, mc_samples: int, seed: int) -> dict:
+    """Phase times of one gradient flow to ``horizon`` × the predicted plateau: "gf" on the closed forms (eqs. 7,
+    10), "exact" on the exact-softmax loss (Monte Carlo over ``mc_samples`` sequences, seed ``seed``)."""
+    pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
+    kw: dict[str, Any] = {"loss": "exact", "mc_samples": mc_samples, "mc_seed": seed} if method == "exact" else {}
+    res = solve_flow(FlowProblem(**point, t_end=horizon * pred, **kw), n_points=40)
+    return {**point, "method": method, "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}}
+
+
 def _rate(t: pd.Series, log_y: pd.Series) -> float:
     """Least-squares slope of log y in t (NaN with fewer than three points)."""
     return float(np.polyfit(t, log_y, 1)[0]) if len(t) > 2 else math.nan
 
 
 def phase_fits(phases: pd.DataFrame) -> dict:
-    """Scalars for the claims on phases I, III, IV against L (spread = max/min over the L grid)."""
+    """Scalars for the claims on phases I, III, IV against L (spread = max/min over the L grid; the gap to the lazy
+    ratio is NaN where one L lacks it)."""
     spread = lambda col: float(phases[col].abs().max() / phases[col].abs().min())  # noqa: E731
     return {
         "L": [int(v) for v in phases.L],
         "ih_ratio_T_I": [float(v) for v in phases.ih_ratio_T_I],
-        "ih_ratio_T_I_max": float(phases.ih_ratio_T_I.max()),
-        "ih_ratio_T_I_vs_lazy": float((phases.ih_ratio_T_I / phases.ih_ratio_T_I_lazy - 1).abs().max()),
+        "ih_ratio_T_I_vs_lazy": float((phases.ih_ratio_T_I / phases.ih_ratio_T_I_lazy - 1).abs().max(skipna=False)),
         "T_I_exponent": power_law_exponent(phases.L, phases.T_I),
         "T_o_exponent": power_law_exponent(phases.L, phases.T_o),
         "T_o_over_L": [float(v) for v in phases.T_o / phases.L],
@@ -170,3 +227,52 @@ def fits(base: dict[str, float], table: pd.DataFrame) -> dict:
         "n_sgd": int(len(sgd)),
         "base": base,
     }
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    """Four panels (T_III and T_50 against each factor, GF lines, SGD markers) and measured vs predicted."""
+    table, s = results.tables["results"], results.summary
+    base = s["base"]
+    fig, axes = plots.subplots(3, 2, width=3.9, height=3.2)
+    for ax, factor in zip(axes, FACTORS):
+        sub = one_factor(table, base, factor)
+        x = 1 + sub[factor] if factor == "alpha_star" else sub[factor]
+        for time, color in (("T_III", "#1b9e77"), ("T_50", "#7570b3")):
+            ax.plot(x, sub[time], "o-", color=color, ms=3, label=f"{time} (GF)")
+        sgd = table[(table.method == "sgd")]
+        if factor in ("L", "sigma_init") and len(sgd):
+            other = "sigma_init" if factor == "L" else "L"
+            pts = sgd[np.isclose(sgd[other].astype(float), float(base[other]))]
+            ax.plot(pts[factor], pts.T_III, "s", mfc="none", color="#d95f02", label="T_III (SGD)")
+        label = {"L": "$L$", "alpha_star": r"$1 + \alpha^*$", "w_star": "$w^*$", "sigma_init": r"$\sigma_{init}$"}[
+            factor
+        ]
+        ax.set(
+            xscale="log",
+            yscale="log" if factor != "sigma_init" else "linear",
+            title=f"phase times against {label}",
+            xlabel=label,
+            ylabel="t = lr × step",
+        )
+        ax.legend(fontsize=7)
+        plots.plain_log_ticks(ax)
+    ax = axes[4]
+    for method, marker in (("gf", "o"), ("sgd", "s")):
+        sub = table[table.method == method]
+        ax.loglog(sub.predicted, sub.T_III, marker, mfc="none", label=method.upper())
+    lim = [table.predicted.min() * 0.8, table.predicted.max() * 1.2]
+    ax.plot(lim, lim, "k:", lw=0.8, label="T = prediction")
+    ex = s.get("exponents", {})
+    ax.set(
+        title=r"$T_{III}$ against $(1+\alpha^*)^2 L \log(1/\sigma)/w^{*2}$",
+        xlabel="predicted",
+        ylabel=r"measured $T_{III}$",
+    )
+    ax.legend(fontsize=7)
+    plots.plain_log_ticks(ax)
+    axes[5].set_visible(False)
+    fig.suptitle(
+        f"Exponents of T_III: L {plots.num(ex.get('L')):.2f} (1), 1+α* {plots.num(ex.get('one_plus_alpha')):.2f} (2), "
+        f"w* {plots.num(ex.get('w_star')):.2f} (−2); R² in log(1/σ) {plots.num(s.get('log_inv_sigma_r2')):.4f}"
+    )
+    return [plots.save(fig, Path(out_dir) / "plateau_scaling.png")]

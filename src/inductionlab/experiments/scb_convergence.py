@@ -24,17 +24,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import torch
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control
+from inductionlab.analysis.claims import Between, Claim, Control, Evidence
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.keys_common import set_here
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.scb import SCBConfig, random_instance
-from inductionlab.train.proximal import SCBTrainConfig, train_scb
+from inductionlab.tasks.scb import SCBConfig, SCBInstance, random_instance, sample
+from inductionlab.train.proximal import SCBTrainConfig, preconditioned_gradients, train_scb
 
 
 @dataclass(frozen=True)
@@ -108,12 +110,13 @@ CLAIMS = (
         statement="Algorithm 1 beats vanilla SGD at a tenth of the learning rate: with a smaller rate 'the convergence rate is "
         "too slow' (§5.1)",
         key="final.proximal.dist_A_norm",
-        expected="proximal / SGD(η₁/10) ≤ 1",
-        test=Between(hi=1.0),
+        expected="proximal / SGD(η₁/10) ≤ 0.95 (a tie, 1, fails; 4 seeds of instance and batches: 0.78–0.89, mean "
+        "0.83 ± 0.09 at 2 s.d.)",
+        test=Between(hi=0.95),
         over="final.SGD η=0.003.dist_A_norm",
         control="no-decay",
-        if_failed="a finding about the paper: with the ℓ1 step inert at λ = 1e-5, Algorithm 1's Stage 2 is SGD at "
-        "η₁/10 after 2000 steps at η₁ and a rounding, so the two end close (ratio 0.82 here)",
+        if_failed="open: with the ℓ1 step inert at λ = 1e-5, Algorithm 1's Stage 2 is SGD at η₁/10 after 2000 steps at "
+        "η₁ and a rounding, so the two end close (ratio 0.82 at the default seed)",
     ),
     Claim(
         id="ren-fig1-l1-buys",
@@ -126,9 +129,22 @@ CLAIMS = (
         expected="proximal(λ = 1e-5) / proximal(λ = 0) ≤ 0.9",
         test=Between(hi=0.9),
         over="final.proximal λ=0.dist_A_norm",
-        if_failed="a finding about the paper: at N = 5, T = 500, B = 64 with η₂ = η₁/10 the prox at λ = 1e-5 zeroes "
-        "about 1e-5 of the entries per step, so Algorithm 1's lead over SGD comes from the step-size decay, and a "
-        "larger λ only biases the support (λ = 1e-2 is worse)",
+        if_failed="a finding about the paper: λ = 1e-5 sits about 5 600× below the ℓ∞ noise of the off-support "
+        "gradient entries at B = 64 (stage2_noise_linf ≈ 0.056; it would need B ≈ 2·10⁹ to act), so the prox is inert "
+        "(it zeroes 1.5e-5 of T·N per step) and Fig. 1's lead over SGD comes from the step-size decay and the rounding "
+        "(the no-decay control shows it)",
+        evidence=Evidence(
+            sentence="'This phenomenon verifies our theory that the variance of the original stochastic gradient will be "
+            "too large for SGD to converge when [the batch is small], while proximal gradient descent with an [ℓ1] "
+            "regularizer can resolve this issue' (§5.1, the last sentence on Fig. 1; the text is formula-stripped)",
+            regime="Fig. 1's own setup (§5 'Experiment setup', App. I 'Setup'): λ = 1e-5 (stated), online batches of a "
+            "standard size (B = 64), Stage 1 at the large η₁ until τ₁, then a smaller η₂ (η₁ = 0.03, the largest that "
+            "does not diverge, App. I's rule; η₂ = η₁/10; N = 5, Q = 3, T = 500, τ₁ = 2000 of 20 000 steps: the spec's "
+            "values where the stripped text lost the paper's) — scb-convergence at its default meets it: "
+            "final.proximal.dist_A_norm / final.proximal λ=0.dist_A_norm = 1.003 on the same batches, "
+            "stage2_noise_linf / λ ≈ 5 600",
+            reimplementation="tests/findings/test_ren_l1_inert.py",
+        ),
     ),
     Claim(
         id="ren-fig1-l1-high-noise",
@@ -141,30 +157,6 @@ CLAIMS = (
         test=Between(hi=0.75),
         over="final.no decay λ=0.dist_A_norm",
         control="inert-lambda",
-    ),
-    Claim(
-        id="ren-fig1-prox-zeroes",
-        paper="ren",
-        where="§3.3 (Stage 2)",
-        statement="The useless (off-support) entries 'will be set to 0 in the proximal step': at λ = 1e-5 most entries of A are "
-        "zeroed in each Stage-2 step",
-        key="prox.zeroed_fraction",
-        expected="zeroed entries per Stage-2 step / (T·N) ≥ 0.5 (the off-support share is 1 − Q/T = 0.994)",
-        test=Between(lo=0.5),
-        if_failed="a finding about the paper: at λ = 1e-5 the threshold η_Aλ ≈ 2.5e-7 lies far below the "
-        "off-support entries' size (|1 − α|/T ≈ 4e-3), so the prox zeroes about 1e-5 of T·N per step",
-    ),
-    Claim(
-        id="ren-fig1-negative-branch",
-        paper="ren",
-        where="§2 (after eq. 6)",
-        statement="'No ã can ever become smaller than −η_Aλ': the negative soft-threshold branch never fires",
-        key="prox.negative_fraction",
-        expected="0 entries per Stage-2 step (≤ 1e-3 of T·N)",
-        test=Between(hi=1e-3),
-        if_failed="a finding about the paper: at B = 64 the off-line noise of the off-support entries exceeds both "
-        "(1 − α)/T and η_Aλ, so about half of them are negative from the first Stage-2 step on (58 % with Stage 1 ended "
-        "by the signal, α ≈ 1), and α's drift past 1 along αβ ≈ 1 keeps it so; 'never' needs Lemma E.3's batch",
     ),
 )
 
@@ -192,7 +184,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     methods = _methods(cfg)
     names = np.asarray([name for name, _ in methods])
     lams = np.asarray([t.lam if t.method == "proximal" else 0.0 for _, t in methods])
-    _, _, metrics = train_scb([t for _, t in methods], inst, cfg.task.Q, ctx.child("methods"))
+    V, A, metrics = train_scb([t for _, t in methods], inst, cfg.task.Q, ctx.child("methods"))
     metrics = metrics.assign(method=lambda d: names[d.run], lam=lambda d: lams[d.run])
     final = metrics[metrics.step == metrics.step.max()].set_index("method")
     cols = ["dist_A_norm", "dist_V_star", "dist_A", "dist_V", "loss", "alpha", "beta"]
@@ -200,14 +192,17 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     # per Stage-2 step (every step for SGD, which has no Stage 2): entries zeroed / on the negative branch
     stage2 = metrics[(metrics.stage == 2) | ~metrics.method.str.startswith(("proximal", "no decay"))]
     per_step = stage2[stage2.step > 0].groupby("method")[["zeroed", "negative"]].mean() / TN
-    summary = {
+    noise = _offsupport_noise(V[:1], A[:1], inst, cfg.train)
+    summary: dict[str, Any] = {
         "final": {m: {c: float(final.loc[m, c]) for c in cols} for m in final.index},
         "K_P": float(inst.K_P[0]),
         "K_Q": float(inst.K_Q[0]),
         "prox_zeroed_per_step": float(per_step.loc["proximal", "zeroed"] * TN),
         "prox_negative_branch_per_step": float(per_step.loc["proximal", "negative"] * TN),
         "stage2_fractions": {m: {c: float(per_step.loc[m, c]) for c in per_step.columns} for m in per_step.index},
+        "stage2_noise_linf": noise,
     }
+    summary["stage2_noise_linf_over_lambda"] = noise / cfg.train.lam if cfg.train.lam else None
     keys = {"prox": names[0], "sgd_large_lr": names[1], "sgd_small_lr": names[2]}
     for key, m in keys.items():
         summary[key] = {
@@ -220,6 +215,18 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     for c in ("dist_A_norm", "dist_V_star"):
         summary[f"proximal_beats_sgd_{c}"] = bool(all(final.loc["proximal", c] < final.loc[m, c] for m in sgd))
     return Results({"metrics": metrics}, summary)
+
+
+def _offsupport_noise(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, t: SCBTrainConfig, draws: int = 16) -> float:
+    """The ℓ∞ norm of the off-support entries of the mini-batch preconditioned A-gradient (eq. 4) at Algorithm 1's
+    final (V, A), mean over ``draws`` batches of ``t.batch_size``: what the prox's threshold η_Aλ must clear for the
+    useless entries to be zeroed (§3.3, Lemma E.3)."""
+    gen, off = rng.generator(t.seed, "eval"), inst.Q[0] == 0
+    linf = [
+        float(preconditioned_gradients(V, A, sample(inst, t.batch_size, gen), inst.mu)[1][0][off].abs().max())
+        for _ in range(draws)
+    ]
+    return float(np.mean(linf))
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

@@ -7,11 +7,56 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import torch
 from matplotlib.ticker import NullFormatter
 
 from inductionlab import plots
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.runs import Results
+
+
+def first_hit(metrics: pd.DataFrame, target: float) -> list[float]:
+    """Per run: the first logged sample count with ‖Ā − Q‖_μ ≤ target (NaN if never; docs/conventions.md#ren-10)."""
+    hits = metrics[metrics.dist_A_norm <= target].groupby("run").samples.min()
+    return [float(hits.get(r, np.nan)) for r in sorted(metrics.run.unique())]
+
+
+def stage2_cost(metrics: pd.DataFrame, target: float) -> list[float]:
+    """Per run: the samples from the start of Stage 2 (the last logged Stage-1 sample count: the switch, or the
+    one-step batch after transfer) to the first logged ‖Ā − Q‖_μ ≤ target (NaN if never)."""
+    start = metrics[metrics.stage == 1].groupby("run").samples.max()
+    hits = first_hit(metrics, target)
+    return [h - float(start.get(r, np.nan)) for r, h in zip(sorted(metrics.run.unique()), hits)]
+
+
+def support_errors(A: torch.Tensor, Q: torch.Tensor, theta: torch.Tensor) -> tuple[list[int], list[int]]:
+    """Per run: the false positives (entries kept by the rounding A ≥ θ where Q is 0) and the misses (support
+    entries of Q below θ) — Lemma H.2's rounding recovers the support exactly when both are 0."""
+    kept, support = A >= theta, Q > 0
+    return (kept & ~support).flatten(1).sum(1).tolist(), (~kept & support).flatten(1).sum(1).tolist()
+
+
+def per_method(at: dict, cost, n: int) -> dict[str, dict]:
+    """{method: {T: cost(metrics), one value per instance}} from each T's metrics per method (``n`` NaN where the
+    method diverged at T)."""
+    return {
+        k: {T: [np.nan] * n if a["metrics"][k] is None else cost(a["metrics"][k]) for T, a in at.items()}
+        for k in ("scratch", "transfer")
+    }
+
+
+def landings(steps: dict) -> dict:
+    """The one-step batch and, per instance, the landing ‖Ā₁ − Q‖_μ, false positives and misses of Lemma H.2's step
+    at each T (empty where nothing was transferred), and the worst landing over every T and instance."""
+    every = [x for s in steps.values() for x in s.get("landed", [])]
+    return {
+        "one_step_batch": {T: s.get("batch", 0) for T, s in steps.items()},
+        "landed_dist_A_norm": {T: s.get("landed", []) for T, s in steps.items()},
+        "landed_false_positives": {T: s.get("false_positives", []) for T, s in steps.items()},
+        "landed_misses": {T: s.get("misses", []) for T, s in steps.items()},
+        "landed_worst_over_T": max(every) if every else None,
+    }
 
 
 def slopes(median: dict[str, dict]) -> dict[str, float]:

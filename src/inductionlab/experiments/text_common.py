@@ -86,12 +86,13 @@ def intervention_windows(cfg: Config) -> dict:
 
 
 def train_on_text(
-    cfg: Config, ctx: RunContext, repeated: bool, desc: str
+    cfg: Config, ctx: RunContext, repeated: bool, desc: str, corpus: Corpus | None = None
 ) -> tuple[Corpus, TransformerConfig, tf.Params, pd.DataFrame]:
-    """Load the corpus, size the model's vocabulary to it and train (:func:`inductionlab.train.text.fit_lm`) with the
-    head diagnostics of :func:`inductionlab.analysis.heads.score_columns`; returns the corpus, the model's config,
-    its final parameters (CPU) and the metrics.  The run directory keeps the tokenizer (docs/models.md)."""
-    corpus = load_corpus(cfg.data)
+    """Load the corpus (or take ``corpus``), size the model's vocabulary to it and train
+    (:func:`inductionlab.train.text.fit_lm`) with the head diagnostics of
+    :func:`inductionlab.analysis.heads.score_columns`; returns the corpus, the model's config, its final parameters
+    (CPU) and the metrics.  The run directory keeps the tokenizer (docs/models.md)."""
+    corpus = load_corpus(cfg.data) if corpus is None else corpus
     if ctx.run_dir is not None:
         save_tokenizer(corpus.tokenizer, ctx.run_dir)
     model = cfg.model.build(len(corpus.vocab))

@@ -13,6 +13,7 @@ exact-softmax loss with a Monte-Carlo gradient (:mod:`inductionlab.train.flow`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,12 +23,15 @@ import pandas as pd
 from inductionlab.analysis.phases import PHASE_NAMES
 from inductionlab.config import check_memory, check_seeds, require
 from inductionlab.experiments.keys_common import set_here
+from inductionlab.models import toy
 from inductionlab.models.toy import PARAMS, ToyConfig
-from inductionlab.tasks.mixed import MixedTaskConfig
+from inductionlab.runs import RunContext
+from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.theory.mixed import g_star
 from inductionlab.train.flow import FlowProblem, solve_flow
 from inductionlab.train.interventions import InterventionConfig, check, toy_family
-from inductionlab.train.toy import ToyTrainConfig, stages_of
+from inductionlab.train.loop import Hook, LoopState
+from inductionlab.train.toy import ToyTrainConfig, TrainResult, layer2_metrics, stages_of, train_toy
 
 
 @dataclass(frozen=True)
@@ -46,9 +50,19 @@ class Config:
     gf_mc_samples: int = 4096  # Monte-Carlo sequences per gradient of the exact-softmax flow
     intervene: InterventionConfig = field(default_factory=InterventionConfig)
     literal: bool = False  # also train the literal protocol (Stage II on the trained layer 1), summarised as literal
+    # w_Q(0) of a companion run on the first seed's data, θ(0) = σ_init·1 otherwise: Lemma 5.4 off the balanced
+    # manifold w_Q² = w_K² (0: no companion)
+    kick: float = 0.05
+    weight_decay: float = 0.0  # λ on layer 2 while it trains, dθ/dt = −∇L − λθ (a control: it breaks Lemma 5.4)
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
+        require(math.isfinite(self.kick), "kick", f"must be 0 (no companion) or a finite w_Q(0), got {self.kick}")
+        require(
+            0 <= self.weight_decay and self.weight_decay * self.train.lr < 1,
+            "weight_decay",
+            f"must be ≥ 0 with lr·weight_decay < 1, got {self.weight_decay}",
+        )
         require(
             not self.literal or (self.train.stage2_layer1 == "ideal" and self.train.schedule == "layerwise"),
             "literal",
@@ -153,6 +167,46 @@ def literal_summary(layer2: pd.DataFrame, times: list[dict], cfg: Config, p_tild
     out["w_V1_over_predicted"] = float(np.mean(last.w_V1.to_numpy() / (g_star(cfg.task.alpha_star) * (1 + r))))
     out["w_KQ_over_predicted"] = float(np.mean(last.w_KQ.to_numpy() / (cfg.task.w_star * np.sqrt(1 + r))))
     return out
+
+
+class LayerTwoDecay(Hook):
+    """Weight decay λ on layer 2 while it trains (Stage II, or the joint stage): after each step θ₂ ← (1 − lr·λ)·θ₂,
+    the Euler step of dθ₂/dt = −∇L − λθ₂.  The loss depends on w_Q and w_K only through w_Q·w_K, which Lemma 5.4's
+    proof (App. C.3) turns into d/dt (w_Q² − w_K²) = 0; the decay term adds −2λ(w_Q² − w_K²)."""
+
+    def __init__(self, lr: float, decay: float):
+        self.factor = 1.0 - lr * decay
+
+    def after_step(self, state: LoopState) -> None:
+        if state.stage.name in ("II", "joint"):
+            state.params[:, list(toy.LAYER2)] *= self.factor
+
+
+def train_layerwise(
+    cfg: Config, train: ToyTrainConfig, seeds: list[int], ctx: RunContext, kick: bool
+) -> tuple[TrainResult, pd.DataFrame, pd.DataFrame]:
+    """Train one model per seed from θ(0) = σ_init·1 (App. B.1) and, with ``kick`` and ``cfg.kick``, a companion on
+    the first seed's data from w_Q(0) = ``cfg.kick`` (Lemma 5.4 off the balanced manifold), on the same run axis.
+    Returns the seeds' result and their layer-2 rows, and the companion's layer-2 rows (empty without one)."""
+    n = len(seeds)
+    runs = [*seeds, seeds[0]] if kick and cfg.kick else list(seeds)
+    theta0 = toy.init_params(cfg.model.sigma_init, len(runs))
+    theta0[n:, toy.W_Q] = cfg.kick
+    hooks = (LayerTwoDecay(train.lr, cfg.weight_decay),) if cfg.weight_decay else ()
+    out = train_toy(train, MixedTarget.from_config(cfg.task, len(runs)), theta0, runs, ctx, hooks=hooks)
+    own = out.metrics[out.metrics.run < n].reset_index(drop=True)
+    result = TrainResult(out.theta[:n], own, out.p_tilde_after_stage1[:n])
+    return result, layer2_metrics(own), layer2_metrics(out.metrics[out.metrics.run >= n])
+
+
+def kicked_gap_change(companion: pd.DataFrame) -> float | None:
+    """Lemma 5.4 off the balanced manifold: over Stage II of the companion run (w_Q(0) = kick, w_K(0) = σ_init), the
+    largest |w_Q² − w_K² − its value at the start of Stage II|, relative to that value.  0 under gradient flow; SGD's
+    step changes it by the factor 1 − lr²·G² (G = ∂L/∂(w_Q w_K) on the batch).  None without a gap to follow."""
+    gap = (companion.w_Q**2 - companion.w_K**2).to_numpy(dtype=float)
+    if not len(gap) or gap[0] == 0:  # no companion, or an intervention put it back on the manifold
+        return None
+    return float(np.abs(gap - gap[0]).max() / abs(gap[0]))
 
 
 def balance(layer2: pd.DataFrame) -> float:

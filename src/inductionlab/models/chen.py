@@ -10,11 +10,14 @@
   with selection weights p_S = c_S² / Σ c².  ``norm="head_l2"`` (default, the repo form, docs/conventions.md#chen-a4): each head
   output is ℓ2-normalised and K_l = Σ_S p_S Π_{h∈S} relu⟨v̂^{(h)}_{L+1}, v̂^{(h)}_l⟩.  ``norm="exact"``: the
   paper's u = φ(v)/‖φ(v)‖, K_l = Σ c_S² Π⟨v_{L+1}, v_l⟩ / (‖φ(v_{L+1})‖ ‖φ(v_l)‖).  ``norm="layernorm"``: a
-  LayerNorm(d) per head with trainable affine parameters in place of the ℓ2 step (the full model, §5.3).
+  LayerNorm(d) per head with trainable affine parameters in place of the ℓ2 step (the full model, §5.3);
+  ``layernorm="shared"``: one LayerNorm's affine parameters for every head, as the authors' ``RPEAttention``
+  (docs/conventions.md#chen-5-3).
 * **Layer 2, the classifier** (§2.3): y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} ∈ Δ([d]), one scalar a.
 * **Loss** (§2.4, docs/conventions.md#chen-a2): ``loss="ce"`` is −log(y_{x_{L+1}} + 1e−12); ``loss="softmax_of_probs"`` is the repo's
   surrogate −log softmax(y)_{x_{L+1}}.
-* ``variant="full"`` (§5.3): per-head W_Q, W_K, W_OV ∈ ℝ^{d×d} (initialised 0.01·I), token scores
+* ``variant="full"`` (§5.3): per-head W_Q, W_K, W_OV ∈ ℝ^{d×d} (initialised ``proj_init``·I, 0.01 by default; the
+  authors' stored run used 0.001, docs/conventions.md#chen-5-3), token scores
   e_{x_l}ᵀ W_Q W_Kᵀ e_{x_j} added to the RPE, and attention to the position itself (lag 0) with logit 1e−6;
   the query position L + 1 attends to its own (empty, zero-valued) slot as well, as the authors' appended
   zero row does.
@@ -29,7 +32,8 @@ cost of O(B·L) per step instead of the authors' (L+1)² masked matrices per hea
 
 Shapes: S runs (seeds on the run axis), B sequences, L positions, H heads, M lags, d tokens, Z states,
 n_sub subsets.  Parameters (all with the run axis first): ``w`` (S, H, M), ``c`` (S, n_sub), ``a`` (S, 1);
-full variant ``W_Q``, ``W_K``, ``W_OV`` (S, H, d, d); layernorm ``ln_gamma``, ``ln_beta`` (S, H, d).
+full variant ``W_Q``, ``W_K``, ``W_OV`` (S, H, d, d); layernorm ``ln_gamma``, ``ln_beta`` (S, H, d), or (S, 1, d)
+shared by the heads.
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ class ChenConfig:
     w_minus: float = 0.1
     c_init: float = 0.01
     a_init: float = 0.01
+    proj_init: float = 0.01  # the full variant's W_Q, W_K, W_OV start at proj_init·I (docs/conventions.md#chen-5-3)
+    layernorm: Literal["per_head", "shared"] = "per_head"  # norm="layernorm": one per head, or one for all heads
 
     def __post_init__(self) -> None:
         require(self.vocab_size >= 2, "model.vocab_size", f"needs at least 2 tokens, got {self.vocab_size}")
@@ -90,6 +96,7 @@ class ChenConfig:
             self.n_states <= 4096, "model.window", f"(d+1)^(number of lags) = {self.n_states} window states exceed 4096"
         )
         require(self.c_init != 0, "model.c_init", "must be non-zero (p_S = c_S² / Σ c²)")
+        require(self.proj_init != 0, "model.proj_init", "must be non-zero (W_Q W_Kᵀ and W_OV start at proj_init·I)")
 
     @property
     def lags(self) -> tuple[int, ...]:
@@ -121,10 +128,11 @@ def init_params(cfg: ChenConfig, n_runs: int, dtype: torch.dtype = torch.float64
         "a": torch.full((1,), cfg.a_init, dtype=dtype),
     }
     if cfg.variant == "full":
-        eye = 0.01 * torch.eye(d, dtype=dtype).expand(H, d, d)
+        eye = cfg.proj_init * torch.eye(d, dtype=dtype).expand(H, d, d)
         p.update(W_Q=eye, W_K=eye, W_OV=eye)
     if cfg.norm == "layernorm":
-        p.update(ln_gamma=torch.ones(H, d, dtype=dtype), ln_beta=torch.zeros(H, d, dtype=dtype))
+        n_ln = 1 if cfg.layernorm == "shared" else H  # a shared LayerNorm broadcasts over the heads
+        p.update(ln_gamma=torch.ones(n_ln, d, dtype=dtype), ln_beta=torch.zeros(n_ln, d, dtype=dtype))
     return {k: v.expand(n_runs, *v.shape).clone() for k, v in p.items()}
 
 
@@ -284,3 +292,11 @@ def copier_attention(model: ChenConfig, w: torch.Tensor, subset: tuple[int, ...]
     allowed = allowed_lags(model)[:, -model.window :]
     attention = w.double().masked_fill(~allowed, -torch.inf).softmax(-1)
     return float(min(attention[h].max() for h in subset)) if subset else float("nan")
+
+
+def lag_attention(model: ChenConfig, w: torch.Tensor) -> torch.Tensor:
+    """(H,) each head's attention on the lag it starts on (head h, lag h): softmax(w_h) over the lags the head
+    may attend to, once all of them are in the sequence (docs/conventions.md#chen-2-1); ``w`` (H, M) of one run."""
+    allowed = allowed_lags(model)[:, -model.window :]
+    attention = w.double().masked_fill(~allowed, -torch.inf).softmax(-1)
+    return attention.diagonal()
