@@ -63,10 +63,15 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(family, tmp_path):
     argv = ["run", *RUNS[family], "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "full")]) == 0
     full = pd.read_parquet(tmp_path / "full" / "metrics.parquet")
-    for when in (3.0, 4.5, 6.0):
-        out = tmp_path / f"killed_{when}"
+    stages = {  # killed once each state is reached (waited for, never timed: a loaded machine is slow to start)
+        "config written": lambda out: (out / "config.json").exists(),
+        "first checkpoint": lambda out: any(out.glob("**/*.pt")),
+        "a later checkpoint": lambda out: _checkpointed_twice(out),
+    }
+    for when, reached in stages.items():
+        out = tmp_path / f"killed_{when.replace(' ', '_')}"
         proc = _start([*argv, "--out", str(out)])
-        time.sleep(when)
+        _wait_for(lambda: reached(out) or proc.poll() is not None)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         # the same arguments: a kill before config.json was written leaves no saved config to read them from
@@ -88,9 +93,7 @@ def test_sigterm_checkpoints_says_resume_and_the_resumed_run_equals_an_uninterru
         text=True,
         start_new_session=True,
     )
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(out.glob("**/*.pt")):
-        time.sleep(0.1)
+    assert _wait_for(lambda: any(out.glob("**/*.pt"))), "the run never checkpointed"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "--resume" in err, err
@@ -98,6 +101,23 @@ def test_sigterm_checkpoints_says_resume_and_the_resumed_run_equals_an_uninterru
     assert main([*argv, "--out", str(out), "--resume"]) == 0
     assert pd.read_parquet(out / "metrics.parquet").equals(pd.read_parquet(tmp_path / "full" / "metrics.parquet"))
     assert _summary(out) == _summary(tmp_path / "full")
+
+
+_FIRST_CHECKPOINT: dict[Path, int] = {}
+
+
+def _checkpointed_twice(out: Path) -> bool:
+    """True once a checkpoint of ``out`` has been rewritten since this was first asked and saw one."""
+    stamps = []
+    for path in out.glob("**/*.pt"):
+        try:
+            stamps.append(path.stat().st_mtime_ns)
+        except FileNotFoundError:  # replaced by an atomic write between the listing and the stat
+            continue
+    if not stamps:
+        return False
+    first = _FIRST_CHECKPOINT.setdefault(out, max(stamps))
+    return max(stamps) != first
 
 
 def _wait_for(condition, deadline: float = 300.0) -> bool:
@@ -158,11 +178,13 @@ def test_a_killed_sweep_leaves_no_worker_and_reruns_each_job_once(tmp_path):
         "--no-progress",
     ]
     proc = _start(argv)
-    deadline = time.time() + 30
     workers: set[int] = set()
-    while time.time() < deadline and len(workers) < 2:
-        time.sleep(0.5)
-        workers = {w for c in _children(proc.pid) for w in _children(c) | {c}} - {proc.pid}
+
+    def both_started() -> bool:
+        workers.update({w for c in _children(proc.pid) for w in _children(c) | {c}} - {proc.pid})
+        return len(workers) >= 2
+
+    assert _wait_for(both_started), "the sweep never started its two workers"
     assert _wait_for(lambda: any(out.glob("*/checkpoints/*")) or any(out.glob("*/metrics.parquet")))
     proc.send_signal(signal.SIGKILL)
     proc.wait()

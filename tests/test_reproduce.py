@@ -131,6 +131,7 @@ def test_a_failed_run_leaves_its_claims_not_run_with_the_error(tmp_path):
 
 def test_controls_are_planned_at_their_own_preset_and_only_picks_experiments(tmp_path):
     jobs, _ = plan("wang", "quick", tmp_path, only=("lazy-to-rich",))
+    jobs = [j for j in jobs if "draw" not in j.overrides]  # the data draws: test_a_stochastic_experiment_…
     controls = {c.name: c for c in experiments.get("lazy-to-rich").controls}
     assert [j.experiment for j in jobs] == ["lazy-to-rich"] * (1 + len(controls))
     for job in jobs[1:]:
@@ -152,9 +153,12 @@ def test_a_control_that_passes_its_claims_check_is_shown_as_such(tmp_path):
     (tmp_path / f"lazy-to-rich@{claim.control}").mkdir()
     info = {"paper": "wang", "budget": "full", "experiments": ["lazy-to-rich"], "dirs": {}, "skipped": {}}
     info["controls"] = {f"lazy-to-rich@{claim.control}": f"lazy-to-rich@{claim.control}"}
+    info["draws"] = {"lazy-to-rich": [f"lazy-to-rich.draw-{i}" for i in (1, 2, 3)]}
     (tmp_path / "reproduce.json").write_text(json.dumps(info))
     good = {"final": {"w_KQ": 0.49}, "T_I": 0.1, "T_50": 1.0}
-    (tmp_path / "lazy-to-rich" / "summary.json").write_text(json.dumps(good))
+    for run in ("lazy-to-rich", *info["draws"]["lazy-to-rich"]):
+        (tmp_path / run).mkdir(exist_ok=True)
+        (tmp_path / run / "summary.json").write_text(json.dumps(good))
     for broken, verdict in ((0.01, "rejects"), (0.49, "accepts")):
         (tmp_path / f"lazy-to-rich@{claim.control}" / "summary.json").write_text(
             json.dumps(good | {"final": {"w_KQ": broken}})
@@ -183,3 +187,43 @@ def _preset_and_wall(job):
         return None, ""
     control = {c.name: c for c in experiments.get(job.experiment).controls}[job.overrides["control"]]
     return control.preset, control.wall
+
+
+def test_a_stochastic_experiment_runs_at_its_draws_and_is_judged_over_them(tmp_path):
+    """Draw i shifts the seeds by i; every claim of the experiment is judged on the mean over the draws, a flag
+    on every draw, and a draw not finished leaves it undefined (docs/conventions.md#claims)."""
+    name = "scb-convergence"
+    assert experiments.get(name).draws == 4
+    jobs, _ = plan("ren", "quick", tmp_path, only=(name,))
+    draws = sorted((j for j in jobs if "draw" in j.overrides), key=lambda j: j.dir)
+    assert [list(j.config["seeds"]) for j in draws] == [[1], [2], [3]]
+    assert [j.dir.rsplit("/", 1)[1] for j in draws] == [f"{name}.draw-{i}" for i in (1, 2, 3)]
+    assert not [j for j in plan("ren", "smoke", tmp_path, only=(name,))[0] if "draw" in j.overrides]
+    claim = next(c for c in experiments.get(name).claims if c.id == "ren-fig1-recovers")
+    assert claim.seeds == 4 and not claim.over
+    info = {"paper": "ren", "budget": "full", "experiments": [name], "dirs": {}, "skipped": {}, "controls": {}}
+    info["draws"] = {name: [f"{name}.draw-{i}" for i in (1, 2, 3)]}
+    (tmp_path / "reproduce.json").write_text(json.dumps(info))
+
+    def write(dir_name, value):
+        (tmp_path / dir_name).mkdir(exist_ok=True)
+        summary = {}
+        node = summary
+        parts = claim.key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+        (tmp_path / dir_name / "summary.json").write_text(json.dumps(summary))
+
+    lo, hi = claim.test.lo, claim.test.hi
+    good = hi / 2 if hi is not None else lo * 2
+    bad = hi * 3 if hi is not None else lo / 3
+    for i, value in enumerate([good, good, good]):
+        write(name if i == 0 else f"{name}.draw-{i}", value)
+    row = judge_all(tmp_path).set_index("id").loc[claim.id]
+    assert row.status == "undefined" and "3 seeds" in row.reason  # draw 3 has not finished
+    write(f"{name}.draw-3", good)
+    row = judge_all(tmp_path).set_index("id").loc[claim.id]
+    assert row.status == "passed" and row.n_seeds == 4 and row.measured == pytest.approx(good)
+    write(f"{name}.draw-3", bad * 10)  # one draw far off moves the mean
+    assert judge_all(tmp_path).set_index("id").loc[claim.id].status == "failed"

@@ -9,7 +9,6 @@ Config values are set by dotted keys, before or after the experiment's name, e.g
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -50,6 +49,8 @@ def _slurm_parameters(args: argparse.Namespace) -> dict:
             continue
         if args.executor not in executors:
             raise ConfigError(f"{option}: acts only with --executor {' or '.join(sorted(executors))}")
+        if key != "slurm_partition" and value < 1:
+            raise ConfigError(f"{option}: must be ≥ 1, got {value} (a job given less ends before it starts)")
         params[key] = value
     return params
 
@@ -119,31 +120,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config_file(source: Path) -> dict[str, Any]:
-    """The keys of a ``--config`` file: any JSON object of (nested) config keys, such as a run's config.json."""
-    if not source.is_file():
-        raise ConfigError(
-            f"--config {source}: no such file (give a JSON file of config keys, e.g. a run's config.json)"
-        )
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"--config {source}: not a JSON file ({type(err).__name__}: {err})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("experiment", ""), str):
-        raise ConfigError(f'--config {source}: expected a JSON object of config keys ("experiment": a name)')
-    return data
-
-
 def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[str, Any, Path]:
     """The experiment name, its resolved config and the output directory of ``run``.  Precedence: the
     experiment's default < ``--preset`` < ``--config`` file < command-line keys; ``--resume`` starts from the
     saved run's config instead of the default."""
     from inductionlab import experiments
-    from inductionlab.config import differences, from_dict, to_dict, with_seeds
+    from inductionlab.config import differences, from_dict, read_config_file, to_dict, with_seeds
     from inductionlab.runner import saved_config
     from inductionlab.runs import check_free
 
-    file = _config_file(Path(args.config)) if args.config else None
+    file = read_config_file(Path(args.config)) if args.config else None
     name = args.name or (file or {}).get("experiment")
     if name is None and args.out and args.resume:
         name = (saved_config(Path(args.out)) or {}).get("experiment")
@@ -212,6 +198,7 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
         )
     if args.name is None:
         raise ConfigError("sweep: name an experiment (inductionlab list shows them)")
+    slurm = _slurm_parameters(args)
     cfg = resolve(args.name, args.preset, values)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
@@ -219,7 +206,6 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     count = count_jobs(cfg, grid, args.n_seeds)  # arithmetic: a huge request is refused before any config is built
     if count > MANY_JOBS and not args.yes:
         raise ConfigError(f"--yes: {estimate(args.name, count, args.workers, args.preset)}; add --yes to start them")
-    slurm = _slurm_parameters(args)
     table = run_sweep(
         args.name,
         cfg,
@@ -272,8 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--plugin",
         action="append",
         metavar="MODULE|FILE.py",
-        help="import a module or file that registers experiments (before the command; repeatable; "
-        "also $INDUCTIONLAB_PLUGINS); see docs/own_experiment.md",
+        help="import a module or file that registers experiments (before the command; repeatable, one each; "
+        "also $INDUCTIONLAB_PLUGINS, separated by os.pathsep); see docs/own_experiment.md",
     )
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list experiments (or one experiment's keys or presets)")
@@ -316,24 +302,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """Measure the checkpoints of a Trainer output directory (docs/monitor.md#the-watch-command)."""
-    from inductionlab.monitor.watch import phase_line, watch
+    """Measure the checkpoints of a Trainer output directory, or of each seed's under it (an hf-induction run of
+    several seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
+    from inductionlab.monitor.watch import phase_line, trainer_dirs, watch
 
-    monitor, paths = watch(args.dir, every=args.every)
-    print(phase_line(monitor.phase()))
-    for path in paths:
-        print(f"wrote {path}")
+    dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
+    for directory in dirs:
+        monitor, paths = watch(directory, every=args.every)
+        print(("" if len(dirs) == 1 else f"{directory.name}: ") + phase_line(monitor.phase()))
+        for path in paths:
+            print(f"wrote {path}")
     return 0
 
 
 def _take_plugins(argv: list[str]) -> list[str]:
-    """Take the leading ``--plugin SPEC`` options off ``argv`` and add each SPEC (a module or a .py file that
-    registers experiments, docs/own_experiment.md) to ``$INDUCTIONLAB_PLUGINS``, which this process and the sweep's
-    and reproduce's worker processes import before they look an experiment up."""
+    """Take the leading ``--plugin SPEC`` options off ``argv`` (repeatable: one module or .py file each, never split)
+    for this process and its workers to import (:func:`inductionlab.experiments.add_plugin_args`)."""
     specs = []
     while argv and (argv[0] == "--plugin" or argv[0].startswith("--plugin=")):
         if argv[0] == "--plugin":
-            if len(argv) < 2:
+            if len(argv) < 2 or not argv[1]:
                 raise ConfigError("--plugin: expected a module name or a .py file")
             specs.append(argv[1])
             argv = argv[2:]
@@ -341,12 +329,9 @@ def _take_plugins(argv: list[str]) -> list[str]:
             specs.append(argv[0].split("=", 1)[1])
             argv = argv[1:]
     if specs:
-        from inductionlab.experiments import PLUGINS_ENV
+        from inductionlab.experiments import add_plugin_args
 
-        old = os.environ.get(PLUGINS_ENV, "")
-        os.environ[PLUGINS_ENV] = ",".join(
-            [*filter(None, [old]), *(str(Path(s).resolve()) if s.endswith(".py") else s for s in specs)]
-        )
+        add_plugin_args(specs)
     return argv
 
 
@@ -370,6 +355,21 @@ def _dispatch(argv: list[str]) -> int:
     return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, values)
 
 
+def _said(err: BaseException) -> str:
+    """The line for ``err``; for a run file that could not be written (a full disk), what the failure left, looked
+    at after the run gave up: the last good checkpoint, or nothing where the unfinished run was removed."""
+    runs, path = sys.modules.get("inductionlab.runs"), Path(str(getattr(err, "filename", None)))
+    if not (runs and isinstance(err, runs.WriteError)) or (path.suffix != ".pt" and path.parent.exists()):
+        return message(err)
+    if path.is_file():
+        left = f"the last good checkpoint, {path.name}, is kept; --resume continues from it"
+    elif not path.parent.exists():
+        left = "nothing of the run is left: it had no checkpoint yet, so its unfinished directory was removed"
+    else:
+        left = "no checkpoint of it was written yet: --resume starts that training over"
+    return f"cannot write {path} ({err.strerror}); {left}. Free space, or choose another --out"
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries' notes stay quiet
     logging.getLogger("inductionlab").setLevel(logging.INFO)
@@ -387,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         err_code = exit_code(err)
         if err_code is None:
             raise
-        print(f"inductionlab: {'stopped' if err_code == 3 else 'error'}: {message(err)}", file=sys.stderr)
+        print(f"inductionlab: {'stopped' if err_code == 3 else 'error'}: {_said(err)}", file=sys.stderr)
         return err_code
 
 

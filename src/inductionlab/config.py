@@ -18,7 +18,8 @@ import os
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 
@@ -68,7 +69,9 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
     if origin is Literal:
         allowed = get_args(tp)
         for a in allowed:
-            if value == a or (isinstance(value, str) and str(a) == value):
+            if (value == a and isinstance(value, bool) == isinstance(a, bool)) or (
+                isinstance(value, str) and str(a) == value
+            ):
                 return a
         raise ConfigError(f"{field}: got {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
     if origin is tuple:
@@ -80,6 +83,8 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
             return value.lower() in ("true", "1", "yes")
         raise ConfigError(f"{field}: expected a bool (true/false), got {value!r}")
     if tp in (int, float, str):
+        if isinstance(value, bool):  # a JSON true is no count, size or name (bool is a subclass of int)
+            raise ConfigError(f"{field}: expected {_describe(tp)}, got the bool {format_value(value)}")
         try:
             if tp is int and isinstance(value, float) and not value.is_integer():
                 raise ValueError
@@ -159,10 +164,44 @@ def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
             kwargs[name] = _rebuild(tp, value, f"{prefix}{name}.")
         else:
             kwargs[name] = coerce(value, tp, prefix + name)
+    for name, value in kwargs.items():
+        check_rate(prefix + name, value)
     try:
         return cls(**kwargs)
     except ConfigError as err:
         raise _in_section(err, prefix, names) from None
+
+
+LR_MAX = 10.0  # the largest learning rate of a trainer with no NaN stop (transformers.Trainer): none trains above
+RATE_CEILING = 1e6  # the largest any learning-rate key accepts: the toolkit's loops stop a diverging run at once
+RATE_KEYS = re.compile(r"lr|eta\d*|\w+_lr")  # the names of learning-rate keys (lr, eta1, gd_lr; not lr_final_fraction)
+
+
+def check_rate(key: str, value: Any) -> None:
+    """Refuse a learning rate (a float key named as :data:`RATE_KEYS` matches) outside (0, :data:`RATE_CEILING`],
+    naming ``key``: no step descends at 0 or less, and one that large is a typo, not a rate."""
+    if RATE_KEYS.fullmatch(key.rsplit(".", 1)[-1]) and isinstance(value, float):
+        require(
+            math.isfinite(value) and 0 < value <= RATE_CEILING,
+            key,
+            f"a learning rate must be a finite number in (0, {RATE_CEILING:g}] (0 or less does not descend), "
+            f"got {value!r}",
+        )
+
+
+@contextmanager
+def keys_as(names: Mapping[str, str]) -> Iterator[None]:
+    """Inside, a :class:`ConfigError` about a library config's key is re-raised about the experiment's key that set
+    it: ``names`` maps the library key's last part (``momentum`` of ``train.momentum``) to the key a user types
+    (``own.momentum``), for a library config an experiment builds from its own keys."""
+    try:
+        yield
+    except ConfigError as err:
+        key, sep, rest = str(err).partition(": ")
+        leaf = key.rsplit(".", 1)[-1]
+        if not sep or leaf not in names:
+            raise
+        raise ConfigError(f"{names[leaf]}: {rest}") from None
 
 
 def _in_section(err: ConfigError, prefix: str, names: set[str]) -> ConfigError:
@@ -181,6 +220,22 @@ def _in_section(err: ConfigError, prefix: str, names: set[str]) -> ConfigError:
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Build (and so validate) a config of class ``cls`` from a nested dict such as ``config.json``."""
     return _rebuild(cls, data)
+
+
+def read_config_file(source: os.PathLike) -> dict[str, Any]:
+    """The keys of a ``--config`` file: any JSON object of (nested) config keys, such as a run's config.json."""
+    if not os.path.isfile(source):
+        raise ConfigError(
+            f"--config {source}: no such file (give a JSON file of config keys, e.g. a run's config.json)"
+        )
+    try:
+        with open(source, encoding="utf-8") as f:
+            data = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"--config {source}: not a JSON file ({type(err).__name__}: {err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("experiment", ""), str):
+        raise ConfigError(f'--config {source}: expected a JSON object of config keys ("experiment": a name)')
+    return data
 
 
 def override(cfg: Any, overrides: Mapping[str, Any], experiment: str = "NAME") -> Any:

@@ -14,6 +14,10 @@ The families, what the loaded model takes and gives (B a batch, L positions; one
 * ``highdim``: real tokens (B, L, d) → (B, 2d), the 4-gram block, then the induction block;
 * ``chen``: token ids x₁..x_L (B, L) → the predicted law of x_{L+1} (B, d);
 * ``linear`` (SCB): token ids x₁..x_T, then x_{T+1} (B, T + 1) → f = V X a_{x_{T+1}} (B, N) (docs/conventions.md#ren-3).
+
+A file of the run that is damaged (truncated, not JSON, not a checkpoint), foreign (another model's state dict,
+another run's checkpoint: its recorded config differs from config.json) or missing (a text run's tokenizer) is
+refused with :class:`RunFileError`, naming the file; the files are only read.
 """
 
 from __future__ import annotations
@@ -28,11 +32,11 @@ import torch
 
 from inductionlab import experiments
 from inductionlab.analysis import tl_export
-from inductionlab.config import ConfigError, require
+from inductionlab.config import ConfigError, differences, require
 from inductionlab.models import chen, highdim, linear, toy
 from inductionlab.models import transformer as tf
 from inductionlab.runs import CONFIG, SUMMARY
-from inductionlab.tasks.text import TextTokenizer, load_tokenizer
+from inductionlab.tasks.text import TOKENIZER_FILES, BPETokenizer, TextTokenizer, WordTokenizer
 from inductionlab.train.autograd import pack
 
 NO_MODEL = ("approx-ih2", "approx-ihn", "approx-gihn", "markov-mi")  # builtin experiments that train no model
@@ -142,6 +146,34 @@ FORWARD: dict[str, Callable[[LoadedModel, torch.Tensor], torch.Tensor]] = {
 }
 
 
+class RunFileError(ConfigError):
+    """A file of a run directory is missing, damaged, or not this toolkit's (``path``: the file); the message names
+    it and what to do.  A :class:`~inductionlab.config.ConfigError`, so that the command line exits with status 2."""
+
+    def __init__(self, message: str, path: str | Path | None = None):
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
+
+
+def _why(err: BaseException) -> str:
+    """``Type: first line`` of an exception, at most 160 characters."""
+    line = (str(err).splitlines() or [""])[0]
+    return f"{type(err).__name__}: {line[:160]}".rstrip(": ")
+
+
+def _plain(obj: Any) -> Any:
+    """A config as JSON reads it back (tuples as lists, NaN and ±inf as None), for comparing a checkpoint's with
+    config.json."""
+    return json.loads(json.dumps(obj, default=str), parse_constant=lambda _: None)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RunFileError(f"{path} is damaged or not {what} ({_why(err)}); re-run the experiment", path) from None
+
+
 def _run_config(run_dir: Path) -> dict[str, Any]:
     """config.json of a finished run; clear errors for a directory that is not one."""
     if not (run_dir / CONFIG).is_file():
@@ -152,7 +184,15 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
         raise FileNotFoundError(
             f"{run_dir} is an unfinished run (no {SUMMARY}); finish it with `inductionlab run ... --resume` first"
         )
-    return json.loads((run_dir / CONFIG).read_text())
+    path = run_dir / CONFIG
+    config = _read_json(path, "a run's config (JSON)")
+    if not isinstance(config, dict) or not isinstance(config.get("experiment"), str):
+        raise RunFileError(
+            f"{path} is not an inductionlab config (a JSON object with an 'experiment' name, got "
+            f"{type(config).__name__}); give the --out directory of `inductionlab run`",
+            path,
+        )
+    return config
 
 
 def _checkpoint(run_dir: Path, experiment: str, name: str | None) -> Path:
@@ -171,6 +211,100 @@ def _checkpoint(run_dir: Path, experiment: str, name: str | None) -> Path:
         return files[0]
     require(name in names, "name", f"{run_dir} holds the models {', '.join(names)}, not {name!r}")
     return files[names.index(name)]
+
+
+def _read_checkpoint(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """The checked state of a checkpoint: readable, written by this toolkit's trainer, for the run's own config
+    (config.json), and finished."""
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - any failure to read means the file is damaged or not a checkpoint
+        raise RunFileError(
+            f"checkpoint {path} is damaged or not a checkpoint ({_why(err)}); re-run the experiment (--force)", path
+        ) from None
+    ours = isinstance(ck, dict) and {"done", "stepper"} <= set(ck)
+    ours = ours and isinstance(ck["stepper"], dict) and isinstance(ck["done"], bool)
+    if not ours:
+        held = f"a dict of {', '.join(map(str, list(ck)[:6]))}" if isinstance(ck, dict) else f"a {type(ck).__name__}"
+        raise RunFileError(
+            f"{path} is not an inductionlab checkpoint (it holds {held}, not a trainer's state with 'done' and "
+            "'stepper'); put back the run's own checkpoint, or re-run the experiment (--force)",
+            path,
+        )
+    saved, wanted = ck.get("config"), {k: v for k, v in config.items() if k != "experiment"}
+    if isinstance(saved, dict) and _plain(saved) != _plain(wanted):
+        diff = "; ".join(differences(_plain(saved), _plain(wanted))[:4])
+        raise RunFileError(
+            f"{path} does not match the run's {CONFIG}: it was written by a run of another config ({diff}); put back "
+            "the run's own checkpoint, or re-run the experiment (--force)",
+            path,
+        )
+    require(ck["done"], "name", f"{path} is not a finished model (its run stopped early); resume the run")
+    return ck
+
+
+def _model_of(ck: dict[str, Any], path: Path) -> tuple[str, Any, dict[str, torch.Tensor]]:
+    """:func:`_family` of a checked checkpoint; parameters that do not fit the model it records are refused."""
+    why = ""
+    try:
+        family, cfg, params = _family(ck["stepper"], path)
+    except ConfigError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a record or parameters of another shape: not this toolkit's model
+        why, params = f" ({_why(err)})", {}
+    if not params or not all(isinstance(v, torch.Tensor) and v.dim() >= 1 for v in params.values()):
+        raise RunFileError(
+            f"{path}: its parameters do not fit the model it records{why}; it is not a checkpoint of this toolkit's "
+            "models: re-run the experiment (--force)",
+            path,
+        )
+    return family, cfg, params
+
+
+def _word_tokenizer(path: Path) -> WordTokenizer | None:
+    saved = _read_json(path, "a word tokenizer (JSON)")
+    words = saved.get("vocab") if isinstance(saved, dict) else None
+    if isinstance(words, list) and all(isinstance(w, str) for w in words) and len(set(words)) == len(words):
+        return WordTokenizer(words)
+    return None
+
+
+def _bpe_tokenizer(path: Path) -> BPETokenizer:
+    try:
+        import tokenizers
+    except ImportError:
+        raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from None
+    try:
+        return BPETokenizer(tokenizers.Tokenizer.from_str(path.read_text(encoding="utf-8")))
+    except Exception as err:  # noqa: BLE001 - the tokenizers package's errors name no file
+        raise RunFileError(
+            f"{path} is damaged or not a BPE tokenizer ({_why(err)}); re-run the experiment", path
+        ) from None
+
+
+def _tokenizer(run_dir: Path, config: dict[str, Any], vocab: int) -> TextTokenizer | None:
+    """The tokenizer a text run (``data.tokenizer`` in its config) saved; None for synthetic tokens.  Missing or
+    damaged, or of another vocabulary size than the model's, it is refused: ids could not be read as text."""
+    data = config.get("data")
+    kind = data.get("tokenizer") if isinstance(data, dict) else None
+    if kind not in TOKENIZER_FILES:
+        return None
+    path = run_dir / TOKENIZER_FILES[kind]
+    if not path.is_file():
+        raise RunFileError(
+            f"{path} is missing: this text run (data.tokenizer = {kind}) keeps its tokenizer there, and without it "
+            "its token ids cannot be read as text; put the file back, or re-run the experiment (--force)",
+            path,
+        )
+    tokenizer = _word_tokenizer(path) if kind == "word" else _bpe_tokenizer(path)
+    if tokenizer is None or len(tokenizer.vocab) != vocab:
+        size = f"{len(tokenizer.vocab)} tokens" if tokenizer is not None else "no list of distinct words under 'vocab'"
+        raise RunFileError(
+            f"{path} is not this run's tokenizer: it holds {size}, the model has {vocab}; put back the run's own "
+            "file, or re-run the experiment (--force)",
+            path,
+        )
+    return tokenizer
 
 
 def _family(state: dict, path: Path) -> tuple[str, Any, dict[str, torch.Tensor]]:
@@ -207,15 +341,13 @@ def load_model(run_dir: str | Path, run: int = 0, name: str | None = None) -> Lo
     run_dir = Path(run_dir)
     config = _run_config(run_dir)
     path = _checkpoint(run_dir, config["experiment"], name)
-    ck = torch.load(path, map_location="cpu", weights_only=False)
-    require(ck.get("done", False), "name", f"{path} is not a finished model (its run stopped early); resume the run")
-    family, cfg, params = _family(ck["stepper"], path)
+    family, cfg, params = _model_of(_read_checkpoint(path, config), path)
     S = next(iter(params.values())).shape[0]
     require(
         isinstance(run, int) and 0 <= run < S, "run", f"must lie in 0..{S - 1} (the runs of {path.stem}), got {run}"
     )
     one = {k: v[run : run + 1].detach().clone() for k, v in params.items()}
-    tokenizer = load_tokenizer(run_dir) if family == "transformer" else None
+    tokenizer = _tokenizer(run_dir, config, cfg.vocab) if family == "transformer" else None
     return LoadedModel(config["experiment"], family, path.stem, cfg, one, run, path, config, tokenizer)
 
 

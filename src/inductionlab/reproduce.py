@@ -33,7 +33,7 @@ import pandas as pd
 
 from inductionlab import experiments
 from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, Claim, Control, judge, judge_control
-from inductionlab.config import ConfigError, config_hash, to_dict
+from inductionlab.config import ConfigError, config_hash, to_dict, with_seeds
 from inductionlab.runner import clear, saved_config
 from inductionlab.runs import (
     CONFIG,
@@ -69,6 +69,12 @@ def controls_of(name: str, paper: str = "all") -> dict[str, Control]:
 def control_dir(name: str, control: str) -> str:
     """The directory name of experiment ``name``'s control run ``control`` in a reproduce directory."""
     return f"{name}@{control}"
+
+
+def draw_dir(name: str, draw: int) -> str:
+    """The directory name of experiment ``name``'s data draw ``draw`` ≥ 1 in a reproduce directory (draw 0 is
+    ``name`` itself)."""
+    return f"{name}.draw-{draw}"
 
 
 def experiments_for(paper: str) -> list[str]:
@@ -109,6 +115,13 @@ def plan(
         source = experiments.source_of(name)
         jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name), source=source))
         cost[jobs[-1].dir] = expected_minutes(name, preset)
+        if budget != "smoke":  # the other data draws (docs/conventions.md#claims); a smoke budget judges nothing
+            for i in range(1, experiments.get(name).draws):
+                variant = with_seeds(cfg, cfg.seeds[0] + i * len(cfg.seeds))
+                dir_ = str(out / draw_dir(name, i))
+                meta = {"budget": budget, "draw": str(i)}
+                jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
+                cost[dir_] = expected_minutes(name, preset)
         for control in controls_of(name, paper).values():
             cfg = experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra})
             if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
@@ -181,8 +194,12 @@ def reproduce(
         info: dict[str, Any] = {
             "paper": paper,
             "budget": budget,
-            "experiments": [j.experiment for j in jobs if "control" not in j.overrides],
-            "dirs": {j.experiment: Path(j.dir).name for j in jobs if "control" not in j.overrides},
+            "experiments": [j.experiment for j in jobs if not {"control", "draw"} & set(j.overrides)],
+            "dirs": {j.experiment: Path(j.dir).name for j in jobs if not {"control", "draw"} & set(j.overrides)},
+            "draws": {
+                name: [Path(j.dir).name for j in jobs if j.experiment == name and "draw" in j.overrides]
+                for name in dict.fromkeys(j.experiment for j in jobs if "draw" in j.overrides)
+            },
             "controls": {
                 control_dir(j.experiment, j.overrides["control"]): Path(j.dir).name
                 for j in jobs
@@ -229,6 +246,7 @@ def judge_all(out: Path) -> pd.DataFrame:
     for name in [n for n in experiments.all_experiments() if n in names]:
         run_dir = Path(out) / info.get("dirs", {}).get(name, name)
         summary, config = _saved(run_dir)
+        draws = [_saved(Path(out) / d)[0] for d in info.get("draws", {}).get(name, [])]
         reason = info.get("skipped", {}).get(name) or (
             f"the run failed: {failures[run_dir.name]}" if run_dir.name in failures else "the run has not finished"
         )
@@ -236,7 +254,7 @@ def judge_all(out: Path) -> pd.DataFrame:
         controls = controls_of(name, info["paper"])
         for claim in claims_of(name):
             if info["paper"] in ("all", claim.paper):
-                row = judge(claim, summary, smoke=smoke, gpu=gpu, reason=reason)
+                row = judge(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
                 tag = control_dir(name, claim.control)
                 control_summary = _saved(Path(out) / info.get("controls", {}).get(tag, tag))[0]
                 row |= judge_control(claim, control_summary if claim.control else None, smoke=smoke)

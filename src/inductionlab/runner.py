@@ -21,6 +21,7 @@ from inductionlab.runs import (
     Results,
     RunContext,
     lock_dir,
+    never_reached,
     other_kind,
     save_tables,
     versions,
@@ -138,6 +139,7 @@ def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext) -> 
         "profile": {k: round(v, 3) for k, v in parts.items()},  # seconds (docs/conventions.md#profile)
         "config_hash": config_hash(cfg),
         "versions": versions(),
+        "not_reached": never_reached(results.summary),  # null there means never reached, not unmeasured
     }
     write_json(out / SUMMARY, results.summary)  # last: the mark of a finished run
 

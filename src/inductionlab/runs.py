@@ -183,6 +183,15 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def never_reached(summary: Any, prefix: str = "") -> list[str]:
+    """The dotted keys of the +inf leaves of a summary: times of events that never happened within the run
+    (docs/conventions.md#never).  JSON writes them as null; this list keeps them apart from values not measured."""
+    if isinstance(summary, dict):
+        return [key for k, v in summary.items() for key in never_reached(v, f"{prefix}{k}.")]
+    is_inf = isinstance(summary, float) and math.isinf(summary) and summary > 0
+    return [prefix.rstrip(".")] if is_inf else []
+
+
 def write_json(path: Path, data: Any) -> None:
     """Atomic JSON write; NaN/inf become null so that the file stays valid JSON."""
     text = json.dumps(_jsonable(data), indent=2, sort_keys=False)

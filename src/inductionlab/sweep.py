@@ -163,6 +163,9 @@ def run_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet).  ``on_plan`` sees the
     jobs still to run before any starts (the command line prints their number and a wall-time estimate)."""
+    timeout = (slurm or {}).get("timeout_min", 60)  # submitit would start jobs that die at once (0, negative)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 1:
+        raise ConfigError(f"--slurm-timeout-min: each job's time limit must be ≥ 1 minute, got {timeout!r}")
     jobs = plan(name, base_cfg, grid, seeds, out)  # validates every config before anything is written
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")

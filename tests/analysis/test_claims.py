@@ -13,6 +13,7 @@ from inductionlab.analysis.claims import (
     Evidence,
     Is,
     Near,
+    Reached,
     judge,
     judge_control,
     lookup,
@@ -91,8 +92,23 @@ def test_judge_statuses_and_reasons():
 def test_a_value_that_is_not_a_number_is_undefined_never_passed_nor_failed(value):
     for test in (Between(lo=0), Between(hi=5), Near(1.0, atol=10)):
         assert judge(_claim(test=test), {"a": {"b": value}})["status"] == "undefined"
-    assert judge(_claim(test=Is(None)), {"a": {"b": None}})["status"] == "passed"  # "never" reads a null
     assert judge(_claim(test=Is(True)), {"a": {"b": None}})["status"] == "undefined"
+
+
+def test_a_null_listed_as_never_reached_is_a_time_later_than_every_bound():
+    never = {"a": {"b": None}, "c": 4.0, "not_reached": ["a.b"]}
+    assert judge(_claim(test=Between(hi=5)), never)["status"] == "failed"  # defined: +inf, not missing
+    assert judge(_claim(test=Between(lo=0)), never)["status"] == "passed"
+    assert judge(_claim(test=Reached()), never)["status"] == "failed"
+    assert judge(_claim(test=Reached()), {"a": {"b": 3.0}})["status"] == "passed"
+    assert judge(_claim(test=Reached()), {"a": {"b": None}})["status"] == "undefined"  # not listed: not measured
+    ratio = judge(_claim(over="c", test=Between(0.8, 1.25)), never)
+    assert ratio["status"] == "failed" and "never" in ratio["measured_text"]
+    assert judge_control(_claim(control="k", over="c"), never)["control_status"] == "rejects"
+    both = judge(_claim(over="a.b", test=Between(lo=0)), never)
+    assert both["status"] == "undefined"  # never / never: no ratio
+    seeds = judge(_claim(seeds=2, test=Between(hi=5)), {"a": {"b": [1.0, None]}, "not_reached": ["a.b"]})
+    assert seeds["status"] == "undefined"  # per-seed lists are judged on finite values only
 
 
 def test_a_stochastic_claim_is_judged_on_the_mean_over_its_seeds():

@@ -22,9 +22,17 @@ def test_phase_times_of_a_synthetic_curve_with_known_boundaries():
     assert abs(p.T_whalf - 380) < 0.1
 
 
-def test_never_reached_is_nan_and_interpolation_is_linear():
-    assert math.isnan(first_crossing([0, 1, 2], [3, 2, 1], 0.5, "down"))
+def test_never_reached_is_inf_unmeasurable_is_nan_and_interpolation_is_linear():
+    assert first_crossing([0, 1, 2], [3, 2, 1], 0.5, "down") == math.inf  # later than every sample
+    assert math.isnan(first_crossing([0, 1, 2], [3, 2, 1], math.nan, "down"))  # no level to cross
     assert first_crossing([0, 1, 2], [3, 2, 1], 1.5, "down") == 1.5
+
+
+def test_phase_times_after_a_missing_t_o_are_never_reached():
+    t = np.linspace(0, 10, 11)
+    flat = np.ones_like(t)
+    p = phase_times(t, flat, flat, 0 * t, 0 * t, alpha_star=1.0, w_star=0.5)  # no T_o: h never reaches 1/2
+    assert p.T_o == math.inf and p.T_II == p.T_III == p.T_50 == math.inf
 
 
 def test_fits():

@@ -86,6 +86,7 @@ def _random_params(cfg, gen):
         {"norm": "exact", "max_degree": 3},
         {"variant": "full", "norm": "layernorm"},
         {"variant": "full", "norm": "head_l2", "window": 4},
+        {"variant": "full", "norm": "layernorm", "windows": "shifted", "window": 5},  # the authors' App. B model
     ],
 )
 def test_state_table_model_equals_the_position_by_position_definition(kw):

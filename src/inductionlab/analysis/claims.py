@@ -2,9 +2,8 @@
 the test that judges it.
 
 Each experiment declares ``CLAIMS``, a tuple of :class:`Claim`, beside its CONFIG.  :func:`judge` reads a claim's
-key from a run's ``summary.json`` and returns one row of ``claims.parquet``.  A test is a small frozen dataclass
-with ``holds(value) -> bool``, ``defined(value) -> bool`` and a one-line ``str`` (the tolerance as the report prints
-it).
+key from a run's ``summary.json`` and returns one row of ``claims.parquet``.  The tests (``Between``, ``Near``,
+``Is``, ``Reached``) live in :mod:`inductionlab.analysis.claim_tests` and are imported from here too.
 
 Three outcomes (docs/conventions.md#claims): a claim is *passed* or *failed* only on a defined value; a missing key,
 a null or NaN where a number is tested, or fewer data seeds than the claim asks for make it *undefined*, never a
@@ -27,8 +26,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any
+
+from inductionlab.analysis.claim_tests import Between, Is, Near, Reached, number
 
 Paper = str  # "wang", "chen", "ren", or the short name of a researcher's own source (docs/own_experiment.md)
 PAPERS: dict[str, str] = {  # the toolkit's papers; any other name is a source of its own
@@ -43,84 +44,6 @@ CONTROL_STATUSES = ("rejects", "accepts", "undefined", "not run", "smoke, not ju
 FINDING = "a finding about the paper"
 FAILURE_KINDS = (FINDING, "open")
 MISSING = object()
-
-
-class Test(Protocol):
-    def holds(self, value: Any) -> bool: ...
-
-    def defined(self, value: Any) -> bool: ...
-
-
-def _number(value: Any) -> float | None:
-    """``value`` as a finite float, or None (None, NaN, a string or a bool are not numbers here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-@dataclass(frozen=True)
-class Between:
-    """lo ≤ value ≤ hi (either bound may be None)."""
-
-    lo: float | None = None
-    hi: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.lo is None and self.hi is None:
-            raise ValueError("Between needs a bound: lo, hi or both")
-
-    def holds(self, value: Any) -> bool:
-        x = _number(value)
-        return x is not None and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
-
-    def defined(self, value: Any) -> bool:
-        return _number(value) is not None
-
-    def __str__(self) -> str:
-        if self.hi is None:
-            return f"≥ {self.lo:g}"
-        if self.lo is None:
-            return f"≤ {self.hi:g}"
-        return f"in [{self.lo:g}, {self.hi:g}]"
-
-
-@dataclass(frozen=True)
-class Near:
-    """|value − target| ≤ max(atol, rtol·|target|)."""
-
-    target: float
-    rtol: float = 0.0
-    atol: float = 0.0
-
-    def holds(self, value: Any) -> bool:
-        x = _number(value)
-        return x is not None and abs(x - self.target) <= max(self.atol, self.rtol * abs(self.target))
-
-    def defined(self, value: Any) -> bool:
-        return _number(value) is not None
-
-    def __str__(self) -> str:
-        tol = f"{self.rtol:.0%}" if self.rtol else f"{self.atol:g}"
-        return f"{self.target:g} ± {tol}"
-
-
-@dataclass(frozen=True)
-class Is:
-    """value == expected (a boolean check, a label such as "{1,2}", or None for "never")."""
-
-    expected: Any
-
-    def holds(self, value: Any) -> bool:
-        return value == self.expected if self.expected is not None else value is None
-
-    def defined(self, value: Any) -> bool:
-        """A null is a value only where the test expects "never"; NaN never is."""
-        if isinstance(value, float) and math.isnan(value):
-            return False
-        return value is not None or self.expected is None
-
-    def __str__(self) -> str:
-        return "never (null)" if self.expected is None else f"= {self.expected}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,7 +104,7 @@ class Claim:
     statement: str
     key: str
     expected: str
-    test: Between | Near | Is
+    test: Between | Near | Is | Reached
     over: str = ""
     needs: str = ""
     control: str = ""
@@ -232,10 +155,10 @@ def measure(claim: Claim, summary: dict[str, Any]) -> Any:
     """The claim's measured value: its key, or the ratio key / over (None where either is not a number or the
     denominator is 0; :data:`MISSING` where a key is absent).  With ``claim.seeds`` the key (and ``over``) hold one
     value per seed and the ratio is taken seed by seed."""
-    value = lookup(summary, claim.key)
+    value = _or_never(summary, claim.key)
     if not claim.over or value is MISSING:
         return value
-    denominator = lookup(summary, claim.over)
+    denominator = _or_never(summary, claim.over)
     if denominator is MISSING:
         return MISSING
     if claim.seeds and isinstance(value, list) and isinstance(denominator, list) and len(value) == len(denominator):
@@ -243,9 +166,18 @@ def measure(claim: Claim, summary: dict[str, Any]) -> Any:
     return _ratio(value, denominator)
 
 
+def _or_never(summary: dict[str, Any], key: str) -> Any:
+    """:func:`lookup`, with +inf for a null that the summary lists under ``not_reached`` (an event that never
+    happened within the run: docs/conventions.md#never)."""
+    value = lookup(summary, key)
+    return math.inf if value is None and key in summary.get("not_reached", ()) else value
+
+
 def _ratio(value: Any, denominator: Any) -> float | None:
-    x, y = _number(value), _number(denominator)
-    return None if x is None or not y else x / y
+    x, y = number(value), number(denominator)
+    if x is None or not y or (math.isinf(x) and math.isinf(y)):
+        return None
+    return x / y
 
 
 def over_seeds(values: Any) -> tuple[float, float, int] | None:
@@ -253,10 +185,12 @@ def over_seeds(values: Any) -> tuple[float, float, int] | None:
     of its values is not a finite number (docs/conventions.md#claims)."""
     if not isinstance(values, (list, tuple)) or not values:
         return None
-    numbers = [_number(v) for v in values]
+    numbers = [number(v) for v in values]
     if any(x is None for x in numbers):
         return None
     xs = [float(x) for x in numbers if x is not None]
+    if not all(math.isfinite(x) for x in xs):
+        return None
     mean = sum(xs) / len(xs)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
     return mean, sd, len(xs)
@@ -268,6 +202,8 @@ def show(value: Any) -> str:
         return "—"
     if value is None:
         return "null"
+    if isinstance(value, float) and math.isinf(value) and value > 0:
+        return "never (not reached in the run)"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -279,6 +215,8 @@ def _verdict(claim: Claim, value: Any) -> tuple[str, Any, str, dict[str, Any]]:
     if value is MISSING:
         return "undefined", value, f"the summary has no key {claim.key!r}", {}
     seeds: dict[str, Any] = {}
+    if claim.seeds and isinstance(claim.test, Is):
+        return _verdict_every_seed(claim, value)
     if claim.seeds:
         stats = over_seeds(value)
         if stats is None:
@@ -297,13 +235,40 @@ def _verdict(claim: Claim, value: Any) -> tuple[str, Any, str, dict[str, Any]]:
     return "failed", value, f"measured {show(value)}", seeds
 
 
+def _verdict_every_seed(claim: Claim, value: Any) -> tuple[str, Any, str, dict[str, Any]]:
+    """:func:`_verdict` of an :class:`Is` claim over seeds: a label or a flag has no mean, so it holds when it
+    holds on every seed, and is undefined when a seed's value is (docs/conventions.md#claims)."""
+    values = value if isinstance(value, list) else [value]
+    n = len(values)
+    seeds = {"n_seeds": n, "per_seed": ", ".join(show(v) for v in values)}
+    held = sum(bool(claim.test.holds(v)) for v in values)
+    seeds["measured_text"] = f"{held} of {n} seeds {claim.test}"
+    if n < claim.seeds:
+        return "undefined", value, f"{n} seeds, the claim is judged over at least {claim.seeds}", seeds
+    if not all(claim.test.defined(v) for v in values):
+        return "undefined", value, f"a seed's value is not defined for {claim.test}: {seeds['per_seed']}", seeds
+    if held == n:
+        return "passed", values[0], "", seeds
+    return "failed", values[0], f"holds on {held} of {n} seeds", seeds
+
+
 def judge(
-    claim: Claim, summary: dict[str, Any] | None, *, smoke: bool = False, gpu: bool = False, reason: str = ""
+    claim: Claim,
+    summary: dict[str, Any] | None,
+    *,
+    smoke: bool = False,
+    gpu: bool = False,
+    reason: str = "",
+    draws: list[dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """One row of ``claims.parquet`` for ``claim`` against a run's ``summary`` (None: the run is missing or
     failed, ``reason`` says why).  ``smoke``: a smoke-size run, reported as "smoke, not judged"; ``gpu``: the
-    run had a GPU (a claim that needs the paper's scale is judged only then)."""
+    run had a GPU (a claim that needs the paper's scale is judged only then); ``draws``: the summaries of the
+    experiment's other data draws (None for one not finished), whose values join the run's own, one per seed."""
     value = MISSING if summary is None else measure(claim, summary)
+    if claim.seeds and draws and value is not MISSING and not isinstance(value, list):
+        values = [value, *(MISSING if d is None else measure(claim, d) for d in draws)]
+        value = [v for v in values if v is not MISSING]  # a draw not finished: fewer seeds, so undefined
     seeds: dict[str, Any] = {}
     if summary is None:
         status, why = "not run", reason or "the experiment did not run"
@@ -319,7 +284,7 @@ def judge(
         "where": claim.where,
         "statement": claim.statement,
         "key": claim.key,
-        "measured": _number(value),
+        "measured": number(value),
         "measured_text": show(value),
         "measured_sd": None,
         "n_seeds": None,
@@ -354,7 +319,8 @@ def judge_control(claim: Claim, summary: dict[str, Any] | None, *, smoke: bool =
         status = "smoke, not judged"
     elif summary is None:
         status = "not run"
-    else:
-        verdict, value = _verdict(claim, value)[:2]
+    else:  # a control runs at one data draw: a seeded claim's test applies to that draw's value
+        one = replace(claim, seeds=0) if claim.seeds and not isinstance(value, list) else claim
+        verdict, value = _verdict(one, value)[:2]
         status = {"passed": "accepts", "failed": "rejects"}.get(verdict, "undefined")
     return {"control": claim.control, "control_measured_text": show(value), "control_status": status}

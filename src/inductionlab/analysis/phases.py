@@ -26,13 +26,16 @@ __all__ = ["PHASE_NAMES", "PhaseTimes", "first_crossing", "phase_times", "platea
 def first_crossing(t: np.ndarray, y: np.ndarray, level: float, direction: str, start: float = -math.inf) -> float:
     """First time t ≥ start at which y goes below (direction="down") or above ("up") ``level``.
 
-    Linear interpolation between the bracketing samples; NaN if it never happens.
+    Linear interpolation between the bracketing samples; +inf if it never happens within the samples (later than
+    every one: docs/conventions.md#never), NaN if ``level`` is not a finite number (nothing to cross).
     """
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
     sign = 1.0 if direction == "up" else -1.0
     hit = np.flatnonzero((sign * (y - level) >= 0) & (t >= start))
-    if hit.size == 0 or not math.isfinite(level):
+    if not math.isfinite(level):
         return math.nan
+    if hit.size == 0:
+        return math.inf
     i = hit[0]
     if i == 0 or t[i - 1] < start:
         return float(t[i])
@@ -55,7 +58,8 @@ def phase_times(t, loss_g4, loss_ih2, h, w_kq, alpha_star: float, w_star: float)
     t_i = first_crossing(t, loss_g4, 0.01 * float(np.asarray(loss_g4)[0]), "down")
     t_o = first_crossing(t, h, 1 / (1 + alpha_star), "up")
     ref = value_at(t, loss_ih2, t_o)
-    ih = {f: first_crossing(t, loss_ih2, f * ref, "down", start=t_o) for f in (0.99, 0.5, 0.01)}
+    never = math.isinf(t_o)  # no T_o, no IH phase after it
+    ih = {f: math.inf if never else first_crossing(t, loss_ih2, f * ref, "down", start=t_o) for f in (0.99, 0.5, 0.01)}
     return PhaseTimes(
         t_i,
         t_o,

@@ -8,11 +8,15 @@ several experiments share; no experiment imports another (``docs/architecture.md
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
@@ -79,77 +83,169 @@ BUILTIN: tuple[Experiment, ...] = (
 )
 REGISTRY: dict[str, Experiment] = {e.name: e for e in BUILTIN}  # then the plug-ins (docs/own_experiment.md)
 ENTRY_POINTS = "inductionlab.experiments"  # the entry-point group of experiments from other packages
-PLUGINS_ENV = "INDUCTIONLAB_PLUGINS"  # modules or .py files to import first, separated by os.pathsep or ","
+# Modules or .py files to import first, separated by os.pathsep only (":" on POSIX, ";" on Windows)
+PLUGINS_ENV = "INDUCTIONLAB_PLUGINS"
+PLUGIN_ARGS_ENV = "INDUCTIONLAB_PLUGIN_ARGS"  # the --plugin values, a JSON list (a path is never split)
 _loaded: set[str] = set()
+_origin: dict[str, str] = {}  # experiment name → what registered it (a plug-in, or the file defining its run)
+_loading: list[str] = []  # the plug-ins being imported, innermost last
 
 
 def register_experiment(experiment: Experiment, *, replace: bool = False) -> Experiment:
     """Add ``experiment`` to the registry, so that ``run``, ``sweep``, ``report``, ``list`` and ``reproduce`` know
     it by its name (docs/own_experiment.md); return it.  The toolkit's own names are refused unless ``replace``; an
-    outside experiment registered again under its name (a module imported twice, a worker process) replaces the
-    earlier one."""
+    outside experiment registered again from where it was (a module imported twice, a worker process) replaces the
+    earlier one, and one registered under a name another plug-in or module holds is refused, naming both."""
     if not isinstance(experiment, Experiment):
         raise TypeError(f"register_experiment needs an inductionlab.Experiment, got {type(experiment).__name__}")
-    builtin = {e.name for e in BUILTIN}
-    if experiment.name in builtin and not replace and REGISTRY[experiment.name] is not experiment:
-        raise ConfigError(
-            f"experiment: {experiment.name!r} is one of the toolkit's own experiments; choose another name "
-            "(or pass replace=True to shadow it)"
-        )
-    REGISTRY[experiment.name] = experiment
+    name, origin = experiment.name, _origin_of(experiment)
+    known = REGISTRY.get(name)
+    if known is not None and known is not experiment and not replace:
+        if name in {e.name for e in BUILTIN}:
+            raise ConfigError(
+                f"experiment: {name!r} of {origin} is one of the toolkit's own experiments; choose another name "
+                "(or pass replace=True to shadow it)"
+            )
+        if _origin.get(name, origin) != origin:
+            raise ConfigError(
+                f"experiment: {name!r} is registered by both {_origin[name]} and {origin}; rename one of them "
+                "(or pass replace=True)"
+            )
+    REGISTRY[name], _origin[name] = experiment, origin
     return experiment
+
+
+def _origin_of(experiment: Experiment) -> str:
+    """What registers ``experiment``: the plug-in being imported, else the file of the module defining its run."""
+    if _loading:
+        return _loading[-1]
+    module = experiment.run.__module__
+    file = getattr(sys.modules.get(module), "__file__", None)
+    return f"file {Path(file).resolve()}" if file else f"module {module}"
 
 
 def load_plugins() -> None:
     """Import the experiments of other packages (entry-point group ``inductionlab.experiments``: each names an
-    :class:`Experiment`, or a module defining ``EXPERIMENT`` or calling :func:`register_experiment`) and the
-    modules or files listed in ``$INDUCTIONLAB_PLUGINS``; each once per process.  A plug-in that fails to load
-    raises :class:`ConfigError` naming it."""
+    :class:`Experiment`, or a module defining ``EXPERIMENT`` or calling :func:`register_experiment`), the modules
+    or files listed in ``$INDUCTIONLAB_PLUGINS`` (separated by ``os.pathsep``) and those given with ``--plugin``
+    (``$INDUCTIONLAB_PLUGIN_ARGS``, a JSON list); each once per process.  A plug-in that fails to load, ends the
+    process, defines an ``EXPERIMENT`` that is none, or takes a name already held raises :class:`ConfigError`
+    naming it."""
     for ep in entry_points(group=ENTRY_POINTS):
         key = f"ep:{ep.value}"
         if key not in _loaded:
             _loaded.add(key)
-            _register_object(_load(ep.load, f"entry point {ep.name} = {ep.value}"), f"entry point {ep.name}")
-    for spec in re.split(rf"[{re.escape(os.pathsep)},]", os.environ.get(PLUGINS_ENV, "")):
-        if spec.strip() and spec.strip() not in _loaded:
-            _loaded.add(spec.strip())
-            import_plugin(spec.strip())
+            what = f"entry point {ep.name} = {ep.value}"
+            with _importing(what):
+                _register_object(_load(ep.load, what), what)
+    specs = [(s, PLUGINS_ENV) for s in os.environ.get(PLUGINS_ENV, "").split(os.pathsep)]
+    for spec, where in specs + [(s, "--plugin") for s in plugin_args()]:
+        if spec.strip() and _key(spec.strip()) not in _loaded:
+            _loaded.add(_key(spec.strip()))
+            import_plugin(spec.strip(), where)
 
 
-def import_plugin(spec: str) -> None:
+def plugin_args() -> list[str]:
+    """The ``--plugin`` values of this command (``$INDUCTIONLAB_PLUGIN_ARGS``, a JSON list of strings)."""
+    text = os.environ.get(PLUGIN_ARGS_ENV, "")
+    try:
+        specs = json.loads(text) if text else []
+    except json.JSONDecodeError:
+        specs = None
+    if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
+        raise ConfigError(f"${PLUGIN_ARGS_ENV}: expected a JSON list of modules or .py files, got {text!r}")
+    return specs
+
+
+def add_plugin_args(specs: list[str]) -> None:
+    """Add ``--plugin`` values (each one module or one .py file, never split) to ``$INDUCTIONLAB_PLUGIN_ARGS``, which
+    this process and its worker processes import before they look an experiment up; a file must exist."""
+    for spec in specs:
+        if not spec.strip():
+            raise ConfigError("--plugin: expected a module name or a .py file, got an empty value")
+        if spec.endswith(".py") and not Path(spec).expanduser().is_file():
+            raise ConfigError(f"--plugin {spec}: no such file (give a module name or a .py file)")
+    os.environ[PLUGIN_ARGS_ENV] = json.dumps([*plugin_args(), *(_key(s) for s in specs)])
+
+
+def _key(spec: str) -> str:
+    return str(Path(spec).expanduser().resolve()) if spec.endswith(".py") else spec
+
+
+def import_plugin(spec: str, where: str = PLUGINS_ENV) -> None:
     """Import the module ``spec`` (``mypkg.myexp``) or run the file ``spec`` (``path/to/myexp.py``) as a module,
-    then register its ``EXPERIMENT`` if it defines one (it may also call :func:`register_experiment` itself)."""
+    then register its ``EXPERIMENT`` if it defines one (it may also call :func:`register_experiment` itself);
+    ``where`` names the option or variable that listed it."""
     if spec.endswith(".py"):
         path = Path(spec).expanduser().resolve()
         if not path.is_file():
-            raise ConfigError(f"{PLUGINS_ENV}: no file {spec}")
-        module_name = "inductionlab_plugin_" + re.sub(r"\W", "_", path.stem)
+            raise ConfigError(f"{where} {spec}: no such file (give a module name or a .py file)")
+        digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]  # two files of one name stay two modules
+        module_name = "inductionlab_plugin_" + re.sub(r"\W", "_", path.stem) + "_" + digest
         loader = importlib.util.spec_from_file_location(module_name, path)
         assert loader is not None and loader.loader is not None  # a .py file always gets a source-file loader
         module = importlib.util.module_from_spec(loader)
+        what = f"plug-in file {spec}"
         sys.modules[module_name] = module
-        _load(lambda: loader.loader.exec_module(module), f"plug-in file {spec}")
+        with _importing(what):
+            try:
+                _load(lambda: loader.loader.exec_module(module), what)
+            except ConfigError:
+                sys.modules.pop(module_name, None)
+                raise
+            _register_object(module, what)
     else:
-        module = _load(lambda: importlib.import_module(spec), f"plug-in module {spec}")
-    if isinstance(getattr(module, "EXPERIMENT", None), Experiment):
-        register_experiment(module.EXPERIMENT)
+        what = f"plug-in module {spec}"
+        with _importing(what):
+            _register_object(_load(lambda: importlib.import_module(spec), what), what)
+
+
+@contextmanager
+def _importing(what: str) -> Iterator[None]:
+    _loading.append(what)
+    try:
+        yield
+    finally:
+        _loading.pop()
 
 
 def _load(fn: Any, what: str) -> Any:
+    """``fn()``, the import of a plug-in: anything it raises, or its ending the process, is a :class:`ConfigError`
+    naming ``what`` (Ctrl-C stays an interrupt)."""
     try:
         return fn()
-    except Exception as err:
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
+        raise ConfigError(
+            f"{what} ended the process (sys.exit({err.code!r})) while loading; a plug-in defines or registers "
+            'experiments (guard a script\'s own run with `if __name__ == "__main__":`)'
+        ) from None
+    except ConfigError as err:
+        raise ConfigError(f"{what} failed to load: {err}") from None
+    except BaseException as err:
         raise ConfigError(f"{what} failed to load: {type(err).__name__}: {err}") from err
 
 
 def _register_object(obj: Any, what: str) -> None:
+    """Register ``obj``: an :class:`Experiment`, or a module whose ``EXPERIMENT`` (if any) must be one."""
     if isinstance(obj, Experiment):
         register_experiment(obj)
     elif isinstance(obj, ModuleType):
-        if isinstance(getattr(obj, "EXPERIMENT", None), Experiment):
-            register_experiment(obj.EXPERIMENT)
+        if hasattr(obj, "EXPERIMENT"):
+            value = obj.EXPERIMENT
+            if not isinstance(value, Experiment):
+                raise ConfigError(
+                    f"{what}: EXPERIMENT must be an inductionlab.Experiment, got {type(value).__name__} {_short(value)}"
+                )
+            register_experiment(value)
     else:
         raise ConfigError(f"{what} names a {type(obj).__name__}; it must name an Experiment or a module")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def source_of(name: str) -> str:

@@ -152,6 +152,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="approx-ih2",
     description="Theorem 4.1: error of the IH_2 construction vs the layer-1 slope p, against 4B³‖W*‖e^{-p}, several L",
     figure="Wang et al. Theorem 4.1",

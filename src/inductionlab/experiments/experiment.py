@@ -32,8 +32,10 @@ class Experiment:
 
     Optional: ``claims`` and ``controls`` (:mod:`inductionlab.analysis.claims`: what ``reproduce`` judges);
     ``figure`` (where in a paper, for ``list``), ``wall`` (its default's wall time, e.g. ``"~3 min"``),
-    ``headline`` (summary keys the CLI prints after a run) and ``cpu_only`` (why a config without a ``device``
-    field refuses ``--device cuda``)."""
+    ``headline`` (summary keys the CLI prints after a run), ``cpu_only`` (why a config without a ``device``
+    field refuses ``--device cuda``) and ``draws``: for an experiment whose outcome depends on the data it draws,
+    how many data seeds ``reproduce`` runs it at (draw i shifts every seed by i·len(seeds)); each of its claims is
+    then judged on the mean over the draws (``Claim.seeds``, docs/conventions.md#claims)."""
 
     name: str
     description: str
@@ -47,6 +49,7 @@ class Experiment:
     wall: str = ""
     headline: tuple[str, ...] = ()
     cpu_only: str = "it trains tiny models whose time is Python overhead, not arithmetic"
+    draws: int = 1
 
     def __post_init__(self) -> None:
         where = f"experiment {self.name!r}"
@@ -62,7 +65,14 @@ class Experiment:
         if not callable(self.run) or not callable(self.plot):
             raise ValueError(f"{where}: run and plot must be callables")
         object.__setattr__(self, "presets", {k: dict(v) for k, v in dict(self.presets).items()})
-        object.__setattr__(self, "claims", tuple(self.claims))
+        if isinstance(self.draws, bool) or not isinstance(self.draws, int) or not 1 <= self.draws <= 64:
+            raise ValueError(
+                f"{where}: draws must be an int from 1 to 64 (data seeds reproduce runs), got {self.draws!r}"
+            )
+        claims = tuple(self.claims)
+        if self.draws > 1:  # every claim of a stochastic experiment is judged over its draws
+            claims = tuple(c if c.seeds else dataclasses.replace(c, seeds=self.draws) for c in claims)
+        object.__setattr__(self, "claims", claims)
         object.__setattr__(self, "controls", tuple(self.controls))
         object.__setattr__(self, "headline", tuple(self.headline))
         self._check_claims(where)

@@ -36,13 +36,14 @@ import pandas as pd
 import torch
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Is
-from inductionlab.config import check_seeds, require
+from inductionlab.analysis.claims import Between, Claim, Control, Is, Reached
+from inductionlab.config import LR_MAX, check_seeds, keys_as, require
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.experiments.hf_induction_common import (
     ModelConfig,
     TrainerConfig,
     build_gpt2,
+    check_sizes,
     own_scores,
     phase_summary,
     text_copy_gain,
@@ -54,6 +55,13 @@ from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.text import EvalConfig, fit_lm
+
+# The keys that set the library configs the run builds, by the library's name of each (config.keys_as)
+OWN_KEYS = dict(
+    lr="own.lr", momentum="own.momentum", clip_norm="own.clip_norm", steps="own.steps", batch_size="batch_size"
+)
+OWN_KEYS |= {"eval_every": "measure.every", "checkpoint_every": "own.steps"}
+MODEL_KEYS = dict(d_model="n_embd", d_head="n_embd", n_layers="n_layer", n_heads="n_head", ffn_width="n_inner")
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,25 @@ class OwnConfig:
 
     def __post_init__(self) -> None:
         require(self.steps >= 1, "own.steps", f"must be ≥ 1, got {self.steps}")
-        require(self.lr > 0, "own.lr", f"must be > 0, got {self.lr}")
+        require(0 < self.lr <= LR_MAX, "own.lr", f"must be a finite number in (0, {LR_MAX:g}], got {self.lr}")
+        require(0 <= self.momentum < 1, "own.momentum", f"must lie in [0, 1), got {self.momentum}")
+        require(self.clip_norm >= 0, "own.clip_norm", f"must be ≥ 0 (0: no clipping), got {self.clip_norm}")
+
+    def train(self, batch_size: int, every: int) -> TrainConfig:
+        """The trainer's config (clipped heavy-ball SGD, evaluated every ``every`` steps); its errors name the keys
+        that set it (``own.momentum``, not the trainer's ``train.momentum``)."""
+        with keys_as(OWN_KEYS):
+            return TrainConfig(
+                optimizer="sgd",
+                lr=self.lr,
+                momentum=self.momentum,
+                clip_norm=self.clip_norm,
+                steps=self.steps,
+                batch_size=batch_size,
+                eval_every=every,
+                eval_log_points=0,
+                checkpoint_every=max(every, self.steps // 10),
+            )
 
 
 @dataclass(frozen=True)
@@ -110,6 +136,17 @@ class Config:
             "measure.period",
             f"two copies of {self.measure.period} tokens exceed the models' {self.data.L} positions (data.L)",
         )
+        m = self.measure
+        model = {f"model.{k}": getattr(self.model, k) for k in ("n_embd", "n_layer", "n_inner", "n_head")}
+        check_sizes(
+            {"hf.steps": self.hf.steps, "batch_size": self.batch_size, "data.L": self.data.L, **model}
+            | {"measure.batch": m.batch, "measure.period": m.period}
+        )
+        self.own.train(self.batch_size, m.every)  # the library configs the run builds, checked now by our keys
+        with keys_as({k: f"model.{v}" for k, v in MODEL_KEYS.items()}):
+            self.model.own()
+        with keys_as({k: f"measure.{k}" for k in ("every", "batch", "period", "vocab", "threshold")}):
+            MonitorConfig(every=m.every, batch=m.batch, period=m.period, vocab=m.vocab, threshold=m.threshold)
 
 
 CONFIG = Config()
@@ -158,8 +195,8 @@ CLAIMS = (
         where=WHERE,
         statement="The monitor locates the GPT-2's induction-head phase change during training",
         key="hf.phase_step",
-        expected="a phase step",
-        test=Between(lo=0),
+        expected="a phase step within the run",
+        test=Reached(),
         control="attn-only-1-layer",
         if_failed=SIZE,
     ),
@@ -201,17 +238,7 @@ def _train_own(
     run per seed, measured every ``measure.every`` steps on the monitor's tokens (B, L); its metrics and per-seed
     summaries."""
     start = time.perf_counter()
-    train = TrainConfig(
-        optimizer="sgd",
-        lr=cfg.own.lr,
-        momentum=cfg.own.momentum,
-        clip_norm=cfg.own.clip_norm,
-        steps=cfg.own.steps,
-        batch_size=cfg.batch_size,
-        eval_every=monitor_cfg.every,
-        eval_log_points=0,
-        checkpoint_every=max(monitor_cfg.every, cfg.own.steps // 10),
-    )
+    train = cfg.own.train(cfg.batch_size, monitor_cfg.every)
     evals = EvalConfig(val_batches=1, score_batch=monitor_cfg.batch, score_period=monitor_cfg.period)
     model = cfg.model.own().build(len(corpus.vocab))
     _, metrics = fit_lm(
@@ -297,7 +324,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         ax.plot(score.index, score, color=color, label=label)
         bx.plot(loss.index, loss, color=color, label=label)
         for axis, when, style in ((ax, summary.get(key), "--"), (bx, summary.get("loss_drop_step"), ":")):
-            if not math.isnan(plots.num(when)):
+            if math.isfinite(plots.num(when)):
                 axis.axvline(when, color=color, ls=style, lw=1, label=f"{label.split(' (')[0]}: step {when:.0f}")
     ax.set(xlabel="training step", ylabel="best induction score", title="induction head (phase step dashed)")
     bx.set(xlabel="training step", ylabel="loss on repeated tokens (nats)", title="repeated-token loss (drop dotted)")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from inductionlab.config import require
+from inductionlab.config import LR_MAX, check_memory, require
 from inductionlab.experiments.lm_common import ArchitectureConfig
 from inductionlab.models import transformer as tf
 from inductionlab.monitor import Monitor, PhaseChange, adapter_for, head_scores, token_losses, toolkit_adapter
@@ -34,6 +34,9 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in ("n_layer", "n_head", "n_embd", "n_inner"):
             require(getattr(self, name) >= 1, f"model.{name}", f"must be ≥ 1, got {getattr(self, name)}")
+        require(
+            self.n_head <= self.n_embd, "model.n_head", f"must be ≤ model.n_embd = {self.n_embd}, got {self.n_head}"
+        )
         require(self.n_embd % self.n_head == 0, "model.n_embd", f"must be a multiple of model.n_head = {self.n_head}")
 
     def own(self) -> ArchitectureConfig:
@@ -58,9 +61,54 @@ class TrainerConfig:
     save_every: int = 250  # a checkpoint-STEP folder in RUN/hf every this many steps, for `inductionlab watch`
 
     def __post_init__(self) -> None:
-        require(self.steps >= 1, "hf.steps", f"must be ≥ 1, got {self.steps}")
-        require(self.lr > 0 and math.isfinite(self.lr), "hf.lr", f"must be a finite number > 0, got {self.lr}")
+        require(
+            1 <= self.steps <= STEPS_MAX,
+            "hf.steps",
+            f"must be in 1..{STEPS_MAX:,} (500 times the default): the Trainer's data, hf.steps × batch_size "
+            f"sequences, are drawn before it starts; got {self.steps}",
+        )
+        require(
+            math.isfinite(self.lr) and 0 < self.lr <= LR_MAX,
+            "hf.lr",
+            f"must be a finite number in (0, {LR_MAX:g}] (AdamW at a larger rate diverges at once), got {self.lr}",
+        )
         require(self.save_every >= 1, "hf.save_every", f"must be ≥ 1, got {self.save_every}")
+
+
+STEPS_MAX = 1_000_000  # the most optimiser steps of the GPT-2 (its training data are built before the Trainer starts)
+
+
+# hf-induction's default sizes: a size refused is named by the key grown most over its default
+DEFAULT_SIZES = {"hf.steps": 2000, "batch_size": 32, "data.L": 96, "measure.batch": 16, "measure.period": 25}
+DEFAULT_SIZES |= {"model.n_embd": 64, "model.n_layer": 2, "model.n_inner": 256, "model.n_head": 4}
+
+
+def check_sizes(sizes: dict[str, int]) -> None:
+    """Refuse, before anything is built, ``sizes`` (the keys of :data:`DEFAULT_SIZES`) whose tensors would not fit
+    in memory, naming the key grown most: the Trainer's training data (hf.steps × batch_size sequences of data.L
+    int64 tokens, built up front), the GPT-2's weights, Adam state and activations, and the monitor's attention
+    patterns (lower bounds)."""
+    d, layers, L, batch, heads = (
+        sizes[k] for k in ("model.n_embd", "model.n_layer", "data.L", "batch_size", "model.n_head")
+    )
+    weights = layers * (4 * d * d + 2 * d * sizes["model.n_inner"]) + L * d
+    activations = batch * L * layers * (8 * d + sizes["model.n_inner"] + 2 * heads * L)
+    needs = (
+        ("the Trainer's training data", 8.0 * sizes["hf.steps"] * batch * L, ("hf.steps", "batch_size", "data.L")),
+        (
+            "the GPT-2's weights, optimiser state and activations",
+            4.0 * (4 * weights + 2 * activations),
+            ("model.n_embd", "model.n_layer", "model.n_inner", "batch_size", "data.L"),
+        ),
+        (
+            "the monitor's attention patterns",
+            4.0 * sizes["measure.batch"] * layers * heads * (2 * sizes["measure.period"]) ** 2,
+            ("measure.batch", "measure.period", "model.n_layer", "model.n_head"),
+        ),
+    )
+    for what, n_bytes, keys in needs:
+        ranked = sorted(keys, key=lambda k: sizes[k] / DEFAULT_SIZES[k], reverse=True)
+        check_memory(ranked[0], n_bytes, what, also=" or ".join(ranked[1:]))
 
 
 def build_gpt2(model: ModelConfig, vocab: int, L: int, seed: int) -> Any:
@@ -198,10 +246,11 @@ def own_scores(tokens: torch.Tensor, period: int):
 
 
 def phase_summary(phase: PhaseChange, seconds: float) -> dict:
-    """A model's summary entries from its phase change: times not reached are None (docs/monitor.md#phase-detection)."""
+    """A model's summary entries from its phase change: a time not reached is +inf, which the summary records as
+    never reached (docs/monitor.md#phase-detection, docs/conventions.md#never)."""
 
-    def when(t: float) -> float | None:
-        return float(t) if math.isfinite(t) else None
+    def when(t: float) -> float:
+        return float(t) if math.isfinite(t) else math.inf
 
     return {
         "phase_step": when(phase.step),

@@ -158,6 +158,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="joint-training",
     description="Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget",
     figure="Wang et al. §5 (stages)",

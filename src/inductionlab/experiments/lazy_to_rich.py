@@ -300,6 +300,7 @@ CLAIMS = (
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="lazy-to-rich",
     description=(
         "Toy model on the mixed 4-gram + induction-head target: four-phase lazy-to-rich transition (Wang et al. Fig. 2)"
@@ -354,6 +355,7 @@ BOOLEAN_CLAIMS = (
 )
 
 BOOLEAN = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="lazy-to-rich-boolean",
     description="The lazy-to-rich experiment with Boolean ±1 tokens (workshop Fig. 3)",
     figure="Wang et al. workshop Fig. 3",

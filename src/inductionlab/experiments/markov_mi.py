@@ -176,6 +176,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="markov-mi",
     description="Chen et al.: modified vs standard chi^2 MI per lag set, and -dL/dp_S / a against the modified MI",
     figure="Chen et al. §4.2 (χ² MI)",

@@ -195,6 +195,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="markov-stages",
     description="Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t",
     figure="Chen et al. Figs. 3–5",

@@ -283,6 +283,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="markov-transformer",
     description="Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags",
     figure="Wang et al. × Chen et al. (stages)",

@@ -138,6 +138,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="probe",
     description="Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4",
     figure="Wang et al. Fig. 3",

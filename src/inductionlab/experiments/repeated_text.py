@@ -148,17 +148,18 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     benefit = (mean.loss_other - mean.loss_repeated).to_numpy()  # what copying from the context gains
     start, end = plateau(steps, benefit)
     # no drop unless copying ends up worth something (MIN_GAIN nats): else half of a tiny gain is noise
-    t_drop = first_crossing(steps, benefit, 0.5 * benefit[-1], "up") if benefit[-1] >= MIN_GAIN else math.nan
+    t_drop = first_crossing(steps, benefit, 0.5 * benefit[-1], "up") if benefit[-1] >= MIN_GAIN else math.inf
     t_ind = first_crossing(steps, mean.induction_score.to_numpy(), 0.5, "up")
     times = norm_times(steps, mean.p_norm.to_numpy(), mean.wkq_norm.to_numpy())
-    never = math.isnan(times["t_double_wkq_norm"])  # never doubled: later than every step
-    t_double = math.inf if never else times["t_double_wkq_norm"]
+    t_double = times["t_double_wkq_norm"]  # +inf: never doubled, later than every step
+    # an event that never happens coincides with nothing: the gap is infinite (docs/conventions.md#never)
+    gap = math.inf if math.isinf(t_drop) or math.isinf(t_ind) else abs(t_drop - t_ind) / cfg.train.steps
     summary = {
         "precision": "bf16 autocast" if use_bf16(cfg) else "float32",
         "t_loss_drop": t_drop,
         "t_induction_half": t_ind,
         "final_induction_score": float(mean.induction_score.iloc[-1]),
-        "drop_vs_induction_gap_fraction": abs(t_drop - t_ind) / cfg.train.steps,
+        "drop_vs_induction_gap_fraction": gap,
         "plateau": {"start": start, "end": end},
         **times,
         "p_learned_first": bool(times["t_half_p_norm"] < t_double),
@@ -240,9 +241,10 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     }
 
 
-def _smaller_over_larger(cost: dict[str, float]) -> float | None:
-    """The smaller ablation cost over the larger; None when neither reaches MIN_ABLATION_COST (noise over noise)."""
-    return min(cost.values()) / max(cost.values()) if max(cost.values()) >= MIN_ABLATION_COST else None
+def _smaller_over_larger(cost: dict[str, float]) -> float:
+    """The smaller ablation cost over the larger, the larger floored at MIN_ABLATION_COST: a head whose ablation
+    costs less than that is not necessary, so where neither reaches it the ratio is near 0, not noise over noise."""
+    return min(cost.values()) / max(*cost.values(), MIN_ABLATION_COST)
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
@@ -251,7 +253,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     ax.plot(mean.index, mean.loss_repeated, color=plots.CURVE_COLORS["loss_IH2"], label="loss on repeated tokens")
     ax.plot(mean.index, mean.loss_other, color=plots.CURVE_COLORS["loss_G4"], label="loss elsewhere")
     for key, style in (("t_loss_drop", "--"), ("t_induction_half", ":")):
-        if not math.isnan(plots.num(s[key])):
+        if math.isfinite(plots.num(s[key])):
             ax.axvline(s[key], color="grey", ls=style, label=f"{key} = {s[key]:.0f}")
     ax.set(xlabel="step", ylabel="cross-entropy (validation)", title="repeated text")
     plots.mark_windows(ax, s.get("intervention_windows"), float(mean.index.max()))

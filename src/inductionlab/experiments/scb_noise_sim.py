@@ -355,6 +355,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="scb-noise-sim",
     description="Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD",
     figure="Ren et al. App. I (noise)",

@@ -146,7 +146,7 @@ def plot_norms(ax, mean: pd.DataFrame, s: dict) -> None:
     tw.axhline(1.0, color=w_color, lw=0.6, alpha=0.5)
     tw.set_ylabel("‖(W_K, W_Q)‖ / initial − 1   (1 = doubled)", color=w_color)
     for key, color in (("t_half_p_norm", p_color), ("t_double_wkq_norm", w_color)):
-        if not math.isnan(plots.num(s.get(key))):
+        if math.isfinite(plots.num(s.get(key))):
             ax.axvline(s[key], color=color, ls=":", label=f"{key} = {s[key]:.0f}")
     ax.set(xlabel="step", title="time-scale separation")
     ax.set_ylabel("‖p‖ (all slopes)", color=p_color)

@@ -150,11 +150,13 @@ def _state_tokens(cfg: ChenConfig, states: torch.Tensor) -> torch.Tensor:
 
 
 def allowed_lags(cfg: ChenConfig) -> torch.Tensor:
-    """(H, J) which lags each head may attend to (the shifted scheme masks all but h..h+H−1)."""
+    """(H, J) which lags each head may attend to: the shifted scheme masks all but lags h+1..h+H of head h (0-based
+    h), and the full variant's lag 0, the query's own slot, stays open to every head as in the authors' model (its
+    fixed small logit on the diagonal: docs/chen.md#authors-full-run)."""
     lags = torch.tensor(cfg.lags)
     heads = torch.arange(cfg.n_heads).view(-1, 1)
     if cfg.windows == "shifted":
-        return (lags >= heads + 1) & (lags <= heads + cfg.n_heads)
+        return (lags >= heads + 1) & (lags <= heads + cfg.n_heads) | (lags == 0)
     return torch.ones(cfg.n_heads, len(lags), dtype=torch.bool)
 
 

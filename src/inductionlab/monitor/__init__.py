@@ -6,6 +6,7 @@ from typing import Any
 
 from inductionlab.monitor.adapters import (
     Adapter,
+    AdapterError,
     FunctionAdapter,
     adapter_for,
     hf_adapter,
@@ -17,6 +18,7 @@ from inductionlab.monitor.core import Monitor, MonitorConfig, PhaseChange, head_
 
 __all__ = [
     "Adapter",
+    "AdapterError",
     "FunctionAdapter",
     "InductionCallback",
     "Monitor",

@@ -24,6 +24,12 @@ from inductionlab.config import ConfigError, require
 from inductionlab.models import transformer as tf
 
 Patterns = list[torch.Tensor]  # one (B, H, L, L) attention pattern per layer
+ROW_TOL = 1e-3  # a pattern row's sum over keys j ≤ i must be within this of 1 (or 0); 4·eps of its dtype if larger
+
+
+class AdapterError(ConfigError):
+    """What an adapter returned is not logits (B, L, V) and one causal attention pattern (B, H, L, L) per layer
+    whose rows are distributions over the keys j ≤ i, all finite; the message names the adapter and the layer."""
 
 
 @runtime_checkable
@@ -52,6 +58,7 @@ class FunctionAdapter:
     device: torch.device | str | None = None
     vocab: int = 0  # the vocabulary size (0: unknown)
     n_ctx: int = 0  # the longest sequence the model takes (0: unknown)
+    name: str = ""  # how errors name it (default: FunctionAdapter(<run's name>))
 
     def __call__(self, tokens: torch.Tensor) -> tuple[torch.Tensor, Patterns]:
         module = self.module
@@ -114,6 +121,7 @@ def hf_adapter(model: Any) -> FunctionAdapter:
         None,
         int(getattr(config, "vocab_size", 0) or 0),
         int(getattr(config, "max_position_embeddings", 0) or 0),
+        f"hf_adapter({type(model).__name__})",
     )
 
 
@@ -126,7 +134,9 @@ def tl_adapter(model: Any) -> FunctionAdapter:
         logits, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
         return logits, [cache[name] for name in names]
 
-    return FunctionAdapter(cfg.n_layers, cfg.n_heads, run, model, None, cfg.d_vocab_out, cfg.n_ctx)
+    return FunctionAdapter(
+        cfg.n_layers, cfg.n_heads, run, model, None, cfg.d_vocab_out, cfg.n_ctx, f"tl_adapter({type(model).__name__})"
+    )
 
 
 def toolkit_adapter(cfg: tf.TransformerConfig, params: tf.Params, run: int = 0) -> FunctionAdapter:
@@ -143,7 +153,10 @@ def toolkit_adapter(cfg: tf.TransformerConfig, params: tf.Params, run: int = 0) 
         logits, cache = tf.forward(every, one, tokens, keep=True)  # (1, B, L, V); patterns (1, B, H, L, L)
         return logits[0], [cache[name][0] for name in names]
 
-    return FunctionAdapter(cfg.n_layers, cfg.n_heads, forward, None, one["embed.W_E"].device, cfg.vocab)
+    device = one["embed.W_E"].device
+    return FunctionAdapter(
+        cfg.n_layers, cfg.n_heads, forward, None, device, cfg.vocab, 0, f"toolkit_adapter(run={run})"
+    )
 
 
 def _default_logits(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
@@ -166,10 +179,15 @@ def patterns_adapter(
     def run(tokens: torch.Tensor) -> tuple[torch.Tensor, Patterns]:
         return score(model, tokens), list(patterns(model, tokens))
 
-    adapter = FunctionAdapter(n_layers, n_heads, run, model)
-    if not (n_layers and n_heads):
-        found = adapter(torch.zeros(1, 2, dtype=torch.long))[1]
-        adapter.n_layers, adapter.n_heads = len(found), int(found[0].shape[-3])
+    adapter = FunctionAdapter(n_layers, n_heads, run, model, name=f"patterns_adapter({type(model).__name__})")
+    if not (n_layers and n_heads):  # the patterns' shapes only: a hand-set pattern fits its own tokens alone
+        found = checked(adapter, torch.zeros(1, 2, dtype=torch.long), patterns=False)[1]
+        if not (found and isinstance(found[0], torch.Tensor) and found[0].dim() == 4):
+            raise AdapterError(
+                f"adapter {adapter.name}: patterns(model, tokens) must return one (B, H, L, L) attention pattern per "
+                f"layer, got {len(found)} patterns" + (f", the first of {_shape(found[0])}" if found else "")
+            )
+        adapter.n_layers, adapter.n_heads = len(found), int(found[0].shape[1])
     return adapter
 
 
@@ -192,3 +210,95 @@ def adapter_for(model: Any, **kw: Any) -> Adapter:
         "TransformerLens HookedTransformer, a (TransformerConfig, params) tuple, an nn.Module with "
         "patterns=fn(model, tokens) → [pattern (B, H, L, L) per layer], or an Adapter"
     )
+
+
+def adapter_name(adapter: Any) -> str:
+    """How errors name an adapter: its ``name``, else its type's."""
+    name = getattr(adapter, "name", "")
+    if not name and isinstance(adapter, FunctionAdapter):
+        name = f"FunctionAdapter({getattr(adapter.run, '__name__', type(adapter.run).__name__)})"
+    return name or type(adapter).__name__
+
+
+def _shape(x: Any) -> str:
+    return f"shape {tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else f"a {type(x).__name__}"
+
+
+def _check_logits(name: str, logits: Any, tokens: torch.Tensor) -> None:
+    B, L = tokens.shape
+    ok = isinstance(logits, torch.Tensor) and logits.is_floating_point() and logits.dim() == 3
+    if not (ok and tuple(logits.shape[:2]) == (B, L) and logits.shape[2] >= 2):
+        raise AdapterError(f"adapter {name}: logits must be (B, L, V) = ({B}, {L}, V ≥ 2) floats, got {_shape(logits)}")
+    bad = int((~torch.isfinite(logits)).sum())
+    if bad:
+        raise AdapterError(
+            f"adapter {name}: its logits hold {bad} NaN or infinite values of {logits.numel()}: the model has "
+            "diverged (or the adapter returns something else than logits)"
+        )
+    top, V = int(tokens.max()), logits.shape[-1]
+    if top >= V:
+        raise AdapterError(f"adapter {name}: token id {top} lies beyond the model's vocabulary size {V} (its logits)")
+
+
+def _check_rows(where: str, pattern: torch.Tensor) -> None:
+    """Finite, non-negative, no weight on later keys (j > i), each row summing to 1 — or 0, a query without keys —
+    over the keys j ≤ i, within ``ROW_TOL`` (or 4·eps of the pattern's dtype, if larger)."""
+    x = pattern.detach().double()
+    bad = int((~torch.isfinite(x)).sum())
+    if bad:
+        raise AdapterError(f"{where}: the attention pattern holds {bad} NaN or infinite weights of {x.numel()}")
+    tol = max(ROW_TOL, 4 * torch.finfo(pattern.dtype).eps)
+    if float(x.min()) < -tol:
+        raise AdapterError(f"{where}: the attention pattern has negative weights (down to {float(x.min()):.3g})")
+    later = float(x.triu(1).sum(-1).max())
+    if later > tol:
+        raise AdapterError(
+            f"{where}: a query puts {later:.3g} of its attention on later keys (j > i): not a causal model's pattern "
+            "(the monitor measures causal language models; an encoder such as BERT attends both ways)"
+        )
+    sums = x.tril().sum(-1)  # (B, H, L)
+    off = torch.minimum((sums - 1).abs(), sums.abs())
+    if float(off.max()) > tol:
+        b, h, i = (int(v) for v in torch.unravel_index(off.argmax(), off.shape))
+        raise AdapterError(
+            f"{where}: each query's attention must sum to 1 (or 0: a query without keys) over the keys j ≤ i, within "
+            f"{tol:.3g}; head {h}, query {i} of sequence {b} sums to {float(sums[b, h, i]):.6g} (raw scores rather "
+            "than softmax weights?)"
+        )
+
+
+def _check_patterns(adapter: Any, name: str, patterns: Any, tokens: torch.Tensor) -> None:
+    B, L = tokens.shape
+    n_layers, n_heads = int(getattr(adapter, "n_layers", 0) or 0), int(getattr(adapter, "n_heads", 0) or 0)
+    if not patterns or (n_layers and len(patterns) != n_layers):
+        raise AdapterError(
+            f"adapter {name}: returned {len(patterns)} attention patterns; it must return one (B, H, L, L) per layer"
+            + (f" ({n_layers})" if n_layers else "")
+        )
+    first = patterns[0]
+    heads = n_heads or (int(first.shape[1]) if isinstance(first, torch.Tensor) and first.dim() == 4 else 0)
+    for layer, pattern in enumerate(patterns):
+        where = f"adapter {name}, layer {layer}"
+        ok = isinstance(pattern, torch.Tensor) and pattern.is_floating_point() and pattern.dim() == 4
+        if not (ok and tuple(pattern.shape) == (B, heads, L, L) and heads >= 1):
+            raise AdapterError(
+                f"{where}: the attention pattern must be (B, H, L, L) = ({B}, {heads or 'H'}, {L}, {L}) floats "
+                f"(every layer with the same number of heads), got {_shape(pattern)}"
+            )
+        _check_rows(where, pattern)
+
+
+def checked(adapter: Any, tokens: torch.Tensor, patterns: bool = True) -> tuple[torch.Tensor, Patterns]:
+    """``adapter(tokens)``, its output checked (:class:`AdapterError` naming the adapter and the layer): logits
+    (B, L, V), finite, V above every token id; one pattern (B, H, L, L) per layer, the same H in each, finite, each
+    query's weights non-negative, on keys j ≤ i only, summing to 1 (or 0: a query without keys) within
+    ``ROW_TOL`` (or 4·eps of the pattern's dtype, if larger).  ``patterns=False``: the logits only."""
+    name = adapter_name(adapter)
+    out = adapter(tokens)
+    if not (isinstance(out, tuple | list) and len(out) == 2 and isinstance(out[1], list | tuple)):
+        raise AdapterError(f"adapter {name}: must return (logits, [pattern per layer]), got {type(out).__name__}")
+    logits, found = out[0], list(out[1])
+    _check_logits(name, logits, tokens)
+    if patterns:
+        _check_patterns(adapter, name, found, tokens)
+    return logits, found

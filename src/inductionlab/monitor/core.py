@@ -11,6 +11,7 @@ scores in TransformerLens's form (``measure="mul"``, every query row), so that t
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,13 +26,36 @@ from inductionlab import rng
 from inductionlab.analysis import heads as H
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import ConfigError, require
-from inductionlab.monitor.adapters import Adapter, adapter_for
+from inductionlab.monitor.adapters import Adapter, adapter_for, checked
 from inductionlab.runs import write_json, write_parquet
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.train.loop import Hook, LoopState, Stage
 
 SCORE_NAMES = (*H.HEAD_NAMES, "prefix_matching")
 FILES = ("monitor_heads.parquet", "monitor_steps.parquet", "monitor_phase.json")
+PATTERN_BYTES = 4 * 2**30  # a measurement's attention patterns in float64: n_layers · H · batch · L² · 8 bytes at most
+
+
+def pattern_bytes(units: int, batch: int, length: int) -> int:
+    """Bytes of ``units`` (layers × heads) attention patterns (batch, L, L) in float64."""
+    return units * batch * length * length * 8
+
+
+def _memory_check(units: int, batch: int, period: int, repeats: int, what: str) -> None:
+    """Refuse a measurement whose float64 attention patterns exceed :data:`PATTERN_BYTES`, saying the largest
+    period that fits."""
+    need = pattern_bytes(units, batch, period * repeats)
+    if need > PATTERN_BYTES:
+        longest = math.isqrt(PATTERN_BYTES // (units * batch * 8))
+        raise ConfigError(
+            f"period: period · repeats = {period * repeats} tokens need {what} · batch · L² · 8 bytes = "
+            f"{need / 2**30:.3g} GiB of attention patterns (float64), over the monitor's {PATTERN_BYTES / 2**30:.0f} "
+            f"GiB; with {what} = {units}, batch {batch} and repeats {repeats}, period ≤ {longest // repeats}"
+        )
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,9 @@ class MonitorConfig:
     threshold: float = 0.3  # a head "is an induction head" once its induction score reaches this
 
     def __post_init__(self) -> None:
+        for name in ("every", "batch", "period", "repeats", "vocab", "seed", "icl_early", "icl_late"):
+            value = getattr(self, name)
+            require(_integer(value), name, f"must be an integer, got {value!r} ({type(value).__name__})")
         for name in ("every", "batch"):
             require(getattr(self, name) >= 1, name, f"must be an integer ≥ 1, got {getattr(self, name)}")
         require(self.period >= 2, "period", f"must be ≥ 2 (a copy of at least two tokens), got {self.period}")
@@ -56,7 +83,9 @@ class MonitorConfig:
         require(self.vocab == 0 or self.vocab >= 2, "vocab", f"must be 0 (the model's) or ≥ 2, got {self.vocab}")
         require(self.icl_early >= 1, "icl_early", f"must be ≥ 1 (token 0 has no prediction), got {self.icl_early}")
         require(self.icl_late > self.icl_early, "icl_late", f"must be > icl_early = {self.icl_early}")
-        require(0 < self.threshold <= 1, "threshold", f"must lie in (0, 1], got {self.threshold}")
+        ok = isinstance(self.threshold, numbers.Real) and not isinstance(self.threshold, bool)
+        require(ok and 0 < self.threshold <= 1, "threshold", f"must be a number in (0, 1], got {self.threshold!r}")
+        _memory_check(1, self.batch, self.period, self.repeats, "one head")
 
     @property
     def length(self) -> int:
@@ -115,20 +144,47 @@ def phase_change(heads: pd.DataFrame, steps: pd.DataFrame, every: int, threshold
     the repeated tokens dropped half-way."""
     if heads.empty:
         return PhaseChange(None, math.nan, math.nan, math.nan, False)
+    ordered = steps.sort_values("step")
+    drop = _rise(ordered.step.to_numpy(float), ordered.loss_repeated.to_numpy(float), "down")
     last = heads[heads.step == heads.step.max()]
-    best = last.induction.fillna(-math.inf).to_numpy().argmax()
+    scores = last.induction.to_numpy(float)
+    if not np.isfinite(scores).any():  # no head has a score (e.g. no query had keys): no best head
+        return PhaseChange(None, math.nan, math.nan, drop, False)
+    best = np.where(np.isfinite(scores), scores, -math.inf).argmax()
     layer, head = int(last["layer"].iloc[best]), int(last["head"].iloc[best])
     curve = heads[(heads["layer"] == layer) & (heads["head"] == head)].sort_values("step")
     t, y = curve.step.to_numpy(float), curve.induction.to_numpy(float)
     step = _rise(t, y, "up") if np.nanmax(y, initial=-math.inf) >= threshold else math.nan
-    ordered = steps.sort_values("step")
-    drop = _rise(ordered.step.to_numpy(float), ordered.loss_repeated.to_numpy(float), "down")
     close = False
     if math.isfinite(step) and math.isfinite(drop):  # the drop within the score's rise (10% to 90%), ± one interval
         i = int(np.nanargmin(y))
         lo, hi = (first_crossing(t, y, y[i] + f * (y[-1] - y[i]), "up", start=t[i]) for f in (0.1, 0.9))
         close = lo - every <= drop <= hi + every
     return PhaseChange((layer, head), step, float(y[-1]), drop, bool(close))
+
+
+def _held_out(held_out: torch.Tensor | None, config: MonitorConfig, vocab: int) -> torch.Tensor | None:
+    """Held-out token ids (B, L), L > icl_late, each in 0..vocab − 1; refused by name otherwise."""
+    if held_out is None:
+        return None
+    ok = isinstance(held_out, torch.Tensor) and held_out.dim() == 2 and not held_out.is_floating_point()
+    require(
+        ok and held_out.shape[1] > config.icl_late and held_out.numel() > 0,
+        "held_out",
+        f"must be token ids (B, L) with L > icl_late = {config.icl_late}, got "
+        + (
+            f"{held_out.dtype} {tuple(held_out.shape)}"
+            if isinstance(held_out, torch.Tensor)
+            else type(held_out).__name__
+        ),
+    )
+    low, high = int(held_out.min()), int(held_out.max())
+    require(
+        0 <= low and high < vocab,
+        "held_out",
+        f"token ids must lie in 0..{vocab - 1} (the model's vocabulary size is {vocab}), got {low}..{high}",
+    )
+    return held_out
 
 
 class Monitor:
@@ -148,6 +204,7 @@ class Monitor:
         out_dir: str | Path | None = None,
         loggers: Sequence[Hook] = (),
     ):
+        require(isinstance(config, MonitorConfig), "config", f"must be a MonitorConfig, got {type(config).__name__}")
         self.config, self._source = config, model_or_adapter
         self.adapter: Adapter = adapter_for(model_or_adapter)
         n_ctx = int(getattr(self.adapter, "n_ctx", 0) or 0)
@@ -156,18 +213,15 @@ class Monitor:
             "period",
             f"period · repeats = {config.length} tokens exceed the model's {n_ctx} positions",
         )
-        vocab = config.vocab or int(getattr(self.adapter, "vocab", 0) or 0) or self._probe_vocab()
-        model_vocab = int(getattr(self.adapter, "vocab", 0) or 0)
-        require(not model_vocab or vocab <= model_vocab, "vocab", f"must be ≤ the model's {model_vocab}, got {vocab}")
+        units = int(getattr(self.adapter, "n_layers", 0) or 0) * int(getattr(self.adapter, "n_heads", 0) or 0)
+        if units:
+            _memory_check(units, config.batch, config.period, config.repeats, "layers · heads")
+        model_vocab = int(getattr(self.adapter, "vocab", 0) or 0) or self._probe_vocab()
+        vocab = config.vocab or model_vocab
+        require(vocab <= model_vocab, "vocab", f"must be ≤ the model's vocabulary size {model_vocab}, got {vocab}")
         gen = rng.generator(config.seed, "held-out")
         self.tokens = repeated_random_tokens(config.batch, config.period, config.repeats, gen, vocab=vocab)  # (B, L)
-        if held_out is not None:
-            require(
-                held_out.dim() == 2 and held_out.shape[1] > config.icl_late,
-                "held_out",
-                f"must be token ids (B, L) with L > icl_late = {config.icl_late}, got shape {tuple(held_out.shape)}",
-            )
-        self.held_out = held_out
+        self.held_out = _held_out(held_out, config, model_vocab)
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.loggers = tuple(loggers)
         self._head_rows: list[pd.DataFrame] = []  # one table per measurement, joined on demand (and kept)
@@ -175,7 +229,7 @@ class Monitor:
         self._measured: set[int] = set()
 
     def _probe_vocab(self) -> int:
-        return int(self.adapter(torch.zeros(1, 2, dtype=torch.long))[0].shape[-1])
+        return int(checked(self.adapter, torch.zeros(1, 2, dtype=torch.long), patterns=False)[0].shape[-1])
 
     @property
     def heads(self) -> pd.DataFrame:
@@ -198,19 +252,20 @@ class Monitor:
         row per (layer, head) is added to :attr:`heads` and one to :attr:`steps`, which is returned."""
         if model is not None and model is not self._source:
             self.adapter, self._source = adapter_for(model), model
-        logits, patterns = self.adapter(self.tokens)
+        logits, patterns = checked(self.adapter, self.tokens)
         scores = head_scores(patterns, self.tokens, self.config.period)
         n_layers, n_heads = scores["induction"].shape
         layer, head = np.divmod(np.arange(n_layers * n_heads), n_heads)
         table = pd.DataFrame({"step": int(step), "layer": layer, "head": head})
         self._head_rows.append(table.assign(**{name: scores[name].reshape(-1) for name in SCORE_NAMES}))
-        row = {"step": int(step), **self._losses(logits)}
-        induction = np.nan_to_num(scores["induction"], nan=-math.inf)
-        best = int(induction.argmax())
+        row: dict[str, Any] = {"step": int(step), **self._losses(logits)}
+        induction = scores["induction"].reshape(-1)
+        best = int(np.where(np.isfinite(induction), induction, -math.inf).argmax())
+        found = bool(np.isfinite(induction).any())  # else no head has a score: no best head
         row |= {
-            "best_induction": float(scores["induction"].reshape(-1)[best]),
-            "best_layer": best // n_heads,
-            "best_head": best % n_heads,
+            "best_induction": float(induction[best]) if found else math.nan,
+            "best_layer": best // n_heads if found else None,
+            "best_head": best % n_heads if found else None,
         }
         self._step_rows.append(row)
         self._measured.add(int(step))
@@ -233,7 +288,7 @@ class Monitor:
         p = self.config.period
         out = {"loss_repeated": float(losses[:, p:].mean()), "loss_first": float(losses[:, : p - 1].mean())}
         if self.held_out is not None:
-            chunks = [token_losses(self.adapter(x)[0], x) for x in self.held_out.split(self.config.batch)]
+            chunks = [token_losses(checked(self.adapter, x)[0], x) for x in self.held_out.split(self.config.batch)]
             text = torch.cat(chunks).double()
             out["icl_score"] = float(
                 text[:, self.config.icl_late - 1].mean() - text[:, self.config.icl_early - 1].mean()

@@ -57,7 +57,7 @@ def phase_spans(times: dict, t_end: float) -> list[tuple[float, float]]:
     and T_II earlier than T_I (the early IH-loss dip, docs/conventions.md#wang-5-5) is moved up to T_I."""
 
     def clip(v):
-        return t_end if v is None or (isinstance(v, float) and math.isnan(v)) else min(float(v), t_end)
+        return t_end if v is None or (isinstance(v, float) and not math.isfinite(v)) else min(float(v), t_end)
 
     t_i = clip(times.get("T_I"))
     t_ii = max(clip(times.get("T_II")), t_i)

@@ -177,6 +177,17 @@ def evaluate(V: torch.Tensor, A: torch.Tensor, inst: SCBInstance, Q_sparsity: in
 Oracle = Callable[[torch.Tensor, torch.Tensor, SCBInstance, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
 
 
+@dataclass(frozen=True)
+class _Stage(loop.Stage):
+    """The loop stage of :class:`SCBStepper`: its schedule also evaluates at ``stage1_steps``, whose evaluation
+    applies the Stage 1 → 2 switch — at any ``eval_every``, Stage 1 then ends where the config says."""
+
+    stage1_steps: int = 0
+
+    def evals(self) -> set[int]:
+        return super().evals() | {self.stage1_steps}
+
+
 class SCBStepper:
     """Algorithm 1 (or its SGD baselines) on the loop: V (S, N, N), A (S, T, N), each run's stage (1 or 2), the
     prox counters since the last evaluation and the data generator.  The evaluation also applies Algorithm 1's
@@ -195,7 +206,8 @@ class SCBStepper:
     ):
         base, S = cfgs[0], inst.P.shape[0]
         self.base, self.inst, self.data_inst, self.Q, self.oracle = base, inst, data_inst, Q_sparsity, oracle
-        self.stages = [loop.Stage(base.method, base.steps, base.eval_every, 0, base.checkpoint_every, base.eval_every)]
+        every = base.eval_every
+        self.stages = [_Stage(base.method, base.steps, every, 0, base.checkpoint_every, every, base.stage1_steps)]
 
         def per_run(values) -> torch.Tensor:
             return torch.as_tensor([float(v) for v in values], dtype=inst.P.dtype).expand(S).clone()

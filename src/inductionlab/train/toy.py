@@ -48,7 +48,8 @@ class ToyTrainConfig:
     ``compile``: the step through ``torch.compile`` (:func:`inductionlab.models.toy.straight_step`;
     1.3–1.7× per step at one run); "auto" compiles when the
     stage has ≥ 20 000 steps (the seconds spent compiling pay off) and ≤ 4 runs (at 32 runs the
-    compiled step was measured slower than the eager one beside the prefetch thread).  Falls back to eager.
+    compiled step was measured slower than the eager one beside the prefetch thread).  Checked against eager at
+    each new shape; falls back to eager on a disagreement or a compile failure (:class:`inductionlab._runtime.Checked`).
     """
 
     # sgd: online, a fresh batch each step; gd: full batch on n_samples fixed sequences; adam
@@ -336,7 +337,8 @@ def _use_compiled(cfg: ToyTrainConfig, stage_steps: int, stage_runs: int) -> boo
 
 
 def _grad_fn(stage: Stage, use_compiled: bool):
-    """(θ, batch) → gradient: the hand-written eager step, or its straight-line form compiled."""
+    """(θ, batch) → gradient: the hand-written eager step, or its straight-line form compiled (checked against the
+    same form run eagerly at each new shape, :class:`inductionlab._runtime.Compiled`)."""
     if not use_compiled:
         return lambda theta, b: toy.loss_and_grad(theta, b, stage.layer1, wrt=stage.wrt).grad
     fn = compiled(toy.straight_step)  # Stage I trains p̃ only: the learning-rate mask keeps the rest still
