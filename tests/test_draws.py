@@ -10,8 +10,6 @@ from inductionlab.cli import resolve
 from inductionlab.config import flatten, with_seeds
 
 DRAWN = sorted(n for n, e in experiments.REGISTRY.items() if e.draws > 1)
-
-
 VOLATILE = {"wall_seconds", "profile", "versions", "config_hash"}
 
 
@@ -24,7 +22,7 @@ def _summary(name, cfg, out):
 @pytest.mark.parametrize("name", DRAWN)
 def test_another_draw_draws_other_data(name, tmp_path):
     """At smoke size a claim's value may not exist yet (a phase not reached, a key of the default size only), so
-    the whole summary is compared: some measured value must move with the data seed."""
+    the whole summary is compared, in one process (bit for bit): some measured value must move with the seed."""
     overrides = {"bf16": "off"} if "bf16" in flatten(experiments.get(name).config) else {}
     cfg = resolve(name, "smoke", overrides)
     first = _summary(name, cfg, tmp_path / "0")

@@ -201,7 +201,8 @@ def _header(info: dict) -> str:
         f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
         f"{_e(info['budget'])}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
         f"{'—' if wall is None else f'{wall / 60:.1f} min'} (runs it reused cost nothing; the runs' own wall "
-        f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min, the negative controls' to "
+        f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min, the other data draws' to "
+        f"{info.get('draws_wall_seconds', 0.0) / 60:.1f} min, the negative controls' to "
         f"{info.get('controls_wall_seconds', 0.0) / 60:.1f} min); host {_e(info.get('host', '—'))}.</p>"
         + _where(info.get("profile", {}))
         + f'<p class="meta">Versions: {versions}.</p>'

@@ -289,7 +289,9 @@ def render(out: str | Path) -> pd.DataFrame:
     info.setdefault("host", host())
     info["runs_wall_seconds"] = sum(_run_wall(out / info.get("dirs", {}).get(n, n)) for n in info["experiments"])
     info["controls_wall_seconds"] = sum(_run_wall(out / d) for d in info.get("controls", {}).values())
-    info["profile"] = profile_of(out, [*info.get("dirs", {}).values(), *info.get("controls", {}).values()])
+    draws = [d for dirs in info.get("draws", {}).values() for d in dirs]
+    info["draws_wall_seconds"] = sum(_run_wall(out / d) for d in draws)
+    info["profile"] = profile_of(out, [*info.get("dirs", {}).values(), *draws, *info.get("controls", {}).values()])
     write_report(out, table, info)
     return table
 
