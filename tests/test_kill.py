@@ -208,9 +208,9 @@ def test_an_interrupted_force_never_leaves_the_old_results_under_the_new_config(
         "--train.lr",
         "0.05",
         "--train.stage1_steps",
-        "60000",
-        "--train.checkpoint_every",
         "20000",
+        "--train.checkpoint_every",
+        "10000",
         "--train.compile",
         "off",
         "--out",
@@ -230,7 +230,7 @@ def test_an_interrupted_force_never_leaves_the_old_results_under_the_new_config(
     assert (
         config["train"]["lr"] == 0.05
         and summary["config_hash"] != ""
-        and metrics[metrics.stage == "I"].step.max() == 60000
+        and metrics[metrics.stage == "I"].step.max() == 20000
     )
     from inductionlab.cli import resolve
     from inductionlab.config import config_hash
@@ -241,8 +241,8 @@ def test_an_interrupted_force_never_leaves_the_old_results_under_the_new_config(
             "smoke",
             {
                 "train.lr": "0.05",
-                "train.stage1_steps": "60000",
-                "train.checkpoint_every": "20000",
+                "train.stage1_steps": "20000",
+                "train.checkpoint_every": "10000",
                 "train.compile": "off",
             },
         )
