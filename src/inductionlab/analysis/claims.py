@@ -29,7 +29,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from inductionlab.analysis.claim_tests import Between, Is, Near, Reached, number
+from inductionlab.analysis.claim_tests import Between, Is, Near, Reached, Test, number
+
+__all__ = [  # the tests are re-exported: experiments import everything a claim needs from here
+    "Between",
+    "Claim",
+    "Control",
+    "Evidence",
+    "Is",
+    "Near",
+    "Reached",
+    "Test",
+    "judge",
+    "judge_control",
+    "lookup",
+    "measure",
+    "over_seeds",
+]
 
 Paper = str  # "wang", "chen", "ren", or the short name of a researcher's own source (docs/own_experiment.md)
 PAPERS: dict[str, str] = {  # the toolkit's papers; any other name is a source of its own
@@ -104,7 +120,7 @@ class Claim:
     statement: str
     key: str
     expected: str
-    test: Between | Near | Is | Reached
+    test: Test  # any object with holds, defined and a one-line str (analysis/claim_tests.py)
     over: str = ""
     needs: str = ""
     control: str = ""
