@@ -188,3 +188,28 @@ def test_bad_configs_say_what_is_allowed(kw, words):
 def test_tokens_out_of_range_are_rejected():
     with pytest.raises(ConfigError, match="0..2"):
         chen.make_batch(chen.ChenConfig(), torch.tensor([[0, 1, 3, 1, 0]]))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"norm": "exact", "max_degree": 3}, {"variant": "full", "norm": "layernorm", "windows": "shifted", "window": 5}],
+)
+def test_the_pairwise_kernel_and_its_gradient_equal_the_full_table_at_the_pairs_that_occur(kw):
+    cfg = chen.ChenConfig(**kw)
+    one, two = (_random_params(cfg, torch.Generator().manual_seed(seed)) for seed in (3, 4))
+    params = {k: torch.cat([one[k], two[k]]).requires_grad_(True) for k in one}  # two runs, each its own weights
+    tokens, _ = sample(MarkovConfig(L=20), 6, np.random.default_rng(2))
+    batch = chen.make_batch(cfg, torch.stack([tokens, tokens.flip(0)]))
+    Z = len(batch.states)
+    table = chen.kernel_table(cfg, params, states=batch.states).reshape(-1)  # (S·Z·Z,)
+    want = table.index_select(0, batch.row * Z + batch.col % Z)
+    got = chen.pair_kernel(cfg, params, batch)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
+    weights = torch.randn(got.shape, generator=torch.Generator().manual_seed(4), dtype=got.dtype)
+    names = sorted(params)
+    g_want = torch.autograd.grad((want * weights).sum(), [params[k] for k in names], allow_unused=True)
+    g_got = torch.autograd.grad((got * weights).sum(), [params[k] for k in names], allow_unused=True)
+    for name, a, b in zip(names, g_got, g_want):
+        assert (a is None) == (b is None), name
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)

@@ -183,32 +183,44 @@ def head_outputs(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch
     return torch.einsum("shzj,zjd->shzd", attn, E)
 
 
+def normed_heads(cfg: ChenConfig, params: dict[str, torch.Tensor], states: torch.Tensor | None = None) -> torch.Tensor:
+    """φ(v^{(h)}) (S, H, Z, d): the head outputs of :func:`head_outputs` after the model's normalisation
+    (docs/conventions.md#chen-2-2); ``exact`` leaves them as they are."""
+    v = head_outputs(cfg, params, states)  # (S, H, Z, d)
+    if cfg.norm == "head_l2":
+        return v / (v.norm(dim=-1, keepdim=True) + EPS_L2)
+    if cfg.norm == "layernorm":
+        gamma, beta = params["ln_gamma"].unsqueeze(2), params["ln_beta"].unsqueeze(2)
+        return torch.nn.functional.layer_norm(v, v.shape[-1:]) * gamma + beta
+    return v
+
+
+def _subset_sum(cfg: ChenConfig, grams: tuple[torch.Tensor, ...], p: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Σ_S p_S Π_{h∈S} g_h over the subsets S of :attr:`ChenConfig.subsets`, elementwise: ``grams`` one tensor per
+    head, ``p`` one per subset, all broadcasting to one shape (docs/conventions.md#chen-2-2)."""
+    total = torch.zeros_like(grams[0])
+    for k, subset in enumerate(cfg.subsets):
+        prod = torch.ones_like(total)
+        for h in subset:
+            prod = prod * grams[h]
+        total = total + p[k] * prod
+    return total
+
+
 def kernel_table(
     cfg: ChenConfig, params: dict[str, torch.Tensor], p: torch.Tensor | None = None, states: torch.Tensor | None = None
 ) -> torch.Tensor:
     """T[z_q, z] = ⟨u(z_q), u(z)⟩ (S, Z, Z), the layer-2 kernel between the window states ``states`` (all by
     default) (docs/conventions.md#chen-2-2).  ``p`` (S, n_sub) replaces the selection weights c² / Σ c² (for gradients in p)."""
-    v = head_outputs(cfg, params, states)  # (S, H, Z, d)
+    v = normed_heads(cfg, params, states)  # (S, H, Z, d)
     p = selection_weights(params["c"]) if p is None else p
-    if cfg.norm == "head_l2":
-        v = v / (v.norm(dim=-1, keepdim=True) + EPS_L2)
-    elif cfg.norm == "layernorm":
-        v = torch.nn.functional.layer_norm(v, v.shape[-1:]) * params["ln_gamma"].unsqueeze(2) + params[
-            "ln_beta"
-        ].unsqueeze(2)
     gram = v @ v.transpose(-1, -2)  # (S, H, Z, Z)
     if cfg.norm != "exact":
         gram = gram.relu()
-    table = torch.zeros_like(gram[:, 0])
-    sq_norm = torch.zeros_like(gram[:, 0, 0])  # ‖φ(v(z))‖² / Σ c², the exact form's normaliser
-    for k, subset in enumerate(cfg.subsets):
-        prod, sq = torch.ones_like(table), torch.ones_like(sq_norm)
-        for h in subset:
-            prod = prod * gram[:, h]
-            sq = sq * gram[:, h].diagonal(dim1=-2, dim2=-1)
-        table = table + p[:, k, None, None] * prod
-        sq_norm = sq_norm + p[:, k, None] * sq
-    if cfg.norm == "exact":
+    weights = tuple(w[:, None, None] for w in p.unbind(1))  # n_sub × (S, 1, 1)
+    table = _subset_sum(cfg, gram.unbind(1), weights)
+    if cfg.norm == "exact":  # ‖φ(v(z))‖² / Σ c², the exact form's normaliser
+        sq_norm = _subset_sum(cfg, gram.diagonal(dim1=-2, dim2=-1).unbind(1), tuple(w[:, None] for w in p.unbind(1)))
         n = sq_norm.clamp_min(torch.finfo(sq_norm.dtype).tiny).sqrt()
         table = table / (n.unsqueeze(-1) * n.unsqueeze(-2))
     return table
@@ -216,15 +228,19 @@ def kernel_table(
 
 class Batch(NamedTuple):
     """A dataset prepared for the model, with the positions of each sequence grouped: one entry u per distinct
-    (sequence, window state z_l, token x_l), for the S·B sequences of all runs.  States are numbered 0..Z−1
-    among the ``states`` (Z,) (their codes) that occur in the data.  ``index`` (U,) into the flattened tables
-    (S·Z·Z): s·Z² + z_{L+1}·Z + z_l; ``row`` (U,) s·Z + z_{L+1}; ``run`` (U,) s; ``slot`` (U,) (s·B + b)·d + x_l,
-    where y is accumulated; ``count`` (U,) how many positions l ≤ L share the entry; ``labels`` (S, B) the
-    targets x_{L+1}."""
+    (sequence, window state z_l, token x_l), for the S·B sequences of all runs, and one pair q per distinct
+    (run s, query state z_{L+1}, state z_l) among them.  States are numbered 0..Z−1 among the ``states`` (Z,)
+    (their codes) that occur in the data.  ``row`` (Q,) s·Z + z_{L+1} and ``col`` (Q,) s·Z + z_l index the
+    states of all runs, ``pair_run`` (Q,) s; ``pair`` (U,) the entry's pair; ``run`` (U,) s; ``seq`` (U,)
+    s·B + b; ``slot`` (U,) (s·B + b)·d + x_l, where y is accumulated; ``count`` (U,) how many positions l ≤ L
+    share the entry; ``labels`` (S, B) the targets x_{L+1}."""
 
-    index: torch.Tensor  # type: ignore[assignment]  # a field named like tuple.index, which it shadows
     row: torch.Tensor
+    col: torch.Tensor
+    pair_run: torch.Tensor
+    pair: torch.Tensor
     run: torch.Tensor
+    seq: torch.Tensor
     slot: torch.Tensor
     count: torch.Tensor  # type: ignore[assignment]  # a field named like tuple.count, which it shadows
     labels: torch.Tensor
@@ -254,21 +270,47 @@ def make_batch(cfg: ChenConfig, tokens: torch.Tensor, dtype: torch.dtype = torch
     token, pair = key % d, key // d
     z, zq, seq = pair % Z, (pair // Z) % Z, pair // Z**2
     run = seq // B
-    return Batch((run * Z + zq) * Z + z, run * Z + zq, run, seq * d + token, count.to(dtype), tokens[..., -1], states)
+    pairs, pair = torch.unique((run * Z + zq) * Z + z, return_inverse=True)  # (Q,), (U,)
+    row, col = pairs // Z, (pairs // Z**2) * Z + pairs % Z
+    return Batch(row, col, row // Z, pair, run, seq, seq * d + token, count.to(dtype), tokens[..., -1], states)
+
+
+def pair_kernel(
+    cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None
+) -> torch.Tensor:
+    """T[z_{L+1}, z_l] (Q,) of :func:`kernel_table` at the batch's pairs only: the Q pairs of states that occur,
+    not the S·Z² of the table (the same products, pair by pair)."""
+    v = normed_heads(cfg, params, batch.states)  # (S, H, Z, d)
+    S, H, Z, d = v.shape
+    p = selection_weights(params["c"]) if p is None else p
+    by_state = v.transpose(1, 2).reshape(S * Z, H, d)  # (S·Z, H, d)
+    query = by_state.index_select(0, batch.row)  # (Q, H, d)
+    key = by_state.index_select(0, batch.col)  # (Q, H, d)
+    gram = (query * key).sum(-1)  # (Q, H)
+    if cfg.norm != "exact":
+        gram = gram.relu()
+    weights = p.index_select(0, batch.pair_run).unbind(1)  # n_sub × (Q,)
+    pairs = _subset_sum(cfg, gram.unbind(1), weights)
+    if cfg.norm == "exact":
+        sq = _subset_sum(cfg, (by_state * by_state).sum(-1).unbind(1), p.repeat_interleave(Z, 0).unbind(1))  # (S·Z,)
+        n = sq.clamp_min(torch.finfo(sq.dtype).tiny).sqrt()
+        pairs = pairs / (n.index_select(0, batch.row) * n.index_select(0, batch.col))
+    return pairs
 
 
 def predict(
     cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None
 ) -> torch.Tensor:
     """The output distribution y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} (S, B, d); ``p`` as in :func:`kernel_table`."""
-    T = kernel_table(cfg, params, p, batch.states)  # (S, Z, Z)
-    a = params["a"].view(-1)
-    shift = a.detach().view(-1, 1) * T.detach().amax(-1)  # (S, Z): the largest logit of each query state
-    logits = a.index_select(0, batch.run) * T.view(-1).index_select(0, batch.index) - shift.view(-1).index_select(
-        0, batch.row
-    )  # (U,)
-    mass = torch.zeros(batch.labels.numel() * cfg.vocab_size, dtype=T.dtype).index_add_(
-        0, batch.slot, logits.exp() * batch.count.to(T.dtype)
+    kernel = pair_kernel(cfg, params, batch, p).index_select(0, batch.pair)  # (U,)
+    logits = params["a"].view(-1).index_select(0, batch.run) * kernel
+    n_seq = batch.labels.numel()
+    # the largest logit of each sequence, subtracted for stability (it cancels in y)
+    shift = torch.full((n_seq,), float("-inf"), dtype=logits.dtype).scatter_reduce(
+        0, batch.seq, logits.detach(), "amax"
+    )
+    mass = torch.zeros(n_seq * cfg.vocab_size, dtype=logits.dtype).index_add_(
+        0, batch.slot, (logits - shift.index_select(0, batch.seq)).exp() * batch.count.to(logits.dtype)
     )
     y = mass.view(*batch.labels.shape, cfg.vocab_size)
     return y / y.sum(-1, keepdim=True)
