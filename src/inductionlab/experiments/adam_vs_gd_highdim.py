@@ -111,7 +111,8 @@ REGIME = (
     "(scalar tokens, W_Q, W_K ∈ ℝ^D, --preset reading-b) gives {reading_b}. The paper's W_K, W_Q ∈ ℝ^D with the "
     "matrix target 0.49 I_D/D fits neither reading exactly, so both are measured; the re-implementation sums the "
     "loss over the output coordinates as the paper's (3) does, where the run averages it (Adam is invariant to the "
-    "scale), and checks both readings at batch 100"
+    "scale), and checks both readings at batch 100 over data seeds 0–3: 0 plateaus on every seed and reading, the "
+    "4-gram lead 1.76 (A) and 1.89–1.93 (B) at each"
 )
 
 CLAIMS = (
