@@ -334,6 +334,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="hf-induction",
     description="A HuggingFace GPT-2 trained by transformers.Trainer under the induction-head monitor, beside ours",
     figure="Olsson et al. 2022 (monitor)",

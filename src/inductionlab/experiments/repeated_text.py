@@ -286,6 +286,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="repeated-text",
     description="Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU",
     figure="Wang et al. Fig. 5 (repeat)",

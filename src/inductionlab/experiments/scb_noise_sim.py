@@ -85,13 +85,8 @@ class Config:
     T_fixed: int = 0  # 0: T = T_per_NQ·N·Q; else this T at every N (the control of ren-noise-stage1-poly)
     calibration_samples: int = 8192  # Monte-Carlo samples calibrating the noise scales σ_V, σ_A
     small_lr_factor: float = 0.1  # the small-rate SGD run uses η₁ × this
-    sweep_batches: tuple[int, ...] = (
-        16,
-        64,
-        256,
-        1024,
-        4096,
-    )  # batch sizes B of the proximal batch sweep (noise ∝ B^{-1/2})
+    # batch sizes B of the proximal batch sweep (noise ∝ B^{-1/2})
+    sweep_batches: tuple[int, ...] = (16, 64, 256, 1024, 4096)
     target: float = 0.05  # a batch recovers Q if the final ‖Ā − Q‖_μ ≤ target
     regime: Regime = field(default_factory=Regime)  # the Stage-2 run in the theorem's regime
     seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K

@@ -371,6 +371,7 @@ def _kappa_sweep(cfg: Config, c: float | None, ctx: RunContext) -> tuple[dict, p
 
 
 EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="scb-transfer",
     description="Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)",
     figure="Ren et al. §4 (transfer)",
