@@ -227,3 +227,23 @@ def test_a_stochastic_experiment_runs_at_its_draws_and_is_judged_over_them(tmp_p
     assert row.status == "passed" and row.n_seeds == 4 and row.measured == pytest.approx(good)
     write(f"{name}.draw-3", bad * 10)  # one draw far off moves the mean
     assert judge_all(tmp_path).set_index("id").loc[claim.id].status == "failed"
+
+
+def _smoke_summary(out, *executor):
+    argv = ["reproduce", "--budget", "smoke", "--paper", "chen", "--only", "markov-mi", "--out", str(out)]
+    assert main([*argv, *executor]) == 0
+    summary = json.loads((out / "markov-mi" / "summary.json").read_text())
+    return {k: v for k, v in summary.items() if k not in ("wall_seconds", "profile")}
+
+
+def test_reproduce_through_submitit_gives_the_summary_of_a_local_reproduce(tmp_path):
+    on_submitit = _smoke_summary(tmp_path / "sub", "--executor", "submitit-local", "--slurm-timeout-min", "5")
+    assert list((tmp_path / "sub" / "submitit").glob("*_result.pkl"))  # the job ran in a submitit process
+    assert on_submitit == _smoke_summary(tmp_path / "local")
+
+
+def test_a_slurm_option_without_its_executor_is_refused_before_any_work(tmp_path, capsys):
+    argv = ["reproduce", "--budget", "smoke", "--only", "markov-mi", "--out", str(tmp_path / "r"), "--slurm-cpus", "2"]
+    assert main(argv) == 2
+    assert "--slurm-cpus: acts only with --executor slurm" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

@@ -3,6 +3,7 @@
 Needs a running Slurm: ``scripts/slurm-local.sh`` starts a one-node one on a Debian machine (as root); without
 one the test skips."""
 
+import json
 import shutil
 import subprocess
 
@@ -41,3 +42,16 @@ def test_slurm_sweep_gives_the_rows_of_a_local_sweep(tmp_path):
     assert len(on_slurm) == 4 and sorted(set(on_slurm["seed"])) == [0, 1]
     assert len(list((tmp_path / "slurm" / "submitit").glob("*_result.pkl"))) == 4  # each job ran as a Slurm job
     pd.testing.assert_frame_equal(on_slurm, local, check_exact=True)
+
+
+def test_slurm_reproduce_gives_the_summary_of_a_local_reproduce(tmp_path):
+    if shutil.which("sbatch") is None or not _slurm_answers():
+        pytest.skip("no sbatch: run scripts/slurm-local.sh to start a one-node Slurm")
+    argv = ["reproduce", "--budget", "smoke", "--paper", "chen", "--only", "markov-mi"]
+    summaries = []
+    for name, executor in (("slurm", ["--executor", "slurm", "--slurm-timeout-min", "5"]), ("local", [])):
+        assert main([*argv, "--out", str(tmp_path / name), *executor]) == 0
+        summary = json.loads((tmp_path / name / "markov-mi" / "summary.json").read_text())
+        summaries.append({k: v for k, v in summary.items() if k not in ("wall_seconds", "profile")})
+    assert len(list((tmp_path / "slurm" / "submitit").glob("*_result.pkl"))) == 1  # the job ran as a Slurm job
+    assert summaries[0] == summaries[1]

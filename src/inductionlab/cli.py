@@ -39,9 +39,14 @@ SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
 SWEEP_VALUED = {"--out", "--preset", "--seed", "--grid", "--n-seeds", "--workers", "--executor", *SLURM_KEYS}
 
 
-def _slurm_parameters(args: argparse.Namespace) -> dict:
-    """submitit's parameters from the --slurm-* options (timeout 60 min unless given); an option given with an
-    executor that does not use it is an error."""
+def executor_parameters(args: argparse.Namespace) -> dict:
+    """submitit's parameters from the --slurm-* options (timeout 60 min unless given), for ``sweep`` and
+    ``reproduce``; an option given with an executor that does not use it is an error, and so is ``--executor
+    slurm`` where Slurm is not installed."""
+    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise ConfigError(
+            "--executor slurm: Slurm is not available here (no sbatch on PATH); use --executor local or submitit-local"
+        )
     params: dict = {"timeout_min": 60}
     for option, (key, executors) in SLURM_KEYS.items():
         value = getattr(args, option[2:].replace("-", "_"))
@@ -192,13 +197,9 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
         raise ConfigError(f"--n-seeds: must be ≥ 1, got {args.n_seeds}")
     if args.workers < 1:
         raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
-    if args.executor == "slurm" and shutil.which("sbatch") is None:
-        raise ConfigError(
-            "--executor slurm: Slurm is not available here (no sbatch on PATH); use --executor local or submitit-local"
-        )
     if args.name is None:
         raise ConfigError("sweep: name an experiment (inductionlab list shows them)")
-    slurm = _slurm_parameters(args)
+    slurm = executor_parameters(args)
     cfg = resolve(args.name, args.preset, values)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
@@ -241,12 +242,17 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
         help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
     )
     sw.add_argument("--workers", type=int, default=1)
-    sw.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
-    sw.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
-    sw.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
-    sw.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
-    sw.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
+    _executor_options(sw)
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
+
+
+def _executor_options(p: argparse.ArgumentParser) -> None:
+    """Where the jobs of ``sweep`` and ``reproduce`` run: here, submitit's local processes, or Slurm."""
+    p.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
+    p.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
+    p.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
+    p.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
+    p.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
     rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
     rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
+    _executor_options(rr)
     rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
     wa = sub.add_parser("watch", help="induction heads across a transformers Trainer's checkpoint-* folders")

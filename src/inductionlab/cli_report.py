@@ -47,12 +47,14 @@ def print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from inductionlab.cli import executor_parameters
     from inductionlab.reproduce import reproduce
 
     if args.workers < 1:
         raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
     only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
-    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "", only)
+    slurm = executor_parameters(args)
+    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "", only, args.executor, slurm)
     return _print_claims(Path(args.out))
 
 

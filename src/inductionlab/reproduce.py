@@ -46,7 +46,7 @@ from inductionlab.runs import (
     write_json,
     write_parquet,
 )
-from inductionlab.sweep import MANIFEST, Job, execute, manifest_entries
+from inductionlab.sweep import MANIFEST, Executor, Job, execute, manifest_entries
 from inductionlab.tasks.text import MissingDataError, data_root
 
 log = logging.getLogger(__name__)
@@ -177,9 +177,12 @@ def reproduce(
     workers: int = 1,
     data: str = "",
     only: tuple[str, ...] = (),
+    executor: Executor = "local",
+    slurm: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
-    ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout."""
+    ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout.
+    ``executor`` and ``slurm`` (submitit's parameters) as for a sweep: on a cluster every job is its own."""
     out = Path(out)
     jobs, skipped = plan(paper, budget, out, data, only)
     if out.exists() and not out.is_dir():
@@ -208,7 +211,7 @@ def reproduce(
             "skipped": skipped,
         }
         write_json(out / INFO, info)
-        execute(jobs, out, workers, progress=True, desc="reproduce")
+        execute(jobs, out, workers, executor, slurm, progress=True, desc="reproduce")
         info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
         write_json(out / INFO, info)
         return render(out)

@@ -192,7 +192,11 @@ def test_tokens_out_of_range_are_rejected():
 
 @pytest.mark.parametrize(
     "kw",
-    [{}, {"norm": "exact", "max_degree": 3}, {"variant": "full", "norm": "layernorm", "windows": "shifted", "window": 5}],
+    [
+        {},
+        {"norm": "exact", "max_degree": 3},
+        {"variant": "full", "norm": "layernorm", "windows": "shifted", "window": 5},
+    ],
 )
 def test_the_pairwise_kernel_and_its_gradient_equal_the_full_table_at_the_pairs_that_occur(kw):
     cfg = chen.ChenConfig(**kw)
