@@ -12,14 +12,20 @@ import argparse
 import logging
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, message
-from inductionlab.cli_report import cmd_report, cmd_reproduce, print_outputs
+from inductionlab.cli_report import (
+    SLURM_KEYS,
+    cmd_report,
+    cmd_reproduce,
+    executor_options,
+    executor_parameters,
+    print_outputs,
+)
 from inductionlab.config import ConfigError
 
 if TYPE_CHECKING:
@@ -30,34 +36,7 @@ RUN_FLAGS = {"--resume", "--force", "--no-progress"}
 SWEEP_FLAGS = {"--no-progress", "--yes"}
 
 
-SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
-    "--slurm-partition": ("slurm_partition", {"slurm"}),
-    "--slurm-timeout-min": ("timeout_min", {"slurm", "submitit-local"}),
-    "--slurm-cpus": ("cpus_per_task", {"slurm"}),
-    "--slurm-mem-gb": ("mem_gb", {"slurm"}),
-}
 SWEEP_VALUED = {"--out", "--preset", "--seed", "--grid", "--n-seeds", "--workers", "--executor", *SLURM_KEYS}
-
-
-def executor_parameters(args: argparse.Namespace) -> dict:
-    """submitit's parameters from the --slurm-* options (timeout 60 min unless given), for ``sweep`` and
-    ``reproduce``; an option given with an executor that does not use it is an error, and so is ``--executor
-    slurm`` where Slurm is not installed."""
-    if args.executor == "slurm" and shutil.which("sbatch") is None:
-        raise ConfigError(
-            "--executor slurm: Slurm is not available here (no sbatch on PATH); use --executor local or submitit-local"
-        )
-    params: dict = {"timeout_min": 60}
-    for option, (key, executors) in SLURM_KEYS.items():
-        value = getattr(args, option[2:].replace("-", "_"))
-        if value is None:
-            continue
-        if args.executor not in executors:
-            raise ConfigError(f"{option}: acts only with --executor {' or '.join(sorted(executors))}")
-        if key != "slurm_partition" and value < 1:
-            raise ConfigError(f"{option}: must be ≥ 1, got {value} (a job given less ends before it starts)")
-        params[key] = value
-    return params
 
 
 def split_args(argv: list[str], valued: set[str], flags: set[str]) -> tuple[list[str], dict[str, str]]:
@@ -242,17 +221,8 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
         help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
     )
     sw.add_argument("--workers", type=int, default=1)
-    _executor_options(sw)
+    executor_options(sw)
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
-
-
-def _executor_options(p: argparse.ArgumentParser) -> None:
-    """Where the jobs of ``sweep`` and ``reproduce`` run: here, submitit's local processes, or Slurm."""
-    p.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
-    p.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
-    p.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
-    p.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
-    p.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
     rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
     rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
-    _executor_options(rr)
+    executor_options(rr)
     rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
     wa = sub.add_parser("watch", help="induction heads across a transformers Trainer's checkpoint-* folders")

@@ -1,17 +1,55 @@
 """The commands that read finished work — ``inductionlab report`` and ``inductionlab reproduce`` — and what every
-command prints of it: a run's headline numbers and files, a reproduce directory's claims."""
+command prints of it: a run's headline numbers and files, a reproduce directory's claims; and where the jobs of
+``sweep`` and ``reproduce`` run (the executor options)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
 from inductionlab.config import ConfigError
 
+SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
+    "--slurm-partition": ("slurm_partition", {"slurm"}),
+    "--slurm-timeout-min": ("timeout_min", {"slurm", "submitit-local"}),
+    "--slurm-cpus": ("cpus_per_task", {"slurm"}),
+    "--slurm-mem-gb": ("mem_gb", {"slurm"}),
+}
 VOLATILE = {"wall_seconds", "config_hash", "experiment"}
+
+
+def executor_options(p: argparse.ArgumentParser) -> None:
+    """Where the jobs of ``sweep`` and ``reproduce`` run: here, submitit's local processes, or Slurm."""
+    p.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
+    p.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
+    p.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
+    p.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
+    p.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
+
+
+def executor_parameters(args: argparse.Namespace) -> dict:
+    """submitit's parameters from the --slurm-* options (timeout 60 min unless given), for ``sweep`` and
+    ``reproduce``; an option given with an executor that does not use it is an error, and so is ``--executor
+    slurm`` where Slurm is not installed."""
+    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise ConfigError(
+            "--executor slurm: Slurm is not available here (no sbatch on PATH); use --executor local or submitit-local"
+        )
+    params: dict = {"timeout_min": 60}
+    for option, (key, executors) in SLURM_KEYS.items():
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value is None:
+            continue
+        if args.executor not in executors:
+            raise ConfigError(f"{option}: acts only with --executor {' or '.join(sorted(executors))}")
+        if key != "slurm_partition" and value < 1:
+            raise ConfigError(f"{option}: must be ≥ 1, got {value} (a job given less ends before it starts)")
+        params[key] = value
+    return params
 
 
 def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> list[str]:
@@ -47,7 +85,6 @@ def print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from inductionlab.cli import executor_parameters
     from inductionlab.reproduce import reproduce
 
     if args.workers < 1:
