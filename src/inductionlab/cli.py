@@ -25,18 +25,29 @@ from inductionlab.cli_report import (
     executor_options,
     executor_parameters,
     print_outputs,
+    threads_option,
 )
 from inductionlab.config import ConfigError
 
 if TYPE_CHECKING:
     from inductionlab.train.loop import Hook
 
-RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--log.tensorboard", "--log.wandb"}
+RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--threads", "--log.tensorboard", "--log.wandb"}
 RUN_FLAGS = {"--resume", "--force", "--no-progress"}
 SWEEP_FLAGS = {"--no-progress", "--yes"}
 
 
-SWEEP_VALUED = {"--out", "--preset", "--seed", "--grid", "--n-seeds", "--workers", "--executor", *SLURM_KEYS}
+SWEEP_VALUED = {
+    "--out",
+    "--preset",
+    "--seed",
+    "--grid",
+    "--n-seeds",
+    "--workers",
+    "--threads",
+    "--executor",
+    *SLURM_KEYS,
+}
 
 
 def split_args(argv: list[str], valued: set[str], flags: set[str]) -> tuple[list[str], dict[str, str]]:
@@ -147,8 +158,9 @@ def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[s
 
 def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
     from inductionlab import experiments
-    from inductionlab.runner import run_experiment
+    from inductionlab.runner import run_experiment, thread_budget
 
+    thread_budget(args.threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     name, cfg, out = _config_for_run(args, values)
     hooks: list[Hook] = []
     if args.log_tensorboard or args.log_wandb:
@@ -161,7 +173,14 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
             hooks.append(WandbLogger(args.log_wandb, config={"experiment": name, **to_dict(cfg)}, name=Path(out).name))
     print(f"running {name} into {out} ...", file=sys.stderr)
     run_dir = run_experiment(
-        name, cfg, out, resume=args.resume, force=args.force, progress=not args.no_progress, hooks=tuple(hooks)
+        name,
+        cfg,
+        out,
+        resume=args.resume,
+        force=args.force,
+        progress=not args.no_progress,
+        threads=args.threads,
+        hooks=tuple(hooks),
     )
     print_outputs(run_dir, experiments.get(name).headline)
     return 0
@@ -169,9 +188,11 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
 
 def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     from inductionlab.config import with_seeds
+    from inductionlab.runner import thread_budget
     from inductionlab.sweep import count_jobs, parse_grid, run_sweep
     from inductionlab.sweep_report import MANY_JOBS, estimate
 
+    thread_budget(args.threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     if args.n_seeds < 1:
         raise ConfigError(f"--n-seeds: must be ≥ 1, got {args.n_seeds}")
     if args.workers < 1:
@@ -196,6 +217,7 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
         executor=args.executor,
         slurm=slurm,
         progress=not args.no_progress,
+        threads=args.threads,
         on_plan=lambda todo: print(
             "sweep:", estimate(args.name, len(todo), args.workers, args.preset), file=sys.stderr
         ),
@@ -221,6 +243,7 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
         help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
     )
     sw.add_argument("--workers", type=int, default=1)
+    threads_option(sw)
     executor_options(sw)
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
 
@@ -253,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="RUN/config.json", help="start from a saved run's config (values on top)")
     run.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its saved config)")
     run.add_argument("--force", action="store_true", help="replace the run in --out")
+    threads_option(run)
     run.add_argument(
         "--log.tensorboard", dest="log_tensorboard", metavar="DIR", help="also log evaluations to TensorBoard"
     )
@@ -269,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
     rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
     rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
+    threads_option(rr)
     executor_options(rr)
     rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")

@@ -19,7 +19,18 @@ SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
     "--slurm-cpus": ("cpus_per_task", {"slurm"}),
     "--slurm-mem-gb": ("mem_gb", {"slurm"}),
 }
-VOLATILE = {"wall_seconds", "config_hash", "experiment"}
+VOLATILE = {"wall_seconds", "config_hash", "experiment", "threads"}
+
+
+def threads_option(p: argparse.ArgumentParser) -> None:
+    """``--threads N`` of ``run``, ``sweep`` and ``reproduce`` (:func:`inductionlab.runner.thread_budget`)."""
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="torch threads per run (default: $OMP_NUM_THREADS, else $SLURM_CPUS_PER_TASK, else the cores this "
+        "process may use; sweep and reproduce share them among --workers)",
+    )
 
 
 def executor_options(p: argparse.ArgumentParser) -> None:
@@ -86,12 +97,16 @@ def print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from inductionlab.reproduce import reproduce
+    from inductionlab.runner import thread_budget
 
+    thread_budget(args.threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     if args.workers < 1:
         raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
     only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
     slurm = executor_parameters(args)
-    reproduce(args.paper, args.budget, args.out, args.workers, args.data or "", only, args.executor, slurm)
+    reproduce(
+        args.paper, args.budget, args.out, args.workers, args.data or "", only, args.executor, slurm, args.threads
+    )
     return _print_claims(Path(args.out))
 
 

@@ -34,7 +34,7 @@ import pandas as pd
 from inductionlab import experiments
 from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, Claim, Control, judge, judge_control
 from inductionlab.config import ConfigError, config_hash, to_dict, with_seeds
-from inductionlab.runner import clear, saved_config
+from inductionlab.runner import clear, saved_config, thread_budget
 from inductionlab.runs import (
     CONFIG,
     REPRODUCE_INFO,
@@ -179,11 +179,14 @@ def reproduce(
     only: tuple[str, ...] = (),
     executor: Executor = "local",
     slurm: dict[str, Any] | None = None,
+    threads: int | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
     ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout.
-    ``executor`` and ``slurm`` (submitit's parameters) as for a sweep: on a cluster every job is its own."""
+    ``executor`` and ``slurm`` (submitit's parameters) as for a sweep: on a cluster every job is its own;
+    ``threads`` per job as for a sweep (:func:`inductionlab.sweep.execute`)."""
     out = Path(out)
+    thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     jobs, skipped = plan(paper, budget, out, data, only)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
@@ -211,7 +214,7 @@ def reproduce(
             "skipped": skipped,
         }
         write_json(out / INFO, info)
-        execute(jobs, out, workers, executor, slurm, progress=True, desc="reproduce")
+        execute(jobs, out, workers, executor, slurm, progress=True, desc="reproduce", threads=threads)
         info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
         write_json(out / INFO, info)
         return render(out)

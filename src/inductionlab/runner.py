@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from inductionlab import experiments, timing
-from inductionlab.config import config_hash, differences, to_dict
+from inductionlab.config import ConfigError, config_hash, differences, to_dict
 from inductionlab.runs import (
     CONFIG,
     LOCK,
@@ -61,6 +63,29 @@ def saved_config(out: Path) -> dict[str, Any] | None:
     return data
 
 
+THREAD_SOURCES = ("OMP_NUM_THREADS", "SLURM_CPUS_PER_TASK")
+
+
+def thread_budget(threads: int | None = None) -> tuple[int, str]:
+    """How many torch threads a run uses, and why: ``threads`` (``--threads``) when given, else
+    ``$OMP_NUM_THREADS``, else ``$SLURM_CPUS_PER_TASK``, else the cores this process may run on (its CPU
+    affinity: a container's or a scheduler's limit, not the machine's count).  A value that is not an integer
+    ≥ 1 fails, naming where it came from."""
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ConfigError(f"--threads: must be an integer ≥ 1, got {threads!r}")
+        return threads, "--threads"
+    for var in THREAD_SOURCES:
+        value = os.environ.get(var, "").strip()
+        if value:
+            first = value.split(",")[0].strip()  # OMP_NUM_THREADS may list one count per nesting level
+            if not first.isdigit() or int(first) < 1:
+                raise ConfigError(f"{var}: must be an integer ≥ 1 (the torch threads of a run), got {value!r}")
+            return int(first), var
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores, "CPU affinity"
+
+
 def run_experiment(
     name: str,
     cfg: Any,
@@ -68,7 +93,7 @@ def run_experiment(
     resume: bool = False,
     force: bool = False,
     progress: bool = False,
-    threads: int = 2,
+    threads: int | None = None,
     hooks: tuple = (),
 ) -> Path:
     """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
@@ -81,8 +106,10 @@ def run_experiment(
     run is left as it is); ``force`` first removes what an earlier run left there (only files this toolkit
     writes).  A run that fails before it writes its first checkpoint (at any step, figures included) leaves
     nothing behind, so the corrected command just works.  ``hooks`` reach every training loop of the run
-    (:class:`inductionlab.train.loop.Hook`).
+    (:class:`inductionlab.train.loop.Hook`).  ``threads``: the run's torch threads (:func:`thread_budget`, which
+    also reads the environment when it is None), recorded in summary.json with where the number came from.
     """
+    n_threads, threads_from = thread_budget(threads)
     exp = experiments.get(name)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -99,13 +126,17 @@ def run_experiment(
         _remove_temporaries(out)
         fresh = not (out / CONFIG).exists()
         write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
-        ctx = context(cfg, out, resume=resume, progress=progress, threads=threads, hooks=tuple(hooks))
+        ctx = context(cfg, out, resume=resume, progress=progress, threads=n_threads, hooks=tuple(hooks))
+        before = torch.get_num_threads()
         try:
-            _run_and_save(exp, name, cfg, out, ctx)
+            torch.set_num_threads(n_threads)
+            _run_and_save(exp, name, cfg, out, ctx, {"threads": n_threads, "threads_from": threads_from})
         except BaseException:
             if fresh and not any((out / "checkpoints").glob("*.pt")):
                 clear(out)  # nothing to resume: leave no unfinished run behind
             raise
+        finally:
+            torch.set_num_threads(before)
     return out
 
 
@@ -121,7 +152,7 @@ def context(cfg: Any, run_dir: Path | None = None, **settings: Any) -> RunContex
     )
 
 
-def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext) -> None:
+def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext, threads: dict[str, Any]) -> None:
     """Run, then write the tables, check them, draw the figures and write the summary, last."""
     start = time.perf_counter()
     with timing.record() as parts:
@@ -136,6 +167,7 @@ def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext) -> 
         "experiment": name,
         **results.summary,
         "wall_seconds": wall,
+        **threads,
         "profile": {k: round(v, 3) for k, v in parts.items()},  # seconds (docs/conventions.md#profile)
         "config_hash": config_hash(cfg),
         "versions": versions(),

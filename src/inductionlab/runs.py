@@ -296,7 +296,7 @@ def load_run(run_dir: str | os.PathLike) -> LoadedRun:
 @dataclass(frozen=True)
 class RunContext:
     """Where a training run writes, and how: ``run_dir`` (None: no checkpoints), ``resume``, ``progress``,
-    ``threads`` — how many torch threads the run may use (2 for ``run``; sweeps with several workers use 1) —,
+    ``threads`` — how many torch threads the run may use (:func:`inductionlab.runner.thread_budget`) —,
     ``hooks`` (:class:`inductionlab.train.loop.Hook` objects every training loop of the run calls), ``name``,
     the checkpoint's name under ``checkpoints/``, and ``device``, where the autograd trainer puts the parameters
     and each batch.  An experiment that trains several times gives each its own

@@ -5,8 +5,7 @@ Layout of a sweep directory::
 
     manifest.jsonl     one line per job event: {"hash", "overrides", "dir", "status", "wall_seconds"}
     <hash>/            one run directory per configuration (see :mod:`inductionlab.runs`)
-    sweep.parquet      one row per finished job: the overrides, the scalar entries of its summary, the other config
-                       values (dotted keys)
+    sweep.parquet      one row per finished job: the overrides, its summary's scalars, the other config values
 
 Re-running the same sweep skips the jobs whose hash is marked done and whose summary exists.  The seeds of a
 grid point train together on the run axis in one job; an experiment without a run axis (its config takes one
@@ -35,7 +34,7 @@ from tqdm.auto import tqdm
 from inductionlab import experiments
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
-from inductionlab.runner import RunDirError, run_experiment
+from inductionlab.runner import RunDirError, run_experiment, thread_budget
 from inductionlab.runs import SUMMARY, SWEEP_INFO, check_free, lock_dir, other_kind, write_json, write_parquet
 
 log = logging.getLogger(__name__)
@@ -64,9 +63,7 @@ def count_jobs(base_cfg: Any, grid: dict[str, list[str]], seeds: int) -> int:
     request is refused before any config is built.  A grid over ``seeds`` with ``seeds`` > 1 is refused: both
     choose the seeds (docs/conventions.md#seeds)."""
     if "seeds" in grid and seeds > 1:
-        raise ConfigError(
-            f"--n-seeds {seeds} with --grid seeds=...: both choose the seeds; give them in one of the two"
-        )
+        raise ConfigError(f"--n-seeds {seeds} with --grid seeds=...: both choose the seeds; give one of the two")
     per_point = seeds if seeds > 1 else 1 if "seeds" in grid else len(base_cfg.seeds)
     return math.prod(len(values) for values in grid.values()) * per_point
 
@@ -159,6 +156,7 @@ def run_sweep(
     executor: Executor = "local",
     slurm: dict[str, Any] | None = None,
     progress: bool = True,
+    threads: int | None = None,
     on_plan: Callable[[list[Job]], None] | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet).  ``on_plan`` sees the
@@ -166,6 +164,7 @@ def run_sweep(
     timeout = (slurm or {}).get("timeout_min", 60)  # submitit would start jobs that die at once (0, negative)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 1:
         raise ConfigError(f"--slurm-timeout-min: each job's time limit must be ≥ 1 minute, got {timeout!r}")
+    thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before work
     jobs = plan(name, base_cfg, grid, seeds, out)  # validates every config before anything is written
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
@@ -178,7 +177,7 @@ def run_sweep(
     with lock_dir(out):  # one sweep process writes the manifest; each job locks its own run directory
         write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid)})
         try:
-            failed = execute(jobs, out, workers, executor, slurm, progress)
+            failed = execute(jobs, out, workers, executor, slurm, progress, threads=threads)
         except KeyboardInterrupt:  # Ctrl-C: say how to go on
             raise KeyboardInterrupt(
                 "interrupted; re-run the same command to continue: finished jobs are kept"
@@ -211,11 +210,14 @@ def execute(
     slurm: dict[str, Any] | None = None,
     progress: bool = True,
     desc: str = "sweep",
+    threads: int | None = None,
 ) -> list[tuple[str, str]]:
-    """Run the jobs not yet marked done in ``out``'s manifest (with one worker, each gets both cores); return
-    (dir, error) of those that failed.  Shared by sweeps and ``reproduce``."""
-    if executor == "local" and workers <= 1:
-        jobs = [replace(j, threads=2) for j in jobs]
+    """Run the jobs not yet marked done in ``out``'s manifest; return (dir, error) of those that failed.  Shared by
+    sweeps and ``reproduce``.  A job trains on ``threads`` torch threads; by default a local one on its share of
+    :func:`inductionlab.runner.thread_budget` among the ``workers``, a submitit one on its ``cpus_per_task``."""
+    cpus = (slurm or {}).get("cpus_per_task", 1)
+    share = threads or (max(1, thread_budget()[0] // max(workers, 1)) if executor == "local" else int(cpus))
+    jobs = [replace(j, threads=share) for j in jobs]
     done = _done(out)
     todo = [j for j in jobs if j.hash not in done]
     for job in todo:
@@ -290,8 +292,8 @@ def _failure(job: Job, error: str) -> dict[str, str]:
 def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool) -> None:
     """Submit one submitit job per sweep job and record each result as it comes.  ``slurm``: parameters of
     submitit's ``update_parameters`` (``timeout_min``, ``slurm_partition``, ``cpus_per_task``, ``mem_gb``, …); a
-    job trains on ``cpus_per_task`` threads.  If waiting stops (Ctrl-C, an error), the jobs not finished are
-    cancelled (``scancel``), so that none runs on unwatched and a re-run does not find its run directory held."""
+    job trains on its ``threads``.  If waiting stops (Ctrl-C, an error), the jobs not finished are cancelled
+    (``scancel``), so that none runs on unwatched and a re-run does not find its run directory held."""
     import submitit
 
     folder = out / "submitit"
@@ -303,11 +305,10 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
     ex.update_parameters(
         timeout_min=int(slurm.get("timeout_min", 60)), **{k: v for k, v in slurm.items() if k != "timeout_min"}
     )
-    threads = int(slurm.get("cpus_per_task", slurm.get("slurm_cpus_per_task", 1)))
     submitted = []
     try:
         for job in jobs:
-            submitted.append((job, ex.submit(run_job, replace(job, threads=threads))))
+            submitted.append((job, ex.submit(run_job, job)))
         for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
             try:
                 _append(out, {**handle.result(), "status": "done"})

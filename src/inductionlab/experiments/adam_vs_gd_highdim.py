@@ -285,7 +285,7 @@ def _train_one(cfg: Config, run: tuple, ctx: RunContext) -> tuple[pd.DataFrame, 
         loss,
         lambda gen: torch.randn(tcfg.batch_size, m.L, m.d, generator=gen),
         evaluate,
-        ctx.child(name, threads=1, **({"run_dir": None} if name == D1 else {})),
+        ctx.child(name, **({"run_dir": None} if name == D1 else {})),
         desc=name,
         model={"family": "highdim", "config": m},
     )

@@ -132,7 +132,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
                     cfg.task,
                     replace(cfg.train, seed=rng.derive(seed)),
                     (seed,),
-                    ctx.child(f"{H}x{D}-seed{seed}", threads=1),
+                    ctx.child(f"{H}x{D}-seed{seed}"),
                     cfg.eval_size,
                     desc=f"H={H} D={D} seed {seed}",
                 )

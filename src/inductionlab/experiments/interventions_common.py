@@ -129,7 +129,7 @@ def copier_frozen(
     tables, p = [], {}
     for name, variant, freeze in variants:
         hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(variant))
-        _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}", threads=1), hooks, desc=name)
+        _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}"), hooks, desc=name)
         tables.append(m.assign(variant=name))
         p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())
     summary = {

@@ -135,7 +135,7 @@ def run_variants(
         slug = re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
         hooks, _ = build(intervene, chen_family(model))
         params, metrics = train_staged(
-            model, staged, task, train_tokens, val_tokens, ctx.child(slug, threads=1), hooks, desc=label
+            model, staged, task, train_tokens, val_tokens, ctx.child(slug), hooks, desc=label
         )
         tables.append(metrics.assign(variant=label))
         # which lags each head may attend to, over lags 1..M as w has them (the full variant's lags add 0)

@@ -168,7 +168,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     train_tokens, val_tokens = datasets(cfg.task, (cfg.seeds[0],), cfg.n_samples, cfg.n_val)
     model = cfg.model.build(cfg.task.vocab_size)
     params, metrics = train_staged(
-        model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(threads=1), desc="markov-length-generalization"
+        model, cfg.train, cfg.task, train_tokens, val_tokens, ctx.child(), desc="markov-length-generalization"
     )
     best = int(chen.selection_weights(params["c"])[0].argmax())
     lags = chen.selected_lags(params, model.subsets[best])  # once: the same model at every L

@@ -197,7 +197,7 @@ def _train_chain(cfg: Config, setting: str, ctx: RunContext) -> pd.DataFrame:
         lambda theta, x: token_losses(model, views(theta), x, fhooks).mean((1, 2)),
         batch,
         _evaluate(cfg, model, held_out, refs, views, fhooks),
-        ctx.child(f"parents_{setting.replace('+', '_')}", threads=1),
+        ctx.child(f"parents_{setting.replace('+', '_')}"),
         hooks=hooks,
         desc=f"parents {{{setting.replace('+', ',')}}}",
         model={"family": "transformer", "config": model},

@@ -102,7 +102,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         cfg.task,
         cfg.train,
         cfg.seeds,
-        ctx.child(threads=1),
+        ctx.child(),
         cfg.eval_size,
         probe_size=cfg.probe_size,
         probe=probe_distance,

@@ -36,6 +36,7 @@ import torch
 
 from inductionlab import rng
 from inductionlab.config import format_value, require
+from inductionlab.models import fused
 
 PerLayer = bool | tuple[bool, ...]
 PerHead = bool | tuple[tuple[bool, ...], ...]
@@ -223,33 +224,83 @@ def _project(z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
 
 
 def attention(
-    cfg: TransformerConfig, params: Params, l: int, z: torch.Tensor, last_only: bool = False, hooks: Hooks | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    cfg: TransformerConfig,
+    params: Params,
+    l: int,
+    z: torch.Tensor,
+    last_only: bool = False,
+    hooks: Hooks | None = None,
+    keep: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """Layer l's multi-head attention: output (S, B, L', D), pattern (S, B, H, L', L) and the heads' outputs
     before W_O (S, B, H, L', K), where L' = L, or 1 with ``last_only`` (only the last query: all a
-    last-position readout needs from the last layer).  The causal mask and the RPE term form one additive
-    bias (L', L) per head."""
+    last-position readout needs from the last layer).  Without ``hooks`` or ``keep`` the layer runs fused where it
+    can (:mod:`inductionlab.models.fused`, docs/conventions.md#fused-attention) and pattern and heads are None."""
     a = f"blocks.{l}.attn."
-    S, L = z.shape[0], z.shape[2]
+    L = z.shape[2]
     Lq = 1 if last_only else L
     dp, rpe = cfg.heads("dp")[l].to(z.device, z.dtype), cfg.heads("rpe")[l].to(z.device, z.dtype)
-    q = _project(z[:, :, L - Lq :], params[a + "W_Q"] * dp.view(-1, 1, 1))  # DP off: zero queries
-    k, v = _project(z, params[a + "W_K"]), _project(z, params[a + "W_V"])
-    allowed = attention_mask(L, cfg.layer("key_start")[l], z.device)[L - Lq :]
-    has_keys = allowed.any(-1, keepdim=True)  # (L', 1); rows without keys get a finite dummy row, then 0
-    bias = torch.zeros(Lq, L, dtype=z.dtype, device=z.device).masked_fill_(~allowed & has_keys, -math.inf)
-    if any(cfg.heads_on("rpe", l)):  # from the config, not the tensor: no graph break under torch.compile
-        i = torch.arange(L, dtype=z.dtype, device=z.device)
-        dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
-        bias = bias - (params[a + "p"] * rpe).view(S, 1, -1, 1, 1) * dist
+    W = (
+        params[a + "W_Q"] * dp.view(-1, 1, 1),
+        params[a + "W_K"],
+        params[a + "W_V"],
+        params[a + "W_O"],
+    )  # DP off: q = 0
+    # from the config, not the tensor: no graph break under torch.compile
+    slope = params[a + "p"] * rpe if any(cfg.heads_on("rpe", l)) else None
     scale = 1 / math.sqrt(cfg.K) if cfg.scale else 1.0
-    pattern = _hook(
-        hooks, a + "hook_pattern", torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
-    )
-    heads = _hook(hooks, a + "hook_z", torch.matmul(pattern, v))
-    S, H, K, D = params[a + "W_O"].shape
-    out = _linear(heads.transpose(2, 3).flatten(-2), params[a + "W_O"].reshape(S, H * K, D))
-    return out, pattern, heads
+    key_start = cfg.layer("key_start")[l]
+    if not (hooks or keep):
+        slope = slope if slope is not None else z.new_zeros(z.shape[0], cfg.n_heads)
+        return fused.attend(z, W, slope, key_start, scale, Lq, _layer_eager), None, None
+    return _layer(z, W, slope, key_start, scale, Lq, hooks, a)
+
+
+def _layer(
+    z: torch.Tensor,
+    W: tuple[torch.Tensor, ...],
+    slope: torch.Tensor | None,
+    key_start: int,
+    scale: float,
+    Lq: int,
+    hooks: Hooks | None = None,
+    prefix: str = "",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Eager attention layer: output (S, B, Lq, D), pattern and heads, ``hooks`` applied on the way (names after
+    ``prefix``); W = (W_Q, W_K, W_V, W_O)."""
+    W_Q, W_K, W_V, W_O = W
+    L = z.shape[2]
+    q = _project(z[:, :, L - Lq :], W_Q)
+    k, v = _project(z, W_K), _project(z, W_V)
+    pattern, heads = attention_core(q, k, v, slope, key_start, scale)
+    if hooks:
+        pattern = _hook(hooks, prefix + "hook_pattern", pattern)
+        heads = _hook(hooks, prefix + "hook_z", torch.matmul(pattern, v))
+    S, H, K, D = W_O.shape
+    return _linear(heads.transpose(2, 3).flatten(-2), W_O.reshape(S, H * K, D)), pattern, heads
+
+
+def _layer_eager(z, W, slope, key_start: int, scale: float, Lq: int) -> torch.Tensor:
+    """:func:`_layer`'s output: the eager reference of the fused layer."""
+    return _layer(z, W, slope, key_start, scale, Lq)[0]
+
+
+def attention_core(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slope: torch.Tensor | None, key_start: int, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager attention: pattern (S, B, H, Lq, L) and heads (S, B, H, Lq, K) from q (S, B, H, Lq, K), k and v
+    (S, B, H, L, K) and each head's RPE slope (S, H) or None (no RPE term).  Queries are the last Lq positions;
+    the causal mask and the RPE term form one additive bias (Lq, L) per head (paper eq. 2)."""
+    Lq, L = q.shape[3], k.shape[3]
+    allowed = attention_mask(L, key_start, q.device)[L - Lq :]
+    has_keys = allowed.any(-1, keepdim=True)  # (L', 1); rows without keys get a finite dummy row, then 0
+    bias = torch.zeros(Lq, L, dtype=q.dtype, device=q.device).masked_fill_(~allowed & has_keys, -math.inf)
+    if slope is not None:
+        i = torch.arange(L, dtype=q.dtype, device=q.device)
+        dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
+        bias = bias - slope.view(*slope.shape[:1], 1, -1, 1, 1) * dist
+    pattern = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
+    return pattern, torch.matmul(pattern, v)
 
 
 def forward(
@@ -265,7 +316,7 @@ def forward(
     cache = {"hook_embed": z} if keep else {}
     for l, (residual, width) in enumerate(zip(cfg.layer("residual"), cfg.layer("ffn_width"))):
         last_only = cfg.readout == "last" and not keep and not hooks and l == cfg.n_layers - 1
-        out, pattern, heads = attention(cfg, params, l, z, last_only, hooks)
+        out, pattern, heads = attention(cfg, params, l, z, last_only, hooks, keep)
         z = (z[:, :, -out.shape[2] :] + out) if residual else out
         if width:
             f = f"blocks.{l}.mlp."
@@ -273,6 +324,7 @@ def forward(
             z = z + _linear(hidden, params[f + "W_out"]) + params[f + "b_out"][:, None, None]
         z = _hook(hooks, f"blocks.{l}.hook_resid_post", z)
         if keep:
+            assert pattern is not None and heads is not None  # keep: the eager layer, which returns them
             cache |= {f"blocks.{l}.attn.hook_pattern": pattern, f"blocks.{l}.attn.hook_z": heads}
             cache[f"blocks.{l}.hook_resid_post"] = z
     if cfg.readout == "last":

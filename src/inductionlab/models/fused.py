@@ -1,0 +1,256 @@
+"""The general transformer's attention layer with its core fused, forward and backward (``fused_attention.c``;
+docs/conventions.md#fused-attention).
+
+What it computes is :func:`inductionlab.models.transformer.attention`'s output: ``softmax(scale·q kᵀ + bias)·v``
+with the strictly causal mask from ``key_start``, the RPE slope (paper eq. 2) and rows without keys set to 0,
+through W_O — without the (S, B, H, L', L) score and pattern tensors, which eager autograd writes and reads some
+twenty times per step.  The projections write q, k and v batch-last (the kernel's vector lanes are sequences).
+
+* Built on first use by the C compiler (``$CC``, else ``gcc``, else ``cc``: the one Inductor needs) into
+  ``$XDG_CACHE_HOME/inductionlab/fused`` (``~/.cache``), one library per source, flags, compiler and CPU
+  (its ``/proc/cpuinfo`` flags and torch's CPU capability: ``ATEN_CPU_CAPABILITY=avx2`` builds for AVX2), written
+  atomically.  Without a compiler, or when the build fails, it is unavailable: one log line, and the eager path.
+* Checked against the eager path, outputs and gradients, at the first call of each configuration (query rows,
+  keys, head size, ``key_start``, scale) on inputs of its own; a disagreement logs one warning and turns it off
+  for the process (:func:`inductionlab._runtime._disagreement`, float32 tolerances).
+* Used for float32 tensors on the CPU, outside ``torch.compile`` and ``torch.func`` transforms, and unless
+  ``INDUCTIONLAB_FUSED=0`` or inside ``enabled(False)``.  Several torch threads split the tasks between them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from inductionlab._runtime import _disagreement
+
+SOURCE = Path(__file__).with_name("fused_attention.c")
+KMAX = 64  # the largest head size the kernel takes
+_log = logging.getLogger(__name__)
+
+
+def _arch_flags() -> list[str]:
+    """Vector flags for torch's CPU capability (which ``ATEN_CPU_CAPABILITY`` lowers): the CPU's own on AVX-512,
+    AVX2 + FMA on the AVX2 path, none on the default path or off x86."""
+    capability = torch.backends.cpu.get_cpu_capability().lower()
+    if os.uname().machine not in ("x86_64", "AMD64"):
+        return []
+    return {"avx512": ["-march=native", "-mprefer-vector-width=512"], "avx2": ["-mavx2", "-mfma"]}.get(capability, [])
+
+
+def _cpu_flags() -> str:
+    try:
+        return next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The built library's two entry points (ctypes functions) and its vector width: sequences per task."""
+
+    forward: Any
+    backward: Any
+    lanes: int
+
+
+@functools.cache
+def library() -> Kernel | None:
+    """The built kernel, or None (logged once) when it cannot be built or loaded."""
+    if os.environ.get("INDUCTIONLAB_FUSED", "1") == "0":
+        return None
+    cc = next((c for c in (os.environ.get("CC"), "gcc", "cc") if c and shutil.which(c)), None)
+    if cc is None:
+        _log.warning("fused attention unavailable (no C compiler: set CC); the transformer runs its eager attention")
+        return None
+    flags = ["-O3", "-ffast-math", "-fno-finite-math-only", "-fPIC", "-shared", *_arch_flags()]
+    try:
+        version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+        key = hashlib.sha256("\0".join([SOURCE.read_text(), *flags, version, _cpu_flags()]).encode()).hexdigest()
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inductionlab" / "fused"
+        path = cache / f"fused-{key[:16]}.so"
+        if not path.exists():
+            cache.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
+            os.close(fd)
+            done = subprocess.run([cc, *flags, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True)
+            if done.returncode:
+                os.unlink(tmp)
+                raise OSError(f"{cc} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+            os.replace(tmp, path)
+        lib = ctypes.CDLL(str(path))
+    except (OSError, subprocess.SubprocessError) as err:
+        _log.warning("fused attention unavailable (%s); the transformer runs its eager attention", err)
+        return None
+    i64, i32, f32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    lib.fused_forward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 6]
+    lib.fused_backward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 11]
+    return Kernel(lib.fused_forward, lib.fused_backward, lib.fused_lanes())  # lanes: 16 on AVX-512, else 8
+
+
+def _kernel() -> Kernel:
+    kernel = library()
+    if kernel is None:
+        raise RuntimeError("fused attention: no kernel (fused.attend uses the eager path then)")
+    return kernel
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="inductionlab-fused")
+
+
+def _call(fn, n_blocks: int, *args) -> None:
+    """``fn(n0, n1, *args)`` over all blocks, split between the torch threads (ctypes releases the GIL)."""
+    threads = min(torch.get_num_threads(), n_blocks // 4) if n_blocks >= 8 else 1
+    bounds = [n_blocks * t // max(threads, 1) for t in range(max(threads, 1) + 1)]
+    if threads <= 1:
+        codes = [fn(0, n_blocks, *args)]
+    else:
+        codes = list(_pool(threads).map(lambda t: fn(bounds[t], bounds[t + 1], *args), range(threads)))
+    if any(codes):
+        raise MemoryError("fused attention: out of memory for a block buffer")
+
+
+class _Core(torch.autograd.Function):
+    """q (S, H, K, Lq, Bp), k and v (S, H, K, L, Bp), contiguous, slope (S, H), float32 → heads (S, H, K, Lq, Bp):
+    the batch last, padded to a multiple of the kernel's lanes."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, slope, key_start: int, scale: float):
+        S, H, K, Lq, Bp = q.shape
+        q, k, v, slope = q.contiguous(), k.contiguous(), v.contiguous(), slope.contiguous()
+        out, stats = torch.empty_like(q), q.new_empty(S, H, Lq, 2, Bp)
+        dims = (Bp, Lq, k.shape[3], K, key_start, scale)
+        tensors = (q, k, v, slope, out, stats)
+        lib = _kernel()
+        _call(lib.forward, S * H * Bp // lib.lanes, *dims, *(t.data_ptr() for t in tensors))
+        ctx.save_for_backward(q, k, v, slope, out, stats)
+        ctx.dims = dims
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v, slope, out, stats = ctx.saved_tensors
+        S, H, Bp = q.shape[0], q.shape[1], q.shape[-1]
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        lib = _kernel()
+        dslope = q.new_empty(S, H, Bp // lib.lanes)
+        tensors = (q, k, v, slope, out, stats, dout.contiguous(), dq, dk, dv, dslope)
+        _call(lib.backward, S * H * Bp // lib.lanes, *ctx.dims, *(t.data_ptr() for t in tensors))
+        return dq, dk, dv, dslope.sum(-1), None, None
+
+
+def _layer(
+    z: torch.Tensor, W: tuple[torch.Tensor, ...], slope: torch.Tensor, key_start: int, scale: float, Lq: int
+) -> torch.Tensor:
+    """The attention layer's output (S, B, Lq, D) from z (S, B, L, D), W = (W_Q, W_K, W_V) (S, H, D, K) and W_O
+    (S, H, K, D): the projections write q, k, v straight into the kernel's layout (batch last), so only z and the
+    output — D wide, not H·K — change layout."""
+    (S, B, L, D), (W_Q, W_K, W_V, W_O) = z.shape, W
+    lanes = _kernel().lanes
+    H, K, Bp = W_Q.shape[1], W_Q.shape[3], -(-B // lanes) * lanes
+    zt = torch.nn.functional.pad(z.permute(0, 3, 2, 1), (0, Bp - B)).contiguous()  # (S, D, L, Bp)
+
+    def project(W: torch.Tensor, rows: int) -> torch.Tensor:  # → (S, H, K, rows, Bp)
+        x = zt[:, :, L - rows :].reshape(S, D, rows * Bp)
+        return torch.bmm(W.transpose(2, 3).reshape(S, H * K, D), x).view(S, H, K, rows, Bp)
+
+    heads = _Core.apply(project(W_Q, Lq), project(W_K, L), project(W_V, L), slope, key_start, scale)
+    out = torch.bmm(W_O.reshape(S, H * K, D).transpose(1, 2), heads.view(S, H * K, Lq * Bp))  # (S, D, Lq·Bp)
+    return out.view(S, D, Lq, Bp)[..., :B].permute(0, 3, 2, 1)
+
+
+def _usable(q: torch.Tensor) -> bool:
+    functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
+    return (
+        _switch["on"]
+        and q.dtype == torch.float32
+        and q.device.type == "cpu"
+        and not torch.compiler.is_compiling()
+        and not functorch_active()
+        and library() is not None
+    )
+
+
+_switch = {"on": True}  # :func:`enabled`
+
+
+@contextlib.contextmanager
+def enabled(on: bool) -> Iterator[None]:
+    """Within the block, the fused core is used where usable (``on``) or never (the eager path: benchmarks,
+    comparisons)."""
+    before, _switch["on"] = _switch["on"], on
+    try:
+        yield
+    finally:
+        _switch["on"] = before
+
+
+_failed: list[str] = []  # the first disagreement: the fused path is off for the process
+_checked: set[tuple] = set()
+
+
+Layer = Callable[[torch.Tensor, tuple[torch.Tensor, ...], torch.Tensor, int, float, int], torch.Tensor]
+
+
+def attend(
+    z: torch.Tensor,
+    W: tuple[torch.Tensor, ...],
+    slope: torch.Tensor,
+    key_start: int,
+    scale: float,
+    Lq: int,
+    eager: Layer,
+) -> torch.Tensor:
+    """An attention layer's output (S, B, Lq, D) for the last Lq queries — fused where usable and checked, else
+    ``eager(z, W, slope, key_start, scale, Lq)``.  z (S, B, L, D); W = (W_Q, W_K, W_V, W_O), (S, H, D, K) and
+    (S, H, K, D); slope (S, H): each head's RPE slope (0: no RPE term)."""
+    if _failed or W[0].shape[-1] > KMAX or not _usable(z) or not all(_usable(w) for w in W):
+        return eager(z, W, slope, key_start, scale, Lq)
+    key = (tuple(W[0].shape[1:]), z.shape[2], Lq, key_start, scale)
+    if key not in _checked:
+        problem = _self_check(z.shape[2], W[0].shape[1:], key_start, scale, Lq, eager)
+        if problem:
+            _failed.append(problem)
+            _log.warning("fused attention disagrees with eager at %s (%s); running eagerly", key, problem)
+            return eager(z, W, slope, key_start, scale, Lq)
+        _checked.add(key)
+    return _layer(z, W, slope, key_start, scale, Lq)
+
+
+def _self_check(L: int, HDK: tuple[int, ...], key_start: int, scale: float, Lq: int, eager: Layer) -> str | None:
+    """Output and gradients of the fused layer against ``eager`` on inputs of its own (2 runs, 19 sequences: a
+    padded lane block; scores of order 1, slopes of either sign); None when they agree (float32 tolerances)."""
+    H, D, K = HDK
+    g = torch.Generator().manual_seed(0)
+    shapes = [(2, 19, L, D), (2, H, D, K), (2, H, D, K), (2, H, D, K), (2, H, K, D), (2, H)]
+    inputs = [torch.randn(s, generator=g) / (D**0.25 if len(s) == 4 and s[1] == H else 1.0) for s in shapes]
+    inputs[-1] = inputs[-1] * 0.3
+    weight = torch.randn(2, 19, Lq, D, generator=g)
+    results = []
+    for fn in (_layer, eager):
+        leaves = [t.clone().requires_grad_(True) for t in inputs]
+        try:
+            with torch.inference_mode(False), torch.enable_grad():
+                out = fn(leaves[0], tuple(leaves[1:5]), leaves[5], key_start, scale, Lq)
+                (out * weight).sum().backward()
+        except (RuntimeError, MemoryError) as err:
+            return f"{type(err).__name__}: {err}"
+        results.append([out.detach(), *(t.grad for t in leaves)])
+    return _disagreement(results[0], results[1], "(out, dz, dW_Q, dW_K, dW_V, dW_O, dslope)")
