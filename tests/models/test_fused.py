@@ -163,3 +163,22 @@ def test_the_avx2_build_passes_its_self_check():
     if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
         assert "-mavx2" in flags
     assert problem == "None"
+
+
+def test_under_autocast_the_model_runs_eagerly():
+    """bf16 autocast would hand the kernel bf16 projections: the layer stays eager (bit for bit the eager result)."""
+    cfg = tf.TransformerConfig(vocab=11, d_model=8, n_heads=2)
+    params = tf.init_params(cfg, 1, torch.Generator().manual_seed(0))
+    x = torch.randint(0, 11, (4, 9), generator=torch.Generator().manual_seed(1))
+    results = []
+    for on in (True, False):
+        with fused.enabled(on), torch.autocast("cpu", dtype=torch.bfloat16):
+            results.append(tf.forward(cfg, params, x)[0])
+    assert results[0].dtype == torch.bfloat16 and torch.equal(*results)
+
+
+def test_heads_wider_than_the_kernel_takes_run_eagerly():
+    """Above K = fused.KMAX the eager layer is faster (the text models' 64): attend returns its result exactly."""
+    inputs = _inputs(1, 4, 6, 2, 8, fused.KMAX + 8)
+    args = (inputs[0], tuple(inputs[1:5]), inputs[5], 1, 1.0, 6)
+    assert torch.equal(fused.attend(*args, tf._layer_eager), tf._layer_eager(*args))
