@@ -21,12 +21,12 @@ test: setup
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 # The golden and runtime tests again on the AVX2 kernels (docs/conventions.md#portable-numbers); any order passes.
 test-portable: setup
 	ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 \
-		$(BIN)/python -m pytest tests/test_golden.py tests/test_runtime.py -k "not bit_for_bit"
+		$(BIN)/python -m pytest -n 2 tests/test_golden.py tests/test_runtime.py -k "not bit_for_bit"
 
 typecheck: setup
 	$(BIN)/mypy

@@ -78,6 +78,22 @@ def timed(step, rounds: int, reps: int) -> float:
     return statistics.median(times)
 
 
+def flop_rate(step, seconds: float, dtype: torch.dtype) -> str:
+    """The step's matrix-product FLOPs (``torch.utils.flop_counter``), their rate at ``seconds`` per step, and this
+    thread's GEMM rate (1024², ``dtype``) beside it."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        step()
+    a, b = torch.randn(1024, 1024, dtype=dtype), torch.randn(1024, 1024, dtype=dtype)
+    gemm = 2 * 1024**3 / timed(lambda: a @ b, 3, 5)
+    flops = counter.get_total_flops()
+    return (
+        f"{flops / 1e6:.2f} MFLOP of products per step = {flops / seconds / 1e9:.3f} GFLOP/s, "
+        f"{flops / seconds / gemm:.2%} of the {str(dtype).removeprefix('torch.')} GEMM rate ({gemm / 1e9:.1f} GFLOP/s)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=9000)
@@ -111,6 +127,7 @@ def main() -> None:
             f"{dtype}: state tables {ours * 1e3:.2f} ms/epoch, positions baseline {base * 1e3:.1f} ms/epoch "
             f"({base / ours:.1f}x); target ≤ 20 ms"
         )
+        print("  " + flop_rate(lambda: step(lambda: chen.loss(cfg, views(theta), batch)), ours, dtype))
 
 
 def authors(args: argparse.Namespace) -> None:
@@ -136,6 +153,7 @@ def authors(args: argparse.Namespace) -> None:
     Z, Q, U = len(batch.states), len(batch.row), len(batch.pair)
     print(f"authors' App. B model: Z = {Z} states, Q = {Q} pairs, U = {U} entries; |loss difference| {gap:.1e}")
     print(f"pairwise kernel {ours * 1e3:.1f} ms/epoch, whole table {base * 1e3:.1f} ms/epoch ({base / ours:.1f}x)")
+    print(flop_rate(lambda: step(lambda: chen.loss(cfg, views(theta), batch)), ours, torch.float64))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ from inductionlab.train import loop
 
 WORDS = [f"w{i}" for i in range(40)]
 
+# Each test on one core (`make test` runs two at once, pytest -n 2): a run started without --threads takes this.
+os.environ["OMP_NUM_THREADS"] = "1"
+
 
 def write_corpus(folder, layout="{split}.txt", lines=60, seed=0):
     """A small text corpus the tests make themselves: three splits of random words."""

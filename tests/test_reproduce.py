@@ -231,6 +231,7 @@ def test_a_stochastic_experiment_runs_at_its_draws_and_is_judged_over_them(tmp_p
 
 def _smoke_summary(out, *executor):
     argv = ["reproduce", "--budget", "smoke", "--paper", "chen", "--only", "markov-mi", "--out", str(out)]
+    argv += ["--threads", "1"]  # the same threads on both executors: the same numbers
     assert main([*argv, *executor]) == 0
     summary = json.loads((out / "markov-mi" / "summary.json").read_text())
     return {k: v for k, v in summary.items() if k not in ("wall_seconds", "profile")}

@@ -26,6 +26,7 @@ STREAMS: dict[str, int] = {
     "transfer": 7,  # the second task of a transfer experiment
     "held-out": 2024,  # a held-out set shared by every run of an experiment (from the first seed)
     "stage": 7919,  # a stage's fixed batch under full-batch GD (index: the stage)
+    "check": 104729,  # the inputs an accelerated path checks itself on against eager (models/fused.py)
 }
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from inductionlab import rng
 from inductionlab._runtime import _disagreement
 
 SOURCE = Path(__file__).with_name("fused_attention.c")
@@ -241,7 +242,7 @@ def _self_check(L: int, HDK: tuple[int, ...], key_start: int, scale: float, Lq: 
     """Output and gradients of the fused layer against ``eager`` on inputs of its own (2 runs, 19 sequences: a
     padded lane block; scores of order 1, slopes of either sign); None when they agree (float32 tolerances)."""
     H, D, K = HDK
-    g = torch.Generator().manual_seed(0)
+    g = rng.generator(0, "check")
     shapes = [(2, 19, L, D), (2, H, D, K), (2, H, D, K), (2, H, D, K), (2, H, K, D), (2, H)]
     inputs = [torch.randn(s, generator=g) / (D**0.25 if len(s) == 4 and s[1] == H else 1.0) for s in shapes]
     inputs[-1] = inputs[-1] * 0.3
