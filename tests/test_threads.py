@@ -63,7 +63,11 @@ def test_the_training_loop_runs_on_the_chosen_threads(clean_env, tmp_path, env, 
         clean_env.setenv(var, value)
     hook, before = _Threads(), torch.get_num_threads()
     run_dir = run_experiment(
-        "heads-dims", resolve("heads-dims", "smoke", {}), tmp_path / "run", threads=threads, hooks=(hook,)
+        "heads-dims",
+        resolve("heads-dims", "smoke", {"heads": "2", "dims": "2"}),
+        tmp_path / "run",
+        threads=threads,
+        hooks=(hook,),
     )
     summary = json.loads((run_dir / "summary.json").read_text())
     assert hook.seen == {want[0]}
