@@ -272,10 +272,8 @@ def _layer(
     L = z.shape[2]
     q = _project(z[:, :, L - Lq :], W_Q)
     k, v = _project(z, W_K), _project(z, W_V)
-    pattern, heads = attention_core(q, k, v, slope, key_start, scale)
-    if hooks:
-        pattern = _hook(hooks, prefix + "hook_pattern", pattern)
-        heads = _hook(hooks, prefix + "hook_z", torch.matmul(pattern, v))
+    pattern = _hook(hooks, prefix + "hook_pattern", attention_pattern(q, k, slope, key_start, scale))
+    heads = _hook(hooks, prefix + "hook_z", torch.matmul(pattern, v))
     S, H, K, D = W_O.shape
     return _linear(heads.transpose(2, 3).flatten(-2), W_O.reshape(S, H * K, D)), pattern, heads
 
@@ -285,12 +283,12 @@ def _layer_eager(z, W, slope, key_start: int, scale: float, Lq: int) -> torch.Te
     return _layer(z, W, slope, key_start, scale, Lq)[0]
 
 
-def attention_core(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slope: torch.Tensor | None, key_start: int, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eager attention: pattern (S, B, H, Lq, L) and heads (S, B, H, Lq, K) from q (S, B, H, Lq, K), k and v
-    (S, B, H, L, K) and each head's RPE slope (S, H) or None (no RPE term).  Queries are the last Lq positions;
-    the causal mask and the RPE term form one additive bias (Lq, L) per head (paper eq. 2)."""
+def attention_pattern(
+    q: torch.Tensor, k: torch.Tensor, slope: torch.Tensor | None, key_start: int, scale: float
+) -> torch.Tensor:
+    """Eager attention pattern (S, B, H, Lq, L) from q (S, B, H, Lq, K), k (S, B, H, L, K) and each head's RPE slope
+    (S, H) or None (no RPE term).  Queries are the last Lq positions; the causal mask and the RPE term form one
+    additive bias (Lq, L) per head (paper eq. 2); rows without keys are 0."""
     Lq, L = q.shape[3], k.shape[3]
     allowed = attention_mask(L, key_start, q.device)[L - Lq :]
     has_keys = allowed.any(-1, keepdim=True)  # (L', 1); rows without keys get a finite dummy row, then 0
@@ -299,8 +297,7 @@ def attention_core(
         i = torch.arange(L, dtype=q.dtype, device=q.device)
         dist = (i[L - Lq :].view(-1, 1) - i.view(1, -1) - 1).clamp(min=0)  # i − j − 1 on allowed keys
         bias = bias - slope.view(*slope.shape[:1], 1, -1, 1, 1) * dist
-    pattern = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
-    return pattern, torch.matmul(pattern, v)
+    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale + bias, -1) * has_keys
 
 
 def forward(
