@@ -9,13 +9,15 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,tl,log,hf]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,tl,log,hf,nnsight,lightning]"
 	touch $(STAMP)
 
 setup: $(STAMP)
 
+# Fig. 2: the paper's Stage II and its gradient flows (--preset demo); the default adds the paper's Stage I and more.
 demo: setup
-	$(BIN)/inductionlab run lazy-to-rich --out runs/lazy-to-rich --force
+	$(BIN)/inductionlab run lazy-to-rich --preset demo --out runs/lazy-to-rich --force
+	@echo "the default (Stage I at the paper's 100 000 steps, and the literal protocol): $(BIN)/inductionlab run lazy-to-rich --out runs/lazy-to-rich-full"
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks examples

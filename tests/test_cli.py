@@ -61,6 +61,8 @@ def test_existing_run_dir_needs_resume_or_force(tmp_path, capsys):
     "argv, words",
     [
         (["run", "lazy-to-poor"], ["unknown experiment", "lazy-to-rich"]),
+        (["run", "lazy-to-rch"], ["unknown experiment 'lazy-to-rch'; did you mean lazy-to-rich"]),
+        (["list", "--keys", "prob"], ["did you mean probe"]),
         (["run", "lazy-to-rich", "--model.sigma_init", "0"], ["model.sigma_init", "> 0"]),
         (["run", "lazy-to-rich", "--task.L", "3"], ["task.L", "≥ 5"]),
         (["run", "lazy-to-rich", "--train.lr", "abc"], ["train.lr", "float"]),

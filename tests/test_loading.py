@@ -53,12 +53,14 @@ def _close(got, want, rtol=RTOL):
     assert abs(float(got) - float(want)) <= rtol * abs(float(want)), (float(got), float(want))
 
 
-@pytest.mark.parametrize("name, table", [("ckpt", "metrics"), ("literal", "literal")])
+@pytest.mark.parametrize("name, table", [("ckpt", "metrics"), ("literal", "literal"), (None, "metrics")])
 def test_toy_gives_the_runs_final_losses(smoke, name, table):
-    """Both layer-1 modes: Stage II on the ideal layer 1 (the default) and on the trained one (the literal run)."""
+    """Both layer-1 modes: Stage II on the ideal layer 1 (the default) and on the trained one (the literal run);
+    without a name, the run's main model (docs/models.md#main-model): the default protocol's, ``ckpt``."""
     cfg, run_dir = smoke("lazy-to-rich")
     model = load_model(run_dir, name=name)
-    assert model.family == "toy" and model.config.layer1 == ("ideal" if name == "ckpt" else "learned")
+    assert model.family == "toy" and model.config.layer1 == ("learned" if name == "literal" else "ideal")
+    assert model.name == name or (name is None and model.name == "ckpt")
     evalset = EvalSet(MixedTarget.from_config(cfg.task, len(cfg.seeds)), cfg.train.eval_size, cfg.train.eval_seed)
     sums = torch.zeros(2, dtype=torch.float64)
     for b in evalset.batches:

@@ -36,7 +36,7 @@ def test_jobs_are_counted_before_any_config_is_built_and_equal_configs_are_one_j
     assert count_jobs(cfg, parse_grid(["seeds=0,1,2"]), 1) == 3
     with pytest.raises(ConfigError, match="--n-seeds 2 with --grid seeds"):
         plan("lazy-to-rich", cfg, parse_grid(["seeds=0,1"]), 2, tmp_path)
-    assert estimate("markov-mi", 10, 2).startswith("10 jobs on 2 workers: about 5 s (~1 s a job, markov-mi's WALL")
+    assert estimate("markov-mi", 10, 2).startswith("10 jobs on 2 workers: about 5 s (~1 s a job, markov-mi's wall:")
     assert "about 5.0 h" in estimate("lazy-to-rich", 100, 1, "smoke")
 
 

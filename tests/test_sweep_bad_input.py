@@ -198,7 +198,7 @@ def broken_pipe(tmp, capsys, monkeypatch):
 
 # case: (its function, the exit status, words the error must hold)
 CASES = {
-    "1-duplicate-points": (duplicate_points, 0, ["sweep: 1 job on 2 workers: about", "WALL"]),
+    "1-duplicate-points": (duplicate_points, 0, ["sweep: 1 job on 2 workers: about", "wall:"]),
     "2-repeated-grid-key": (repeated_grid_key, 0, ["sweep: 2 jobs on 1 worker"]),
     "3-grid-seeds-and-n-seeds": (seeds_twice, 2, ["--n-seeds 2", "--grid seeds"]),
     "4-million-seeds": (million_seeds, 2, ["--yes", "1000000 jobs", "add --yes"]),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, message
+from inductionlab.cli_plugins import recorded_experiment, take_plugins
 from inductionlab.cli_report import (
     SLURM_KEYS,
     cmd_report,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from inductionlab.train.loop import Hook
 
 RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--threads", "--log.tensorboard", "--log.wandb"}
-RUN_FLAGS = {"--resume", "--force", "--no-progress"}
+RUN_FLAGS = {"--resume", "--force", "--no-progress", "--keep-checkpoints"}
 SWEEP_FLAGS = {"--no-progress", "--yes"}
 
 
@@ -118,11 +119,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[str, Any, Path]:
     """The experiment name, its resolved config and the output directory of ``run``.  Precedence: the
     experiment's default < ``--preset`` < ``--config`` file < command-line keys; ``--resume`` starts from the
-    saved run's config instead of the default."""
+    saved run's config instead of the default.  A plug-in's experiment is found through the plug-in that the
+    ``--config`` file or the resumed run recorded."""
     from inductionlab import experiments
     from inductionlab.config import differences, from_dict, read_config_file, to_dict, with_seeds
     from inductionlab.runner import saved_config
-    from inductionlab.runs import check_free
+    from inductionlab.runs import CONFIG, check_free, config_values
 
     file = read_config_file(Path(args.config)) if args.config else None
     name = args.name or (file or {}).get("experiment")
@@ -136,12 +138,14 @@ def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[s
         raise ConfigError("--out: empty path; give a directory")
     out = Path(args.out or Path("runs") / name)
     check_free(out)  # a live writer is named first, whatever else the command asks
+    if file is not None or args.resume:
+        recorded_experiment(Path(args.config) if file is not None else out / CONFIG, name)
     saved = saved_config(out) if args.resume and not args.force and file is None else None
     base = None
     if saved is not None:
         if saved.get("experiment") != name:
             raise ConfigError(f"the saved config is for {saved.get('experiment')!r}, not {name!r}")
-        base = from_dict(type(experiments.get(name).config), {k: v for k, v in saved.items() if k != "experiment"})
+        base = from_dict(type(experiments.get(name).config), config_values(saved))
     cfg = experiments.configure(name, args.preset, values, base, file)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
@@ -181,6 +185,7 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
         progress=not args.no_progress,
         threads=args.threads,
         hooks=tuple(hooks),
+        keep_checkpoints=args.keep_checkpoints,
     )
     print_outputs(run_dir, experiments.get(name).headline)
     return 0
@@ -189,6 +194,7 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
 def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     from inductionlab.config import with_seeds
     from inductionlab.runner import thread_budget
+    from inductionlab.runs import SWEEP_INFO
     from inductionlab.sweep import count_jobs, parse_grid, run_sweep
     from inductionlab.sweep_report import MANY_JOBS, estimate
 
@@ -200,10 +206,12 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
     if args.name is None:
         raise ConfigError("sweep: name an experiment (inductionlab list shows them)")
     slurm = executor_parameters(args)
+    out = Path(args.out or Path("sweeps") / args.name)
+    recorded_experiment(out / SWEEP_INFO, args.name)  # re-running a sweep: the plug-in it recorded
     cfg = resolve(args.name, args.preset, values)
     if args.seed is not None:
         cfg = with_seeds(cfg, args.seed)
-    out, grid = Path(args.out or Path("sweeps") / args.name), parse_grid(args.grid or [])
+    grid = parse_grid(args.grid or [])
     count = count_jobs(cfg, grid, args.n_seeds)  # arithmetic: a huge request is refused before any config is built
     if count > MANY_JOBS and not args.yes:
         raise ConfigError(f"--yes: {estimate(args.name, count, args.workers, args.preset)}; add --yes to start them")
@@ -257,8 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--plugin",
         action="append",
         metavar="MODULE|FILE.py",
-        help="import a module or file that registers experiments (before the command; repeatable, one each; "
-        "also $INDUCTIONLAB_PLUGINS, separated by os.pathsep); see docs/own_experiment.md",
+        help="import a module or file that registers experiments (anywhere on the command line; repeatable, one "
+        "each; also $INDUCTIONLAB_PLUGINS, separated by os.pathsep); runs and sweeps record it, so that report and "
+        "--resume find it again; see docs/own_experiment.md",
     )
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="list experiments (or one experiment's keys or presets)")
@@ -276,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="RUN/config.json", help="start from a saved run's config (values on top)")
     run.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its saved config)")
     run.add_argument("--force", action="store_true", help="replace the run in --out")
+    run.add_argument(
+        "--keep-checkpoints", action="store_true", help="also keep checkpoints/MODEL/step-STEP.pt per evaluation"
+    )
     threads_option(run)
     run.add_argument(
         "--log.tensorboard", dest="log_tensorboard", metavar="DIR", help="also log evaluations to TensorBoard"
@@ -297,48 +309,31 @@ def build_parser() -> argparse.ArgumentParser:
     executor_options(rr)
     rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
-    wa = sub.add_parser("watch", help="induction heads across a transformers Trainer's checkpoint-* folders")
-    wa.add_argument("dir", help="the Trainer's output_dir (e.g. RUN/hf of an hf-induction run)")
+    wa = sub.add_parser("watch", help="induction heads across a series of checkpoints (docs/monitor.md)")
+    wa.add_argument("dir", help="a Trainer's output_dir, save_pretrained folders, TL state dicts or a kept run")
     wa.add_argument("--every", type=int, default=1, metavar="N", help="only checkpoints whose step is a multiple of N")
+    wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
+    wa.add_argument("--run", type=int, default=0, help="a kept run's row of the run axis (default 0)")
     return p
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """Measure the checkpoints of a Trainer output directory, or of each seed's under it (an hf-induction run of
-    several seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
-    from inductionlab.monitor.watch import phase_line, trainer_dirs, watch
+    """Measure a series of checkpoints, or a Trainer's under each seed's folder (an hf-induction run of several
+    seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
+    from inductionlab.monitor.phase import phase_line
+    from inductionlab.monitor.watch import trainer_dirs, watch
 
     dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
     for directory in dirs:
-        monitor, paths = watch(directory, every=args.every)
+        monitor, paths = watch(directory, every=args.every, name=args.name, run=args.run)
         print(("" if len(dirs) == 1 else f"{directory.name}: ") + phase_line(monitor.phase()))
         for path in paths:
             print(f"wrote {path}")
     return 0
 
 
-def _take_plugins(argv: list[str]) -> list[str]:
-    """Take the leading ``--plugin SPEC`` options off ``argv`` (repeatable: one module or .py file each, never split)
-    for this process and its workers to import (:func:`inductionlab.experiments.add_plugin_args`)."""
-    specs = []
-    while argv and (argv[0] == "--plugin" or argv[0].startswith("--plugin=")):
-        if argv[0] == "--plugin":
-            if len(argv) < 2 or not argv[1]:
-                raise ConfigError("--plugin: expected a module name or a .py file")
-            specs.append(argv[1])
-            argv = argv[2:]
-        else:
-            specs.append(argv[0].split("=", 1)[1])
-            argv = argv[1:]
-    if specs:
-        from inductionlab.experiments import add_plugin_args
-
-        add_plugin_args(specs)
-    return argv
-
-
 def _dispatch(argv: list[str]) -> int:
-    argv = _take_plugins(argv)
+    argv = take_plugins(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     if command in ("run", "sweep"):
         valued, flags = (RUN_VALUED, RUN_FLAGS) if command == "run" else (SWEEP_VALUED, SWEEP_FLAGS)

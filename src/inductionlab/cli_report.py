@@ -132,10 +132,13 @@ def _print_claims(out: Path) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Re-make the figures of a run, the table of a sweep (a plug-in's experiment found through the plug-in its
+    config.json or sweep.json recorded) or the report of a reproduce directory."""
     from inductionlab import experiments
+    from inductionlab.cli_plugins import recorded_experiment
     from inductionlab.reproduce import is_reproduce
     from inductionlab.runner import RunDirError, saved_config
-    from inductionlab.runs import check_free, load_results
+    from inductionlab.runs import CONFIG, SWEEP_INFO, check_free, load_results
     from inductionlab.sweep_report import is_sweep, write_report
 
     run_dir = Path(args.dir)
@@ -143,13 +146,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     if is_reproduce(run_dir):
         return _print_claims(run_dir)
     if is_sweep(run_dir):
+        recorded_experiment(run_dir / SWEEP_INFO)
         for path in write_report(run_dir):
             print(f"wrote:   {path}")
         return 0
     saved = saved_config(run_dir) if run_dir.is_dir() else None
     if saved is None:
         raise RunDirError(f"{run_dir}: no config.json — not a run directory")
-    exp = experiments.get(saved["experiment"])
+    exp = experiments.recorded(saved["experiment"], saved.get("plugins"), run_dir / CONFIG)
     results = load_results(run_dir)
     try:
         exp.plot(results, run_dir)

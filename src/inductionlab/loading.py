@@ -1,10 +1,9 @@
 """Models out of runs (docs/models.md): :func:`load_model` rebuilds a trained model from a finished run directory,
 :func:`to_hooked_transformer` exports a general-transformer run to TransformerLens with its tokenizer.
 
-A run keeps its models in ``checkpoints/*.pt`` (one per training run of the experiment: ``ckpt.pt``, or one per
-:meth:`~inductionlab.runs.RunContext.child` name), each with the final state of its trainer: the parameters and,
-since the trainers record it, what they are (``{"family": ..., "config": ...}``; the SCB trainers' ``V`` and
-``A`` / ``W`` say it themselves).  A text run also keeps its tokenizer (``vocab.json`` or ``tokenizer.json``).
+A run keeps its models in ``checkpoints/*.pt`` (``ckpt.pt``, or one per :meth:`~inductionlab.runs.RunContext.child`
+name), each with its trainer's final state: the parameters and what they are (``{"family": ..., "config": ...}``;
+the SCB trainers' ``V`` and ``A`` / ``W`` say it themselves).  A text run also keeps its tokenizer (``vocab.json`` or ``tokenizer.json``).
 
 The families, what the loaded model takes and gives (B a batch, L positions; one run, no run axis):
 
@@ -35,7 +34,7 @@ from inductionlab.analysis import tl_export
 from inductionlab.config import ConfigError, differences, require
 from inductionlab.models import chen, highdim, linear, toy
 from inductionlab.models import transformer as tf
-from inductionlab.runs import CONFIG, SUMMARY
+from inductionlab.runs import CONFIG, SUMMARY, RunContext, config_values
 from inductionlab.tasks.text import TOKENIZER_FILES, BPETokenizer, TextTokenizer, WordTokenizer
 from inductionlab.train.autograd import pack
 
@@ -195,8 +194,11 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
     return config
 
 
+MAIN = RunContext.name  # the checkpoint of the model trained on the run's own context: its main model
+
+
 def _checkpoint(run_dir: Path, experiment: str, name: str | None) -> Path:
-    """The checkpoint of the model ``name`` (None: the run's only one)."""
+    """The checkpoint of the model ``name`` (None: the run's only one, else its main one, :data:`MAIN`)."""
     files = sorted((run_dir / "checkpoints").glob("*.pt"))
     names = [p.stem for p in files]
     if not files:
@@ -207,15 +209,17 @@ def _checkpoint(run_dir: Path, experiment: str, name: str | None) -> Path:
             + f"); load_model loads runs of {', '.join(trains)}"
         )
     if name is None:
-        require(len(files) == 1, "name", f"{run_dir} holds {len(files)} models; choose one of {', '.join(names)}")
-        return files[0]
+        several = f"{run_dir} holds {len(files)} models; choose one of {', '.join(names)}"
+        several += f" (none is checkpoints/{MAIN}.pt, a main model)"
+        require(len(files) == 1 or MAIN in names, "name", several)
+        return files[0] if len(files) == 1 else files[names.index(MAIN)]
     require(name in names, "name", f"{run_dir} holds the models {', '.join(names)}, not {name!r}")
     return files[names.index(name)]
 
 
-def _read_checkpoint(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+def _read_checkpoint(path: Path, config: dict[str, Any], kept: bool = False) -> dict[str, Any]:
     """The checked state of a checkpoint: readable, written by this toolkit's trainer, for the run's own config
-    (config.json), and finished."""
+    (config.json), and finished (unless ``kept``: one kept at an evaluation during training)."""
     try:
         ck = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001 - any failure to read means the file is damaged or not a checkpoint
@@ -231,7 +235,7 @@ def _read_checkpoint(path: Path, config: dict[str, Any]) -> dict[str, Any]:
             "'stepper'); put back the run's own checkpoint, or re-run the experiment (--force)",
             path,
         )
-    saved, wanted = ck.get("config"), {k: v for k, v in config.items() if k != "experiment"}
+    saved, wanted = ck.get("config"), config_values(config)
     if isinstance(saved, dict) and _plain(saved) != _plain(wanted):
         diff = "; ".join(differences(_plain(saved), _plain(wanted))[:4])
         raise RunFileError(
@@ -239,7 +243,7 @@ def _read_checkpoint(path: Path, config: dict[str, Any]) -> dict[str, Any]:
             "the run's own checkpoint, or re-run the experiment (--force)",
             path,
         )
-    require(ck["done"], "name", f"{path} is not a finished model (its run stopped early); resume the run")
+    require(kept or ck["done"], "name", f"{path} is not a finished model (its run stopped early); resume the run")
     return ck
 
 
@@ -330,10 +334,21 @@ def _family(state: dict, path: Path) -> tuple[str, Any, dict[str, torch.Tensor]]
     return family, record["config"], {"theta": theta}
 
 
-def load_model(run_dir: str | Path, run: int = 0, name: str | None = None) -> LoadedModel:
-    """The trained model ``name`` (its checkpoint's name; needed when the run trained several) of the finished run
-    in ``run_dir``, for its run ``run`` (the row of the run axis: a seed, a setting); see :class:`LoadedModel` and
-    docs/models.md::
+def kept_steps(run_dir: str | Path, name: str | None = None) -> tuple[str, list[int]]:
+    """The model ``name`` (default: as :func:`load_model` chooses) of the finished run in ``run_dir`` and the steps
+    at which it kept a checkpoint (``--keep-checkpoints``, docs/models.md#checkpoints-over-time), in order."""
+    run_dir = Path(run_dir)
+    path = _checkpoint(run_dir, _run_config(run_dir)["experiment"], name)
+    return path.stem, sorted(int(p.stem.removeprefix("step-")) for p in path.with_suffix("").glob("step-*.pt"))
+
+
+def load_model(run_dir: str | Path, run: int = 0, name: str | None = None, step: int | None = None) -> LoadedModel:
+    """The trained model ``name`` (its checkpoint's name) of the finished run in ``run_dir``, for its run ``run``
+    (the row of the run axis: a seed, a setting); see :class:`LoadedModel` and docs/models.md#main-model.  Without
+    ``name``: the run's only model, else its main model, the one trained on the run's own context
+    (``checkpoints/ckpt.pt``, not a :meth:`~inductionlab.runs.RunContext.child`'s variant: lazy-to-rich's default
+    protocol, not its ``literal`` one); a run of several models without a main one needs ``name``.  ``step``: the
+    model at that training step of a run kept with ``--keep-checkpoints`` (docs/models.md#checkpoints-over-time)::
 
         model = load_model("runs/wikitext")
         logits = model(torch.tensor([model.tokenizer.encode("the cat sat")]))  # (1, 3, V)
@@ -341,14 +356,17 @@ def load_model(run_dir: str | Path, run: int = 0, name: str | None = None) -> Lo
     run_dir = Path(run_dir)
     config = _run_config(run_dir)
     path = _checkpoint(run_dir, config["experiment"], name)
-    family, cfg, params = _model_of(_read_checkpoint(path, config), path)
+    model = path.stem
+    if step is not None:
+        steps = kept_steps(run_dir, model)[1]  # the message shows the first few
+        require(step in steps, "step", f"{model} of {run_dir} kept no checkpoint at step {step!r} (kept: {steps[:8]})")
+        path = path.with_suffix("") / f"step-{step:09d}.pt"
+    family, cfg, params = _model_of(_read_checkpoint(path, config, kept=step is not None), path)
     S = next(iter(params.values())).shape[0]
-    require(
-        isinstance(run, int) and 0 <= run < S, "run", f"must lie in 0..{S - 1} (the runs of {path.stem}), got {run}"
-    )
+    require(isinstance(run, int) and 0 <= run < S, "run", f"must lie in 0..{S - 1} (the runs of {model}), got {run}")
     one = {k: v[run : run + 1].detach().clone() for k, v in params.items()}
     tokenizer = _tokenizer(run_dir, config, cfg.vocab) if family == "transformer" else None
-    return LoadedModel(config["experiment"], family, path.stem, cfg, one, run, path, config, tokenizer)
+    return LoadedModel(config["experiment"], family, model, cfg, one, run, path, config, tokenizer)
 
 
 def to_hooked_transformer(
@@ -363,8 +381,7 @@ def to_hooked_transformer(
     ``to_tokens("...")`` works (docs/models.md, docs/conventions.md#mech): give a run directory (with ``run`` and
     ``name`` as in :func:`load_model`), a :class:`LoadedModel`, or a config and its parameters (S, ...) as
     :func:`inductionlab.analysis.tl_export.to_hooked_transformer` takes them.  A text run's tokenizer is the one it
-    saved; a run on synthetic tokens gets one whose words are the ids ``"0" … "V−1"`` separated by spaces.  No BOS
-    token is prepended (the models here were trained without one)."""
+    saved; a synthetic run's words are the ids ``"0" … "V−1"``.  No BOS token (the models were trained without one)."""
     if isinstance(run_dir_or_cfg, tf.TransformerConfig):
         if params is None:
             raise ConfigError("params: give the parameters with a TransformerConfig")

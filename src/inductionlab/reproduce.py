@@ -40,6 +40,7 @@ from inductionlab.runs import (
     REPRODUCE_INFO,
     SUMMARY,
     check_free,
+    config_values,
     lock_dir,
     other_kind,
     versions,
@@ -153,7 +154,7 @@ def _place(jobs: list[Job], out: Path) -> list[Job]:
     for job in jobs:
         run_dir = Path(job.dir)
         saved = saved_config(run_dir)
-        if saved is not None and {k: v for k, v in saved.items() if k != "experiment"} != job.config:
+        if saved is not None and config_values(saved) != job.config:
             if run_dir.name in ours:
                 log.info("%s holds an earlier run of this reproduce with another config; replacing it", run_dir)
                 with lock_dir(run_dir):

@@ -3,12 +3,15 @@ write config.json, run, add wall time and versions to the summary, save the tabl
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,10 @@ from inductionlab.runs import (
     CONFIG,
     LOCK,
     SUMMARY,
+    WALL,
     Results,
     RunContext,
+    config_values,
     lock_dir,
     never_reached,
     other_kind,
@@ -29,6 +34,8 @@ from inductionlab.runs import (
     versions,
     write_json,
 )
+
+log = logging.getLogger(__name__)
 
 
 class NaNResultsError(RuntimeError):
@@ -40,7 +47,7 @@ class RunDirError(RuntimeError):
 
 
 OURS = (
-    *("config.json", "summary.json", "vocab.json", "tokenizer.json"),  # the last two: a text run's tokenizer
+    *("config.json", "summary.json", WALL, "vocab.json", "tokenizer.json"),  # the last two: a text run's tokenizer
     "hf",  # a transformers Trainer's checkpoint-* folders (hf-induction)
     *("*.parquet", "*.png", "*.md", "*.csv", "*.pt", "checkpoints", ".*.tmp", LOCK),
 )
@@ -95,6 +102,7 @@ def run_experiment(
     progress: bool = False,
     threads: int | None = None,
     hooks: tuple = (),
+    keep_checkpoints: bool = False,
 ) -> Path:
     """Run experiment ``name`` with the resolved config ``cfg`` into ``out_dir``; return the directory.
 
@@ -102,12 +110,14 @@ def run_experiment(
     first check to its last write, so a second run, ``--resume`` or ``--force`` aimed at it fails at once, naming
     the PID.  Writes config.json first, then the tables and the figures, and summary.json (with wall_seconds,
     versions, config_hash) last: a run is finished when its summary exists, so a failure before that leaves it
-    for ``--resume`` to complete.  ``resume`` continues an interrupted run (the same config required; a finished
-    run is left as it is); ``force`` first removes what an earlier run left there (only files this toolkit
-    writes).  A run that fails before it writes its first checkpoint (at any step, figures included) leaves
+    for ``--resume`` to complete (its wall time then adds up over the segments: :func:`_segment`).  A plug-in's
+    experiment records its plug-in in config.json (:func:`inductionlab.experiments.plugin_record`).  ``resume``
+    continues an interrupted run (the same config required; a finished run is left as it is); ``force`` first
+    removes what an earlier run left there (only files this toolkit writes).  A run that fails before it writes its first checkpoint (at any step, figures included) leaves
     nothing behind, so the corrected command just works.  ``hooks`` reach every training loop of the run
     (:class:`inductionlab.train.loop.Hook`).  ``threads``: the run's torch threads (:func:`thread_budget`, which
     also reads the environment when it is None), recorded in summary.json with where the number came from.
+    ``keep_checkpoints``: every trainer also keeps a checkpoint at each evaluation (docs/models.md#checkpoints-over-time).
     """
     n_threads, threads_from = thread_budget(threads)
     exp = experiments.get(name)
@@ -125,12 +135,15 @@ def run_experiment(
             clear(out)
         _remove_temporaries(out)
         fresh = not (out / CONFIG).exists()
-        write_json(out / CONFIG, {"experiment": name, **to_dict(cfg)})
-        ctx = context(cfg, out, resume=resume, progress=progress, threads=n_threads, hooks=tuple(hooks))
+        write_json(out / CONFIG, {"experiment": name, **to_dict(cfg), **experiments.plugin_record(name)})
+        settings = {"resume": resume, "progress": progress, "threads": n_threads, "keep_checkpoints": keep_checkpoints}
+        ctx = context(cfg, out, hooks=tuple(hooks), **settings)
         before = torch.get_num_threads()
         try:
             torch.set_num_threads(n_threads)
-            _run_and_save(exp, name, cfg, out, ctx, {"threads": n_threads, "threads_from": threads_from})
+            with _segment(out, fresh) as earlier:
+                used = {"threads": n_threads, "threads_from": threads_from}
+                _run_and_save(exp, name, cfg, out, ctx, used, earlier)
         except BaseException:
             if fresh and not any((out / "checkpoints").glob("*.pt")):
                 clear(out)  # nothing to resume: leave no unfinished run behind
@@ -152,8 +165,12 @@ def context(cfg: Any, run_dir: Path | None = None, **settings: Any) -> RunContex
     )
 
 
-def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext, threads: dict[str, Any]) -> None:
-    """Run, then write the tables, check them, draw the figures and write the summary, last."""
+def _run_and_save(
+    exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext, threads: dict[str, Any], earlier: list[float]
+) -> None:
+    """Run, then write the tables, check them, draw the figures and write the summary, last; ``earlier``: the
+    seconds of the run's earlier segments (an interrupted run resumed), which its wall time adds up with this one's
+    (``wall_seconds``; ``wall_seconds_segments`` lists them, in a resumed run's summary only)."""
     start = time.perf_counter()
     with timing.record() as parts:
         results = exp.run(cfg, ctx)
@@ -166,7 +183,8 @@ def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext, thr
     results.summary = {
         "experiment": name,
         **results.summary,
-        "wall_seconds": wall,
+        "wall_seconds": sum([*earlier, wall]),
+        **({"wall_seconds_segments": [*earlier, wall]} if earlier else {}),  # resumed: the first run's, each resume's
         **threads,
         "profile": {k: round(v, 3) for k, v in parts.items()},  # seconds (docs/conventions.md#profile)
         "config_hash": config_hash(cfg),
@@ -174,6 +192,42 @@ def _run_and_save(exp: Any, name: str, cfg: Any, out: Path, ctx: RunContext, thr
         "not_reached": never_reached(results.summary),  # null there means never reached, not unmeasured
     }
     write_json(out / SUMMARY, results.summary)  # last: the mark of a finished run
+
+
+@contextlib.contextmanager
+def _segment(out: Path, fresh: bool) -> Iterator[list[float]]:
+    """Time one segment of a run (its first run, or one ``--resume``) in wall.json, so that summary.json's
+    ``wall_seconds`` counts every segment; yields the earlier segments' seconds.  A segment that ends with an error
+    or Ctrl-C records its own seconds; one killed (SIGKILL) counts up to its last checkpoint, the last time it
+    surely ran.  The finished run's summary holds them all, so wall.json is then removed."""
+    earlier = [] if fresh else _earlier_segments(out)
+    started = time.time()
+    write_json(out / WALL, {"segments": earlier, "running_since": started})
+    try:
+        yield earlier
+    except BaseException:
+        with contextlib.suppress(OSError):  # a full disk: the error that stopped the run is the one to report
+            write_json(out / WALL, {"segments": [*earlier, time.time() - started], "running_since": None})
+        raise
+    (out / WALL).unlink(missing_ok=True)
+
+
+def _earlier_segments(out: Path) -> list[float]:
+    """The seconds of the segments wall.json records (none: a run stopped before it wrote one); a segment still
+    ``running_since`` a time was killed, and is closed at its last checkpoint's time (0 s without one)."""
+    try:
+        saved = json.loads((out / WALL).read_text())
+        segments = [float(s) for s in saved["segments"]]
+        since = None if saved["running_since"] is None else float(saved["running_since"])
+    except FileNotFoundError:
+        return []
+    except (ValueError, TypeError, KeyError, OSError) as err:
+        log.warning("%s is damaged (%s): the wall time counts from this segment on", out / WALL, err)
+        return []
+    if since is not None:
+        written = [p.stat().st_mtime for p in (out / "checkpoints").glob("*.pt")]
+        segments.append(max([since, *written]) - since)
+    return segments
 
 
 MEASURES = re.compile(r"loss|score|kl|dist|error|acc", re.I)  # columns and keys that measure the run
@@ -250,10 +304,10 @@ def _check_run_dir(out: Path, name: str, config: dict, resume: bool, force: bool
     saved = saved_config(out)
     if saved is None or force:
         return
-    if saved.pop("experiment") != name:
+    if saved["experiment"] != name:
         raise RunDirError(f"{out} holds a run of another experiment. Use another --out, or --force to replace it.")
     if resume:
-        diff = differences(saved, config)
+        diff = differences(config_values(saved), config)
         if diff:
             raise RunDirError(
                 f"{out}: --resume needs the saved run's config; these values differ:\n  "

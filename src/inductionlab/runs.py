@@ -3,13 +3,16 @@ experiment into one is :mod:`inductionlab.runner`).
 
 Layout of a run directory::
 
-    config.json        the resolved config (every field, after presets and overrides)
+    config.json        the resolved config (every field, after presets and overrides), under the experiment's
+                       name; a plug-in's experiment also records its plug-in (``plugins``: :data:`META`)
     metrics.parquet    training curves, long format: one row per (run, stage, eval step) — columns
                        run, seed, stage, step, t (= lr × step within the stage), loss, loss_G4,
                        loss_IH2, p_tilde, p, w_V1, w_V2, w_Q, w_K, w_KQ
     <name>.parquet     further tables of the experiment (e.g. gf.parquet, results.parquet)
     summary.json       headline numbers (phase times, final parameters, wall_seconds, versions); written
-                       last, it marks a finished run
+                       last, it marks a finished run.  ``wall_seconds`` is the run's time over all its segments
+                       (the first run and each ``--resume``); a resumed run's ``wall_seconds_segments`` lists them
+    wall.json          an unfinished run's segments so far (removed when the run finishes)
     *.png              figures (re-made from the saved tables by ``inductionlab report DIR``)
     checkpoints/       ckpt.pt (and one file per further training run of the experiment): resumable
                        with ``--resume``
@@ -39,7 +42,10 @@ from typing import Any
 import pandas as pd
 import torch
 
-CONFIG, SUMMARY = "config.json", "summary.json"
+CONFIG, SUMMARY, WALL = "config.json", "summary.json", "wall.json"
+# config.json's keys that are no config values: the experiment's name and, for a plug-in's experiment, the plug-in
+# that registers it ([{"spec": as given, "resolved": module or absolute .py path}], docs/own_experiment.md#travel)
+META = ("experiment", "plugins")
 SWEEP_INFO, REPRODUCE_INFO = "sweep.json", "reproduce.json"  # what marks a sweep's and a reproduce's directory
 KINDS = {CONFIG: "a run", SWEEP_INFO: "a sweep", REPRODUCE_INFO: "a reproduce run"}
 
@@ -51,6 +57,11 @@ def other_kind(path: Path, own: str) -> str:
         if mark != own and (Path(path) / mark).exists():
             return f"{what} ({mark})"
     return ""
+
+
+def config_values(saved: dict[str, Any]) -> dict[str, Any]:
+    """The config values of a saved config.json (a dict): every key but :data:`META`'s."""
+    return {k: v for k, v in saved.items() if k not in META}
 
 
 def _umask() -> int:
@@ -314,10 +325,17 @@ class RunContext:
     device: str = "cpu"
     fingerprint: str = ""  # the run's config hash: a checkpoint of another config is refused on resume
     config: dict | None = None  # the run's config (nested dict), to name what differs from a foreign checkpoint
+    keep_checkpoints: bool = False  # also keep checkpoints/<name>/step-<step>.pt at every evaluation
 
     @property
     def checkpoint(self) -> Path | None:
         return None if self.run_dir is None else Path(self.run_dir) / "checkpoints" / f"{self.name}.pt"
+
+    def kept(self, step: int) -> Path | None:
+        """Where the checkpoint kept at (global) training step ``step`` goes, with ``keep_checkpoints``
+        (docs/models.md#checkpoints-over-time); None without it or without a run directory."""
+        path = self.checkpoint
+        return path.with_suffix("") / f"step-{step:09d}.pt" if path is not None and self.keep_checkpoints else None
 
     def child(self, name: str | None = None, **changes: Any) -> RunContext:
         """The same context with the checkpoint ``checkpoints/<name>.pt`` (and any other field changed)."""

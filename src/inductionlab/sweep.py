@@ -175,7 +175,7 @@ def run_sweep(
     if on_plan is not None:
         on_plan([j for j in jobs if j.hash not in _done(out)])
     with lock_dir(out):  # one sweep process writes the manifest; each job locks its own run directory
-        write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid)})
+        write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid), **experiments.plugin_record(name)})
         try:
             failed = execute(jobs, out, workers, executor, slurm, progress, threads=threads)
         except KeyboardInterrupt:  # Ctrl-C: say how to go on

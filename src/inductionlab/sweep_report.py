@@ -2,7 +2,8 @@
 (:func:`estimate`); afterwards, for ``inductionlab report SWEEP_DIR``, ``sweep_table.md`` and ``sweep_table.csv``
 (mean and standard deviation over seeds of each summary number, one row per grid point) and one figure per grid key
 (``sweep_<key>.png``: each headline number against that key, mean ± one standard deviation over seeds, the
-other grid keys as colours, axes with units).  Where the theory predicts a power law for a grid key and a number
+other grid keys as colours, axes with units).  A grid key or a number that takes one value across the sweep gets no
+figure or panel of its own: the table's caption and the figures' subtitle name it with its value.  Where the theory predicts a power law for a grid key and a number
 (:mod:`inductionlab.theory.laws`, e.g. the plateau of Wang et al. Thm 5.5 against L), its panel is log-log and
 overlays the law, scaled by a fitted constant, and a least-squares fit with its exponent ± standard error."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +31,15 @@ MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs tha
 
 
 def estimate(name: str, jobs: int, workers: int, preset: str | None = None) -> str:
-    """``12 jobs on 2 workers: about 9 min (...)``: jobs ÷ workers × the experiment's ``WALL`` (its default
+    """``12 jobs on 2 workers: about 9 min (...)``: jobs ÷ workers × the experiment's ``wall`` field (its default
     preset's time on 2 cores), the basis stated in brackets."""
     wall = experiments.get(name).wall
     head = f"{jobs} job{'s' * (jobs != 1)} on {workers} worker{'s' * (workers != 1)}"
     found = re.search(r"([\d.]+)\s*(s|min|h)\b", wall)
     if found is None:
-        return f"{head} (no wall-time estimate: {name} declares no WALL)"
+        return (
+            f"{head} (no wall-time estimate: {name}'s wall field {f'gives no time: {wall!r}' if wall else 'is empty'})"
+        )
     seconds = math.ceil(jobs / workers) * float(found[1]) * {"s": 1, "min": 60, "h": 3600}[found[2]]
     total = (
         f"{seconds:.0f} s"
@@ -45,7 +49,7 @@ def estimate(name: str, jobs: int, workers: int, preset: str | None = None) -> s
         else f"{seconds / 3600:.1f} h"
     )
     smaller = f"; --preset {preset} may take less" if preset else ""
-    return f"{head}: about {total} ({wall} a job, {name}'s WALL: its default preset on 2 cores{smaller})"
+    return f"{head}: about {total} ({wall} a job, {name}'s wall: its default preset on 2 cores{smaller})"
 
 
 def sweep_info(out: Path) -> dict:
@@ -106,23 +110,43 @@ def write_report(out: Path) -> list[Path]:
         if grid
         else table[metrics].agg(["mean", "std"]).T.stack().to_frame().T
     )
-    summary.columns = [f"{m} {stat}" for m, stat in summary.columns]
+    summary.columns = [f"{m} {stat}" for m, stat in summary.columns]  # every number, a constant one too
     summary.insert(0, "seeds", table.groupby(grid).seed.count() if grid else len(table))
     summary = summary.reset_index() if grid else summary
     summary.to_csv(out / "sweep_table.csv", index=False)
-    (out / "sweep_table.md").write_text(_markdown(summary, info["experiment"]))
+    fixed = constants(table, grid + metrics)
+    (out / "sweep_table.md").write_text(_markdown(summary, info["experiment"], fixed))
     paths = [out / "sweep_table.md", out / "sweep_table.csv"]
-    for key in grid:
-        paths.append(_figure(table, key, [k for k in grid if k != key], metrics, out, info["experiment"]))
+    varied, shown = [k for k in grid if k not in fixed], [m for m in metrics if m not in fixed]
+    for key in varied if shown else []:
+        others = [k for k in varied if k != key]
+        paths.append(_figure(table, key, others, shown, out, info["experiment"], fixed))
     return paths
 
 
-def _markdown(summary: pd.DataFrame, experiment: str) -> str:
+def constants(table: pd.DataFrame, columns: list[str]) -> dict[str, object]:
+    """The columns that take one value in every row of ``table`` (NaN: a number no run reached), with that value."""
+    return {c: table[c].iloc[0] for c in columns if len(table) and table[c].nunique(dropna=False) == 1}
+
+
+def _constant_note(fixed: dict[str, object]) -> str:
+    """``constant across the sweep: task.L = 8, T_50 not reached``, or "" when nothing is constant."""
+    items = [f"{k} not reached" if _missing(v) else f"{k} = {_cell('', v)}" for k, v in fixed.items()]
+    return f"constant across the sweep: {', '.join(items)}" if items else ""
+
+
+def _missing(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _markdown(summary: pd.DataFrame, experiment: str, fixed: dict[str, object]) -> str:
     cols = list(summary.columns)
+    note = _constant_note(fixed)
     lines = [
         f"# Sweep of {experiment}",
         "",
         "Mean and standard deviation over seeds; a mean that reads *not reached*: no seed got there at this size.",
+        *([f"{note[0].upper()}{note[1:]}; the figures have no panel for these."] if note else []),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),
@@ -134,7 +158,7 @@ def _markdown(summary: pd.DataFrame, experiment: str) -> str:
 
 def _cell(column: str, value) -> str:
     """A table cell: a mean no seed reached reads "not reached", a spread of one seed "–"."""
-    if isinstance(value, float) and math.isnan(value):
+    if _missing(value):
         return "not reached" if column.endswith(" mean") else "–"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
@@ -165,9 +189,12 @@ def axis_label(name: str, experiment: str) -> str:
     return f"{name} ({unit})" if unit else name
 
 
-def _figure(table: pd.DataFrame, key: str, others: list[str], metrics: list[str], out: Path, experiment: str) -> Path:
+def _figure(
+    table: pd.DataFrame, key: str, others: list[str], metrics: list[str], out: Path, experiment: str, fixed: dict
+) -> Path:
     """Each metric against ``key``, one colour per combination of the ``others``; where :mod:`inductionlab.theory.laws`
-    has a law for (key, metric), log-log axes with the law (dashed) and the fitted power law (dotted)."""
+    has a law for (key, metric), log-log axes with the law (dashed) and the fitted power law (dotted).  ``fixed``:
+    the grid keys and numbers constant across the sweep, named in the subtitle (:func:`constants`)."""
     ncols = min(3, len(metrics))
     nrows = -(-len(metrics) // ncols)
     fig, axes = plots.subplots(ncols, nrows, width=4.4, height=3.4)
@@ -181,9 +208,6 @@ def _figure(table: pd.DataFrame, key: str, others: list[str], metrics: list[str]
         ax.set(
             xlabel=axis_label(key, experiment), ylabel=axis_label(metric, experiment), title=f"{metric} against {key}"
         )
-        if table[metric].isna().all():
-            ax.text(0.5, 0.5, NOT_REACHED, ha="center", va="center", transform=ax.transAxes)
-            continue
         for colour, (label, g) in zip(colours, groups):
             by_seed = g.pivot_table(index="seed", columns=key, values=metric, aggfunc="mean").reindex(columns=levels)
             name = ", ".join(f"{k}={v}" for k, v in zip(others, label if isinstance(label, tuple) else (label,)))
@@ -193,18 +217,19 @@ def _figure(table: pd.DataFrame, key: str, others: list[str], metrics: list[str]
         missing = int(table[metric].isna().sum())
         if missing:
             ax.text(0.98, 0.02, f"not reached in {missing} of {len(table)} runs", **NOTE, transform=ax.transAxes)
-        if not numeric:
-            ax.set_xticks(x, [str(v) for v in levels])
+        if not numeric or (len(levels) <= 8 and metric not in laws):  # a tick at each value of the grid
+            ax.set_xticks(x, [f"{v:g}" if numeric else str(v) for v in levels])
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6)
     for ax in axes[len(metrics) :]:
         ax.set_visible(False)
-    overlay = "; dashed: the theory's law (constant fitted), dotted: log-log least-squares fit" if laws else ""
-    fig.suptitle(f"{experiment}: mean ± 1 s.d. over seeds (seeds faint){overlay}")
+    drawn = any(m in laws for m in metrics)
+    overlay = "; dashed: the theory's law (constant fitted), dotted: log-log least-squares fit" if drawn else ""
+    lines = [f"{experiment}: mean ± 1 s.d. over seeds (seeds faint){overlay}", _constant_note(fixed)]
+    fig.suptitle("\n".join(textwrap.fill(t, width=50 * ncols) for t in lines if t))  # about the figure's width
     return plots.save(fig, out / f"sweep_{key.replace('.', '_')}.png")
 
 
-NOT_REACHED = "not reached at this size\n(no run got there: train longer)"
 NOTE = {"ha": "right", "va": "bottom", "fontsize": 7, "color": "#666666"}
 
 

@@ -60,30 +60,6 @@ def _gpt2(n_layer=1, n_head=1, n_embd=8, n_positions=16, vocab=10, impl="eager")
     return GPT2LMHeadModel(cfg)
 
 
-def test_the_transformerlens_export_and_the_toolkit_adapter_agree_and_equal_detect_head():
-    tl = pytest.importorskip("transformer_lens", reason="the tl extra is not installed: pip install -e '.[tl]'")
-    from transformer_lens import head_detector
-
-    from inductionlab.analysis.tl_export import to_hooked_transformer
-
-    cfg, params = _toolkit()
-    ours = Monitor(adapter_for((cfg, params), run=1), SMALL)
-    model = to_hooked_transformer(cfg, params, run=1)
-    assert isinstance(model, tl.HookedTransformer)
-    theirs = Monitor(model, SMALL)
-    assert torch.equal(ours.tokens, theirs.tokens) and ours.tokens.shape == (3, 12)
-    a, b = ours.measure(0), theirs.measure(0)
-    for key in ("loss_repeated", "loss_first", "best_induction"):
-        assert abs(a[key] - b[key]) < 1e-10, key
-    for name in ("previous_token", "duplicate_token", "induction", "prefix_matching"):
-        assert np.abs(_grid(ours.heads, name) - _grid(theirs.heads, name)).max() < 1e-10, name
-    sequences = [" ".join(str(int(t)) for t in row) for row in ours.tokens]  # the export's synthetic tokenizer
-    for name in H.HEAD_NAMES:
-        detected = head_detector.detect_head(model, sequences, f"{name}_head").numpy()  # mean over the sequences
-        assert np.abs(_grid(ours.heads, name) - detected).max() < 1e-12, name
-    assert model.training is True  # the adapter put the training flag back
-
-
 def _hand_pattern(tokens: torch.Tensor) -> torch.Tensor:
     """(B, 1, L, L) float64: the ideal induction head where a row has a target, uniform over keys 0..i elsewhere."""
     det = H.detection_pattern(tokens, "induction").double()

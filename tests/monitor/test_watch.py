@@ -5,7 +5,8 @@ import pytest
 
 from inductionlab.cli import main
 from inductionlab.config import ConfigError
-from inductionlab.monitor.watch import checkpoints, phase_line, watch
+from inductionlab.monitor.phase import phase_line
+from inductionlab.monitor.watch import checkpoints, watch
 
 transformers = pytest.importorskip("transformers")
 
@@ -58,6 +59,6 @@ def test_cli_watch_prints_the_phase_line_and_refuses_an_empty_directory(tmp_path
     (tmp_path / "empty").mkdir()
     assert main(["watch", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "no checkpoint-* folders" in err and len(err.splitlines()) == 1
+    assert "no checkpoints in" in err and len(err.splitlines()) == 1
     with pytest.raises(ConfigError, match="every"):
         watch(out, every=0)

@@ -116,3 +116,13 @@ def test_only_the_loop_checkpoints_catches_ctrl_c_or_stops_on_nan():
         used = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
         used |= {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)}
         assert not used & names, f"{path.relative_to(src)} uses {used & names}: leave that to train/loop.py"
+
+
+def test_the_progress_bar_says_what_it_trains():
+    """The run directory, the training within the run (its checkpoint's name, unless the default) and the trainer's
+    description (unless the default "train")."""
+    run = RunContext(Path("runs/lazy-to-rich"))
+    assert loop._label("train", run) == "lazy-to-rich"
+    assert loop._label("train", run.child("literal")) == "lazy-to-rich literal"
+    assert loop._label("H=8 D=8 seed 0", run.child("h8")) == "lazy-to-rich h8 H=8 D=8 seed 0"
+    assert loop._label("train", RunContext()) == "train"

@@ -8,6 +8,7 @@ several experiments share; no experiment imports another (``docs/architecture.md
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -28,6 +29,7 @@ from inductionlab.experiments import (
     approx_gihn,
     approx_ih2,
     approx_ihn,
+    fast_induction,
     heads_dims,
     hf_induction,
     interventions,
@@ -49,6 +51,7 @@ from inductionlab.experiments import (
     wikitext,
 )
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.runs import config_values
 
 BUILTIN: tuple[Experiment, ...] = (
     lazy_to_rich.EXPERIMENT,
@@ -78,6 +81,7 @@ BUILTIN: tuple[Experiment, ...] = (
             repeated_text,
             interventions,
             hf_induction,
+            fast_induction,
         )
     ),
 )
@@ -86,9 +90,11 @@ ENTRY_POINTS = "inductionlab.experiments"  # the entry-point group of experiment
 # Modules or .py files to import first, separated by os.pathsep only (":" on POSIX, ";" on Windows)
 PLUGINS_ENV = "INDUCTIONLAB_PLUGINS"
 PLUGIN_ARGS_ENV = "INDUCTIONLAB_PLUGIN_ARGS"  # the --plugin values, a JSON list (a path is never split)
+Plugin = dict[str, str]  # {"spec": as given, "resolved": a module name or an absolute .py path}
 _loaded: set[str] = set()
 _origin: dict[str, str] = {}  # experiment name → what registered it (a plug-in, or the file defining its run)
-_loading: list[str] = []  # the plug-ins being imported, innermost last
+_plugin_of: dict[str, Plugin] = {}  # experiment name → the plug-in whose import registered it
+_loading: list[tuple[str, Plugin | None]] = []  # the plug-ins being imported (what, plug-in), innermost last
 
 
 def register_experiment(experiment: Experiment, *, replace: bool = False) -> Experiment:
@@ -112,13 +118,17 @@ def register_experiment(experiment: Experiment, *, replace: bool = False) -> Exp
                 "(or pass replace=True)"
             )
     REGISTRY[name], _origin[name] = experiment, origin
+    _plugin_of.pop(name, None)
+    plugin = _loading[-1][1] if _loading else None
+    if plugin:
+        _plugin_of[name] = plugin
     return experiment
 
 
 def _origin_of(experiment: Experiment) -> str:
     """What registers ``experiment``: the plug-in being imported, else the file of the module defining its run."""
     if _loading:
-        return _loading[-1]
+        return _loading[-1][0]
     module = experiment.run.__module__
     file = getattr(sys.modules.get(module), "__file__", None)
     return f"file {Path(file).resolve()}" if file else f"module {module}"
@@ -136,25 +146,36 @@ def load_plugins() -> None:
         if key not in _loaded:
             _loaded.add(key)
             what = f"entry point {ep.name} = {ep.value}"
-            with _importing(what):
+            with _importing(what, None):
                 _register_object(_load(ep.load, what), what)
-    specs = [(s, PLUGINS_ENV) for s in os.environ.get(PLUGINS_ENV, "").split(os.pathsep)]
-    for spec, where in specs + [(s, "--plugin") for s in plugin_args()]:
-        if spec.strip() and _key(spec.strip()) not in _loaded:
-            _loaded.add(_key(spec.strip()))
-            import_plugin(spec.strip(), where)
+    specs = [s.strip() for s in os.environ.get(PLUGINS_ENV, "").split(os.pathsep) if s.strip()]
+    listed = [(_plugin(s), PLUGINS_ENV) for s in specs] + [(p, "--plugin") for p in plugin_args()]
+    for plugin, where in listed:
+        if _key(plugin["resolved"]) not in _loaded:
+            _loaded.add(_key(plugin["resolved"]))
+            import_plugin(plugin["resolved"], where, plugin)
 
 
-def plugin_args() -> list[str]:
-    """The ``--plugin`` values of this command (``$INDUCTIONLAB_PLUGIN_ARGS``, a JSON list of strings)."""
+def plugin_args() -> list[Plugin]:
+    """The ``--plugin`` values of this command (``$INDUCTIONLAB_PLUGIN_ARGS``, a JSON list: each ``{"spec": as
+    given, "resolved": module or absolute path}``, or one string, both at once)."""
     text = os.environ.get(PLUGIN_ARGS_ENV, "")
     try:
-        specs = json.loads(text) if text else []
+        items = json.loads(text) if text else []
     except json.JSONDecodeError:
-        specs = None
-    if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
+        items = None
+    plugins = [_plugin(i) if isinstance(i, str) else i for i in items] if isinstance(items, list) else None
+    if plugins is None or not all(_is_plugin(p) for p in plugins):
         raise ConfigError(f"${PLUGIN_ARGS_ENV}: expected a JSON list of modules or .py files, got {text!r}")
-    return specs
+    return plugins
+
+
+def _plugin(spec: str) -> Plugin:
+    return {"spec": spec, "resolved": _key(spec)}
+
+
+def _is_plugin(p: Any) -> bool:
+    return isinstance(p, dict) and set(p) == {"spec", "resolved"} and all(isinstance(v, str) and v for v in p.values())
 
 
 def add_plugin_args(specs: list[str]) -> None:
@@ -165,17 +186,22 @@ def add_plugin_args(specs: list[str]) -> None:
             raise ConfigError("--plugin: expected a module name or a .py file, got an empty value")
         if spec.endswith(".py") and not Path(spec).expanduser().is_file():
             raise ConfigError(f"--plugin {spec}: no such file (give a module name or a .py file)")
-    os.environ[PLUGIN_ARGS_ENV] = json.dumps([*plugin_args(), *(_key(s) for s in specs)])
+    _add_plugins([_plugin(s) for s in specs])
+
+
+def _add_plugins(plugins: list[Plugin]) -> None:
+    os.environ[PLUGIN_ARGS_ENV] = json.dumps([*plugin_args(), *plugins])
 
 
 def _key(spec: str) -> str:
     return str(Path(spec).expanduser().resolve()) if spec.endswith(".py") else spec
 
 
-def import_plugin(spec: str, where: str = PLUGINS_ENV) -> None:
+def import_plugin(spec: str, where: str = PLUGINS_ENV, plugin: Plugin | None = None) -> None:
     """Import the module ``spec`` (``mypkg.myexp``) or run the file ``spec`` (``path/to/myexp.py``) as a module,
     then register its ``EXPERIMENT`` if it defines one (it may also call :func:`register_experiment` itself);
-    ``where`` names the option or variable that listed it."""
+    ``where`` names the option or variable that listed it; ``plugin``, what the experiments it registers record as
+    their plug-in (:func:`plugin_record`; None: a worker importing the module of an experiment registered in Python)."""
     if spec.endswith(".py"):
         path = Path(spec).expanduser().resolve()
         if not path.is_file():
@@ -187,7 +213,7 @@ def import_plugin(spec: str, where: str = PLUGINS_ENV) -> None:
         module = importlib.util.module_from_spec(loader)
         what = f"plug-in file {spec}"
         sys.modules[module_name] = module
-        with _importing(what):
+        with _importing(what, plugin):
             try:
                 _load(lambda: loader.loader.exec_module(module), what)
             except ConfigError:
@@ -196,13 +222,13 @@ def import_plugin(spec: str, where: str = PLUGINS_ENV) -> None:
             _register_object(module, what)
     else:
         what = f"plug-in module {spec}"
-        with _importing(what):
+        with _importing(what, plugin):
             _register_object(_load(lambda: importlib.import_module(spec), what), what)
 
 
 @contextmanager
-def _importing(what: str) -> Iterator[None]:
-    _loading.append(what)
+def _importing(what: str, plugin: Plugin | None) -> Iterator[None]:
+    _loading.append((what, plugin))
     try:
         yield
     finally:
@@ -280,11 +306,48 @@ def all_experiments() -> dict[str, Experiment]:
 
 
 def get(name: str) -> Experiment:
-    """The experiment called ``name``; a clear error lists the known ones."""
+    """The experiment called ``name``; a clear error suggests the closest names and lists the known ones."""
     known = all_experiments()
     if name not in known:
-        raise ConfigError(f"experiment: unknown experiment {name!r}; known: {', '.join(sorted(known))}")
+        close = difflib.get_close_matches(name, list(known), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"experiment: unknown experiment {name!r}{hint} known: {', '.join(sorted(known))}")
     return known[name]
+
+
+def plugin_record(name: str) -> dict[str, list[Plugin]]:
+    """``{"plugins": [the plug-in that registers experiment name]}`` (``--plugin`` or ``$INDUCTIONLAB_PLUGINS``),
+    which a run's config.json and a sweep's sweep.json hold, so that ``report`` and ``--resume`` find it again
+    (docs/own_experiment.md#travel); ``{}`` for the toolkit's own, an entry point's and one registered in Python."""
+    get(name)
+    return {"plugins": [dict(_plugin_of[name])]} if name in _plugin_of else {}
+
+
+def recorded(name: str, plugins: Any, where: str | Path) -> Experiment:
+    """Experiment ``name`` of a saved run or sweep (``where``: its config.json or sweep.json), importing the
+    plug-ins it recorded (``plugins``, :func:`plugin_record`) when this process does not know it — as ``--plugin``
+    values, so that worker processes import them too.  A recorded plug-in that cannot be imported (its file moved,
+    its module gone) or no longer registers ``name`` is a :class:`ConfigError` naming it."""
+    if name in all_experiments():
+        return REGISTRY[name]
+    again = "; give the plug-in that registers it with --plugin MODULE|FILE.py (docs/own_experiment.md#travel)"
+    if not (isinstance(plugins, list) and plugins and all(_is_plugin(p) for p in plugins)):
+        raise ConfigError(f"{where}: experiment {name!r} is unknown here, and no plug-in is recorded for it{again}")
+    named = ", ".join(p["spec"] + (f" ({p['resolved']})" if p["spec"] != p["resolved"] else "") for p in plugins)
+    gone = [p["resolved"] for p in plugins if p["resolved"].endswith(".py") and not Path(p["resolved"]).is_file()]
+    if gone:
+        raise ConfigError(f"{where}: experiment {name!r} comes from the plug-in {named}; {gone[0]} is gone{again}")
+    try:
+        for plugin in plugins:
+            if _key(plugin["resolved"]) not in _loaded:
+                import_plugin(plugin["resolved"], "plug-in", plugin)
+                _loaded.add(_key(plugin["resolved"]))
+    except ConfigError as err:
+        raise ConfigError(f"{where}: experiment {name!r} comes from the plug-in {named}: {err}{again}") from None
+    if name not in REGISTRY:
+        raise ConfigError(f"{where}: the recorded plug-in {named} no longer registers experiment {name!r}{again}")
+    _add_plugins([dict(p) for p in plugins])
+    return REGISTRY[name]
 
 
 def configure(
@@ -307,7 +370,7 @@ def configure(
             raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.presets)}")
         cfg = override(cfg, exp.presets[preset], name)
     if file:
-        cfg = override(cfg, dotted({k: v for k, v in file.items() if k != "experiment"}), name)
+        cfg = override(cfg, dotted(config_values(file)), name)
     cfg = override(cfg, overrides, name)
     _check_distinct(cfg)
     return cfg

@@ -283,7 +283,8 @@ def _own_phase(metrics: pd.DataFrame, monitor_cfg: MonitorConfig, seconds: float
     where = heads.name.str.extract(r"induction_l(\d+)h(\d+)").astype(int)
     heads = heads.assign(layer=where[0], head=where[1])
     steps = metrics[["step", "monitor_loss_repeated"]].rename(columns={"monitor_loss_repeated": "loss_repeated"})
-    phase = phase_change(heads, steps, monitor_cfg.every, monitor_cfg.threshold)
+    m = monitor_cfg
+    phase = phase_change(heads, steps, m.every, m.threshold, m.min_loss_drop, m.min_rise)
     out = phase_summary(phase, seconds)
     gain = float(metrics.loss_other.iloc[-1] - metrics.loss_repeated.iloc[-1])  # on repeated validation text
     return {"t_induction_half": out.pop("phase_step"), **out, "final_text_copy_gain": gain}

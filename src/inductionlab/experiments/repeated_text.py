@@ -53,6 +53,7 @@ from inductionlab.experiments.text_common import (
     use_bf16,
 )
 from inductionlab.models import transformer as tf
+from inductionlab.monitor.core import MonitorConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import TextConfig
@@ -60,6 +61,7 @@ from inductionlab.train.autograd import TrainConfig
 
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop
 MIN_ABLATION_COST = 0.01  # nats: below this an ablation changes nothing measurable (float32 noise is ~1e-6)
+INDUCTION_THRESHOLD = MonitorConfig.threshold  # a head is an induction head once its score reaches this
 
 
 CONFIG = Config(
@@ -249,7 +251,11 @@ def _smaller_over_larger(cost: dict[str, float]) -> float:
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
     mean, s = results.tables["metrics"].groupby("step").mean(numeric_only=True), results.summary
-    fig, (ax, bx, cx) = plots.subplots(3, width=4.3, height=3.4)
+    # taller than the house 3.4 in, with room between the panels: the middle one has a y label on each side (the third's
+    # left label sits next to its right one) and up to three rows of legend below it, which shrink every axes of the
+    # row; at 3.4 in its right label, ‖(W_K, W_Q)‖'s, grew past the shrunken axes to the figure's edge
+    fig, (ax, bx, cx) = plots.subplots(3, width=4.3, height=4.0)
+    fig.get_layout_engine().set(wspace=0.08)
     ax.plot(mean.index, mean.loss_repeated, color=plots.CURVE_COLORS["loss_IH2"], label="loss on repeated tokens")
     ax.plot(mean.index, mean.loss_other, color=plots.CURVE_COLORS["loss_G4"], label="loss elsewhere")
     for key, style in (("t_loss_drop", "--"), ("t_induction_half", ":")):
@@ -263,26 +269,41 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     paths = [plots.save(fig, Path(out_dir) / "repeated_text.png")]
     table = results.tables.get("ablation")
     if table is not None and len(table):
-        mean = table.groupby(["layer", "head"])[["loss_change_repeated", "induction_score"]].mean()
-        grid = mean.loss_change_repeated.unstack("head")  # (layers, heads)
-        fig, (ax,) = plots.subplots(1, width=2.6 + 1.3 * grid.shape[1], height=1.6 + 1.0 * grid.shape[0])
-        image = ax.imshow(grid.to_numpy(), cmap="viridis", aspect="auto")
-        middle = float(np.nanmean(grid.to_numpy()))
-        for (l, h), row in mean.iterrows():
-            text = f"Δ {row.loss_change_repeated:.2f}\ninduction {row.induction_score:.2f}"
-            color = "k" if row.loss_change_repeated > middle else "w"
-            ax.text(h, l, text, ha="center", va="center", fontsize=7, color=color)
-        ax.set_xticks(range(grid.shape[1]), [f"head {h}" for h in grid.columns])
-        ax.set_yticks(range(grid.shape[0]), [f"layer {l}" for l in grid.index])
-        fig.colorbar(image, ax=ax, label="loss change on repeated tokens (nats)")
-        s = results.summary
-        ax.set_title(
-            f"zero ablation, run 0 (layer, head):\ntop overall {s.get('top_ablation_head')}, "
-            f"top in the last layer {s.get('top_ablation_head_last_layer')}, top induction {s.get('top_induction_head')}",
-            fontsize=8,
-        )
-        paths.append(plots.save(fig, Path(out_dir) / "repeated_text_ablation.png"))
+        paths.append(_plot_ablation(table[table.run == 0], s, Path(out_dir) / "repeated_text_ablation.png"))
     return paths
+
+
+def _induction_head(scores: pd.Series) -> str:
+    """The head with the largest induction score, called an induction head only when its score reaches the
+    monitor's threshold (:class:`inductionlab.monitor.core.MonitorConfig`, docs/monitor.md#phase-detection)."""
+    (layer, head), best = scores.idxmax(), float(scores.max())
+    if best >= INDUCTION_THRESHOLD:
+        return f"induction head ({layer}, {head}), score {best:.2f} ≥ {INDUCTION_THRESHOLD:g}"
+    return f"no induction head: best ({layer}, {head}), score {best:.2f}, below the threshold {INDUCTION_THRESHOLD:g}"
+
+
+def _plot_ablation(run0: pd.DataFrame, s: dict, path: Path) -> Path:
+    """Run 0's heads on a (layer, head) grid: the loss change on repeated tokens when each is zero-ablated (colour),
+    with its induction score; the title names the heads whose ablation costs most and the induction head."""
+    cells = run0.set_index(["layer", "head"])
+    grid = cells.loss_change_repeated.unstack("head")  # (layers, heads)
+    fig, (ax,) = plots.subplots(1, width=2.6 + 1.3 * grid.shape[1], height=2.0 + 1.0 * grid.shape[0])
+    image = ax.imshow(grid.to_numpy(), cmap="viridis", aspect="auto")
+    middle = float(np.nanmean(grid.to_numpy()))
+    for (l, h), row in cells.iterrows():
+        text = f"Δ {row.loss_change_repeated:.3g}\ninduction {row.induction_score:.2f}"
+        color = "k" if row.loss_change_repeated > middle else "w"
+        ax.text(h, l, text, ha="center", va="center", fontsize=7, color=color)
+    ax.set_xticks(range(grid.shape[1]), [f"head {h}" for h in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [f"layer {l}" for l in grid.index])
+    fig.colorbar(image, ax=ax, label="Δ: loss change on repeated tokens (nats)")
+    top, last = (tuple(s.get(k) or ()) for k in ("top_ablation_head", "top_ablation_head_last_layer"))
+    ax.set_title(
+        f"zero ablation of each head, run 0 (layer, head)\nlargest Δ: {top} overall, {last} in the last layer\n"
+        + _induction_head(cells.induction_score),
+        fontsize=8,
+    )
+    return plots.save(fig, path)
 
 
 EXPERIMENT = Experiment(

@@ -1,6 +1,8 @@
 """Induction-head formation on any model during training (docs/monitor.md): adapters for HuggingFace,
-TransformerLens, the toolkit's transformer and any ``nn.Module``; the :class:`Monitor` with online phase
-detection; :data:`InductionCallback` for ``transformers.Trainer`` (``transformers`` imported on first use)."""
+TransformerLens (``HookedTransformer``, ``TransformerBridge``), nnsight, the toolkit's transformer and any
+``nn.Module``; the :class:`Monitor` with online phase detection, chance levels and figure; :data:`InductionCallback`
+for ``transformers.Trainer`` and :data:`InductionLightningCallback` for PyTorch Lightning (each package imported
+on first use)."""
 
 from typing import Any
 
@@ -8,27 +10,35 @@ from inductionlab.monitor.adapters import (
     Adapter,
     AdapterError,
     FunctionAdapter,
-    adapter_for,
     hf_adapter,
     patterns_adapter,
     tl_adapter,
     toolkit_adapter,
 )
-from inductionlab.monitor.core import Monitor, MonitorConfig, PhaseChange, head_scores, phase_change, token_losses
+from inductionlab.monitor.bridges import bridge_adapter, nnsight_adapter
+from inductionlab.monitor.core import Monitor, MonitorConfig, chance_scores, head_scores, token_losses
+from inductionlab.monitor.figure import plot_monitor
+from inductionlab.monitor.phase import PhaseChange, phase_change
+from inductionlab.monitor.pick import adapter_for
 
 __all__ = [
     "Adapter",
     "AdapterError",
     "FunctionAdapter",
     "InductionCallback",
+    "InductionLightningCallback",
     "Monitor",
     "MonitorConfig",
     "PhaseChange",
     "adapter_for",
+    "bridge_adapter",
+    "chance_scores",
     "head_scores",
     "hf_adapter",
+    "nnsight_adapter",
     "patterns_adapter",
     "phase_change",
+    "plot_monitor",
     "tl_adapter",
     "token_losses",
     "toolkit_adapter",
@@ -40,4 +50,8 @@ def __getattr__(name: str) -> Any:
         from inductionlab.monitor.hf import callback_class
 
         return callback_class()
+    if name == "InductionLightningCallback":
+        from inductionlab.monitor.lightning import callback_class as lightning_class
+
+        return lightning_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

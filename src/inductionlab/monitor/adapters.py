@@ -1,13 +1,13 @@
 """Adapters: one interface to the logits and attention patterns of any model, so that the monitor measures a
-HuggingFace causal LM, a TransformerLens ``HookedTransformer``, the toolkit's general transformer or any
-``torch.nn.Module`` alike (docs/monitor.md#adapters).
+HuggingFace causal LM, a TransformerLens ``HookedTransformer`` or ``TransformerBridge``, an nnsight-wrapped model,
+the toolkit's general transformer or any ``torch.nn.Module`` alike (docs/monitor.md#adapters).
 
 An adapter maps tokens (B, L) int64 to ``(logits (B, L, V), [pattern (B, H, L, L) per layer])``: query rows,
 key columns, each row a distribution over the keys (the TransformerLens ``hook_pattern`` layout).  It runs
 without gradients and in eval mode (no dropout), and puts the model's training flag back afterwards.
 
-``transformers`` and ``transformer_lens`` are never imported here: a model is recognised only when its package is
-already loaded (it must be, for the model to exist).
+``transformers``, ``transformer_lens`` and ``nnsight`` are never imported here: a model is recognised only when its
+package is already loaded (it must be, for the model to exist).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class FunctionAdapter:
         return logits, list(patterns)
 
 
-def _is_instance(model: Any, package: str, name: str) -> bool:
+def is_instance(model: Any, package: str, name: str) -> bool:
     """``isinstance(model, package.name)`` when ``package`` is loaded (never imports it)."""
     module = sys.modules.get(package)
     cls = getattr(module, name, None) if module is not None else None
@@ -94,13 +94,18 @@ ATTN_HINT = (
 )
 
 
+def require_eager(config: Any, what: str) -> None:
+    """Refuse (ConfigError naming attn_implementation) a transformers config whose attention returns no weights."""
+    impl = getattr(config, "_attn_implementation", None) or "eager"
+    require(impl == "eager", "attn_implementation", f"{what} uses {impl!r}, which {ATTN_HINT}")
+
+
 def hf_adapter(model: Any) -> FunctionAdapter:
     """A transformers causal LM (``GPT2LMHeadModel``, ...), run with ``output_attentions=True``.  A model whose
     attention implementation returns no weights (sdpa, flash attention) is refused (ConfigError naming
     attn_implementation)."""
     config = model.config
-    impl = getattr(config, "_attn_implementation", None) or "eager"
-    require(impl == "eager", "attn_implementation", f"the model uses {impl!r}, which {ATTN_HINT}")
+    require_eager(config, "the model")
     n_layers = int(config.num_hidden_layers)
 
     def run(tokens: torch.Tensor) -> tuple[torch.Tensor, Patterns]:
@@ -125,18 +130,25 @@ def hf_adapter(model: Any) -> FunctionAdapter:
     )
 
 
-def tl_adapter(model: Any) -> FunctionAdapter:
-    """A TransformerLens ``HookedTransformer``: ``run_with_cache`` keeping only ``blocks.{l}.attn.hook_pattern``."""
+def cache_adapter(model: Any, name: str) -> FunctionAdapter:
+    """A TransformerLens model (``HookedTransformer``, ``TransformerBridge``) named ``name`` in errors:
+    ``run_with_cache`` keeping only ``blocks.{l}.attn.hook_pattern``; a layer without that hook is refused by name."""
     cfg = model.cfg
     names = [f"blocks.{l}.attn.hook_pattern" for l in range(cfg.n_layers)]
+    missing = [hook for hook in names if hook not in model.hook_dict]
+    if missing:
+        raise ConfigError(f"model: {name} has no hook {missing[0]}: every layer must have attention")
 
     def run(tokens: torch.Tensor) -> tuple[torch.Tensor, Patterns]:
-        logits, cache = model.run_with_cache(tokens, names_filter=lambda name: name in names)
-        return logits, [cache[name] for name in names]
+        logits, cache = model.run_with_cache(tokens, names_filter=lambda hook: hook in names)
+        return logits, [cache[hook] for hook in names]
 
-    return FunctionAdapter(
-        cfg.n_layers, cfg.n_heads, run, model, None, cfg.d_vocab_out, cfg.n_ctx, f"tl_adapter({type(model).__name__})"
-    )
+    return FunctionAdapter(cfg.n_layers, cfg.n_heads, run, model, None, cfg.d_vocab_out, cfg.n_ctx, name)
+
+
+def tl_adapter(model: Any) -> FunctionAdapter:
+    """A TransformerLens ``HookedTransformer``: ``run_with_cache`` keeping only ``blocks.{l}.attn.hook_pattern``."""
+    return cache_adapter(model, f"tl_adapter({type(model).__name__})")
 
 
 def toolkit_adapter(cfg: tf.TransformerConfig, params: tf.Params, run: int = 0) -> FunctionAdapter:
@@ -189,27 +201,6 @@ def patterns_adapter(
             )
         adapter.n_layers, adapter.n_heads = len(found), int(found[0].shape[1])
     return adapter
-
-
-def adapter_for(model: Any, **kw: Any) -> Adapter:
-    """The adapter of ``model``: an :class:`Adapter` as it is; a TransformerLens ``HookedTransformer``; a
-    transformers ``PreTrainedModel``; a ``(TransformerConfig, params)`` tuple (``kw``: ``run``); any other
-    ``torch.nn.Module`` with ``patterns=`` (and optionally ``logits=``) in ``kw``."""
-    if isinstance(model, Adapter):
-        return model
-    if _is_instance(model, "transformer_lens", "HookedTransformer"):
-        return tl_adapter(model)
-    if _is_instance(model, "transformers", "PreTrainedModel"):
-        return hf_adapter(model)
-    if isinstance(model, tuple) and len(model) == 2 and isinstance(model[0], tf.TransformerConfig):
-        return toolkit_adapter(model[0], model[1], **kw)
-    if isinstance(model, torch.nn.Module) and "patterns" in kw:
-        return patterns_adapter(model, **kw)
-    raise ConfigError(
-        f"model: cannot read attention patterns from a {type(model).__name__}: pass a transformers causal LM, a "
-        "TransformerLens HookedTransformer, a (TransformerConfig, params) tuple, an nn.Module with "
-        "patterns=fn(model, tokens) → [pattern (B, H, L, L) per layer], or an Adapter"
-    )
 
 
 def adapter_name(adapter: Any) -> str:

@@ -10,9 +10,10 @@ scores in TransformerLens's form (``measure="mul"``, every query row), so that t
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,17 @@ import torch.nn.functional as F
 
 from inductionlab import rng
 from inductionlab.analysis import heads as H
-from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import ConfigError, require
-from inductionlab.monitor.adapters import Adapter, adapter_for, checked
+from inductionlab.monitor.adapters import Adapter, checked
+from inductionlab.monitor.phase import PhaseChange, phase_change
+from inductionlab.monitor.pick import adapter_for
 from inductionlab.runs import write_json, write_parquet
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.train.loop import Hook, LoopState, Stage
 
 SCORE_NAMES = (*H.HEAD_NAMES, "prefix_matching")
 FILES = ("monitor_heads.parquet", "monitor_steps.parquet", "monitor_phase.json")
+log = logging.getLogger(__name__)
 PATTERN_BYTES = 4 * 2**30  # a measurement's attention patterns in float64: n_layers · H · batch · L² · 8 bytes at most
 
 
@@ -71,6 +74,8 @@ class MonitorConfig:
     icl_early: int = 10  # the in-context-learning score: loss at token index icl_late minus loss at icl_early
     icl_late: int = 45  # (Olsson et al.; indices within the held-out sequences, < their length)
     threshold: float = 0.3  # a head "is an induction head" once its induction score reaches this
+    min_rise: float = 0.1  # a smaller rise of the best head's score from its lowest is no phase change (NaN)
+    min_loss_drop: float = 0.1  # nats: a smaller fall of loss_repeated from its peak is no loss drop (NaN)
 
     def __post_init__(self) -> None:
         for name in ("every", "batch", "period", "repeats", "vocab", "seed", "icl_early", "icl_late"):
@@ -85,26 +90,16 @@ class MonitorConfig:
         require(self.icl_late > self.icl_early, "icl_late", f"must be > icl_early = {self.icl_early}")
         ok = isinstance(self.threshold, numbers.Real) and not isinstance(self.threshold, bool)
         require(ok and 0 < self.threshold <= 1, "threshold", f"must be a number in (0, 1], got {self.threshold!r}")
+        for name in ("min_rise", "min_loss_drop"):
+            value = getattr(self, name)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+            require(ok and value >= 0, name, f"must be a number ≥ 0, got {value!r}")
         _memory_check(1, self.batch, self.period, self.repeats, "one head")
 
     @property
     def length(self) -> int:
         """Tokens per measurement sequence: period · repeats."""
         return self.period * self.repeats
-
-
-@dataclass(frozen=True)
-class PhaseChange:
-    """The induction-head phase change seen so far (docs/monitor.md#phase-detection); NaN where not (yet) seen."""
-
-    head: tuple[int, int] | None  # (layer, head) with the largest induction score at the last measurement
-    step: float  # when its induction score crossed half-way from its lowest to its last value (NaN: below threshold)
-    score: float  # its last induction score
-    loss_drop_step: float  # when loss_repeated crossed half-way from its peak to its last value (NaN: no drop)
-    coincides: bool  # the loss drop within the score's rise (10% to 90%) ± one interval, both finite
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "head": list(self.head) if self.head is not None else None}
 
 
 def head_scores(patterns: Sequence[torch.Tensor], tokens: torch.Tensor, period: int) -> dict[str, np.ndarray]:
@@ -117,50 +112,22 @@ def head_scores(patterns: Sequence[torch.Tensor], tokens: torch.Tensor, period: 
     return out
 
 
+def chance_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
+    """Score name → the score of a head attending uniformly to the keys j ≤ i on the same tokens (B, L): the level
+    a head scores without looking at the tokens (docs/monitor.md#chance-levels), e.g. previous-token
+    (H_L − 1)/L ≈ 0.070 at L = 50."""
+    B, L = tokens.shape
+    uniform = torch.ones(L, L, dtype=torch.float64).tril()  # (L, L): query rows, key columns j ≤ i
+    uniform = (uniform / uniform.sum(-1, keepdim=True)).expand(B, 1, L, L)
+    return {name: float(value[0, 0]) for name, value in head_scores([uniform], tokens, period).items()}
+
+
 def token_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy (nats) (B, L − 1): entry t − 1 is the loss on token t given tokens 0..t − 1, from
     logits (B, L, V) for tokens (B, L)."""
     logits = logits[:, :-1].to(torch.promote_types(logits.dtype, torch.float32))
     targets = tokens[:, 1:].to(logits.device)
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(targets.shape).cpu()
-
-
-def _rise(t: np.ndarray, y: np.ndarray, direction: str) -> float:
-    """First t after the curve's extreme — its lowest point for ``"up"``, its highest for ``"down"`` — at which y
-    crosses half-way from that extreme to its last value (:func:`first_crossing`): a loss that first rises (a model
-    learning the unigram statistics of text finds random tokens less likely) is timed from its peak.  NaN without
-    two finite ends that move in ``direction``."""
-    if len(y) < 2 or not math.isfinite(y[-1]) or not np.isfinite(y).any():
-        return math.nan
-    i = int(np.nanargmin(y) if direction == "up" else np.nanargmax(y))
-    if (y[-1] - y[i]) * (1 if direction == "up" else -1) <= 0:
-        return math.nan
-    return first_crossing(t, y, (y[i] + y[-1]) / 2, direction, start=t[i])
-
-
-def phase_change(heads: pd.DataFrame, steps: pd.DataFrame, every: int, threshold: float) -> PhaseChange:
-    """The phase change of a monitor's tables (docs/monitor.md#phase-detection): the best induction head at the
-    last measurement, when its score rose half-way (NaN if it never reaches ``threshold``), and when the loss on
-    the repeated tokens dropped half-way."""
-    if heads.empty:
-        return PhaseChange(None, math.nan, math.nan, math.nan, False)
-    ordered = steps.sort_values("step")
-    drop = _rise(ordered.step.to_numpy(float), ordered.loss_repeated.to_numpy(float), "down")
-    last = heads[heads.step == heads.step.max()]
-    scores = last.induction.to_numpy(float)
-    if not np.isfinite(scores).any():  # no head has a score (e.g. no query had keys): no best head
-        return PhaseChange(None, math.nan, math.nan, drop, False)
-    best = np.where(np.isfinite(scores), scores, -math.inf).argmax()
-    layer, head = int(last["layer"].iloc[best]), int(last["head"].iloc[best])
-    curve = heads[(heads["layer"] == layer) & (heads["head"] == head)].sort_values("step")
-    t, y = curve.step.to_numpy(float), curve.induction.to_numpy(float)
-    step = _rise(t, y, "up") if np.nanmax(y, initial=-math.inf) >= threshold else math.nan
-    close = False
-    if math.isfinite(step) and math.isfinite(drop):  # the drop within the score's rise (10% to 90%), ± one interval
-        i = int(np.nanargmin(y))
-        lo, hi = (first_crossing(t, y, y[i] + f * (y[-1] - y[i]), "up", start=t[i]) for f in (0.1, 0.9))
-        close = lo - every <= drop <= hi + every
-    return PhaseChange((layer, head), step, float(y[-1]), drop, bool(close))
 
 
 def _held_out(held_out: torch.Tensor | None, config: MonitorConfig, vocab: int) -> torch.Tensor | None:
@@ -190,11 +157,13 @@ def _held_out(held_out: torch.Tensor | None, config: MonitorConfig, vocab: int) 
 class Monitor:
     """Measures induction-head formation on any model during training (docs/monitor.md#what-it-measures).
 
-    ``model_or_adapter``: anything :func:`~inductionlab.monitor.adapters.adapter_for` takes.  ``held_out``: token
+    ``model_or_adapter``: anything :func:`~inductionlab.monitor.pick.adapter_for` takes.  ``held_out``: token
     ids (B, L) of real text, L > ``icl_late``, for the in-context-learning score (without it there is no
     ``icl_score`` column).  ``out_dir``: where :meth:`save` writes (after every measurement as well).  ``loggers``:
     the toolkit's :mod:`inductionlab.train.hooks` loggers (JsonlLogger, TensorBoardLogger, WandbLogger); each
-    measurement reaches their ``on_evaluate`` as one run's block, with a stage named ``monitor``."""
+    measurement reaches their ``on_evaluate`` as one run's block, with a stage named ``monitor``.
+    ``on_phase_change``: called once, with the :class:`PhaseChange`, at the first measurement at which a phase
+    change is detected (its ``step`` finite): checkpoint, stop or alert there (docs/monitor.md#phase-detection)."""
 
     def __init__(
         self,
@@ -203,6 +172,7 @@ class Monitor:
         held_out: torch.Tensor | None = None,
         out_dir: str | Path | None = None,
         loggers: Sequence[Hook] = (),
+        on_phase_change: Callable[[PhaseChange], Any] | None = None,
     ):
         require(isinstance(config, MonitorConfig), "config", f"must be a MonitorConfig, got {type(config).__name__}")
         self.config, self._source = config, model_or_adapter
@@ -222,8 +192,25 @@ class Monitor:
         gen = rng.generator(config.seed, "held-out")
         self.tokens = repeated_random_tokens(config.batch, config.period, config.repeats, gen, vocab=vocab)  # (B, L)
         self.held_out = _held_out(held_out, config, model_vocab)
+        self.chance = chance_scores(self.tokens, config.period)  # score name → its level under uniform attention
+        if self.chance["induction"] >= config.threshold / 2:
+            log.warning(
+                "monitor: a head attending uniformly scores %.3f on induction with vocabulary %d, near the threshold "
+                "%g: a score there says little (docs/monitor.md#chance-levels); a larger vocabulary lowers it",
+                self.chance["induction"],
+                vocab,
+                config.threshold,
+            )
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.loggers = tuple(loggers)
+        require(
+            on_phase_change is None or callable(on_phase_change),
+            "on_phase_change",
+            f"must be a function of the PhaseChange, got {type(on_phase_change).__name__}",
+        )
+        self.on_phase_change = on_phase_change
+        self.detected: PhaseChange | None = None  # the phase change as first detected (None: not yet)
+        self._induction = np.empty((0, 0))  # (n_layers, H): the last measurement's induction scores
         self._head_rows: list[pd.DataFrame] = []  # one table per measurement, joined on demand (and kept)
         self._step_rows: list[dict[str, Any]] = []
         self._measured: set[int] = set()
@@ -269,10 +256,45 @@ class Monitor:
         }
         self._step_rows.append(row)
         self._measured.add(int(step))
+        self._induction = scores["induction"]
         self._log(row, scores["induction"])
         if self.out_dir is not None:
             self.save()
+        self._detect()
         return row
+
+    def _detect(self) -> None:
+        """Set :attr:`detected` and call ``on_phase_change`` at the first measurement that finds a phase change."""
+        if self.detected is None:
+            phase = self.phase()
+            if math.isfinite(phase.step):
+                self.detected = phase
+                if self.on_phase_change is not None:
+                    self.on_phase_change(phase)
+
+    def metrics(self) -> dict[str, float]:
+        """The last measurement's headline numbers for a logger (docs/monitor.md#logging): ``monitor/`` +
+        best_induction, loss_repeated, loss_first, (icl_score), chance_induction, phase_step (NaN before one is
+        detected) and ``monitor/induction_l{layer}h{head}`` per head.  Empty before the first measurement."""
+        if not self._step_rows:
+            return {}
+        row = self._step_rows[-1]
+        names = ("best_induction", "loss_repeated", "loss_first", "icl_score")
+        out = {f"monitor/{name}": float(row[name]) for name in names if name in row}
+        out["monitor/chance_induction"] = self.chance["induction"]
+        out["monitor/phase_step"] = self.detected.step if self.detected is not None else math.nan
+        return out | {f"monitor/induction_l{l}h{h}": float(v) for (l, h), v in np.ndenumerate(self._induction)}
+
+    def plot(self, path: str | Path | None = None) -> Any:
+        """The figure of :func:`inductionlab.monitor.figure.plot_monitor` (every head's induction score over the
+        steps, the best head against its chance level and threshold, the loss, the phase change): written to
+        ``path`` (default: out_dir/monitor.png) and its path returned; without either, the matplotlib Figure."""
+        from inductionlab.monitor.figure import plot_monitor
+
+        require(bool(self._step_rows), "plot", "nothing measured yet: call measure(step) or maybe(step) first")
+        target = Path(path) if path is not None else (self.out_dir / "monitor.png" if self.out_dir else None)
+        fig = plot_monitor(self.heads, self.steps, self.phase(), self.chance, self.config.threshold, target)
+        return fig
 
     def maybe(self, step: int, model: Any = None) -> dict[str, Any] | None:
         """:meth:`measure` when ``step`` is a multiple of ``every`` or nothing was measured yet (and this step
@@ -307,7 +329,8 @@ class Monitor:
 
     def phase(self) -> PhaseChange:
         """The phase change detected so far (valid after each measurement)."""
-        return phase_change(self.heads, self.steps, self.config.every, self.config.threshold)
+        c = self.config
+        return phase_change(self.heads, self.steps, c.every, c.threshold, c.min_loss_drop, c.min_rise)
 
     def save(self) -> list[Path]:
         """Write out_dir/monitor_heads.parquet, monitor_steps.parquet and monitor_phase.json; their paths."""
@@ -316,5 +339,5 @@ class Monitor:
         paths = [self.out_dir / name for name in FILES]
         write_parquet(paths[0], self.heads)
         write_parquet(paths[1], self.steps)
-        write_json(paths[2], {"config": asdict(self.config), **self.phase().as_dict()})
+        write_json(paths[2], {"config": asdict(self.config), "chance": self.chance, **self.phase().as_dict()})
         return paths

@@ -6,14 +6,17 @@
     from inductionlab.monitor import InductionCallback, Monitor, MonitorConfig
 
     monitor = Monitor(model, MonitorConfig(every=50), out_dir="runs/gpt2")
-    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[InductionCallback(monitor)])
+    trainer = Trainer(model=model, args=args, train_dataset=data)  # report_to="tensorboard", "wandb", ...
+    trainer.add_callback(InductionCallback(monitor, trainer))  # its numbers reach every report_to backend
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from inductionlab.config import require
 from inductionlab.monitor.core import Monitor
 
 
@@ -28,18 +31,49 @@ def callback_class() -> type:
     class InductionCallback(TrainerCallback):
         """Measures at the start of training and every ``monitor.config.every`` optimiser steps (the Trainer's
         ``global_step``) on the main process; saves the monitor's files at the end of training (when it has an
-        ``out_dir``)."""
+        ``out_dir``) (docs/monitor.md#the-trainer-callback).
 
-        def __init__(self, monitor: Monitor):
-            self.monitor = monitor
+        Each measurement's :meth:`~inductionlab.monitor.Monitor.metrics` go through ``trainer.log`` — into
+        ``state.log_history`` and every ``report_to`` backend (TensorBoard, W&B, ...) — when ``trainer`` is given
+        (the callback is then added with ``trainer.add_callback``); without it, into ``state.log_history`` only
+        (saved in ``trainer_state.json``), since a Trainer calls its reporting callbacks before its users'.
+        ``on_phase_change(phase, control)`` is called once, when the monitor first detects the phase change: set
+        ``control.should_save`` or ``control.should_training_stop`` there."""
+
+        def __init__(
+            self, monitor: Monitor, trainer: Any = None, on_phase_change: Callable[[Any, Any], Any] | None = None
+        ):
+            require(isinstance(monitor, Monitor), "monitor", f"must be a Monitor, got {type(monitor).__name__}")
+            logs = trainer is None or callable(getattr(trainer, "log", None))
+            require(
+                logs, "trainer", f"must be the transformers Trainer (with a log method), got {type(trainer).__name__}"
+            )
+            require(
+                on_phase_change is None or callable(on_phase_change),
+                "on_phase_change",
+                f"must be a function of (phase, control), got {type(on_phase_change).__name__}",
+            )
+            self.monitor, self.trainer, self.on_phase_change = monitor, trainer, on_phase_change
+
+        def _measure(self, state: Any, control: Any, model: Any) -> None:
+            if not state.is_world_process_zero:
+                return
+            before = self.monitor.detected
+            if self.monitor.maybe(state.global_step, model) is None:
+                return
+            metrics = self.monitor.metrics()
+            if self.trainer is not None:
+                self.trainer.log(metrics)
+            else:
+                state.log_history.append({**metrics, "step": state.global_step})
+            if before is None and self.monitor.detected is not None and self.on_phase_change is not None:
+                self.on_phase_change(self.monitor.detected, control)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
-            if state.is_world_process_zero:
-                self.monitor.maybe(state.global_step, model)
+            self._measure(state, control, model)
 
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
-            if state.is_world_process_zero:
-                self.monitor.maybe(state.global_step, model)
+            self._measure(state, control, model)
 
         def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
             if state.is_world_process_zero and self.monitor.out_dir is not None:

@@ -1,26 +1,29 @@
-"""The monitor after the fact (docs/monitor.md#the-watch-command): the ``checkpoint-STEP`` folders a HuggingFace
-``Trainer`` saved in its output directory, each loaded with ``attn_implementation="eager"`` and measured by one
-:class:`~inductionlab.monitor.core.Monitor` in step order, give the same tables and phase change as a monitor that
-ran during training (docs/monitor.md#phase-detection), written beside the checkpoints with a figure of every head's
-induction score against the step.
+"""The monitor after the fact (docs/monitor.md#the-watch-command): an ordered series of checkpoints
+(:mod:`inductionlab.monitor.series`: the ``checkpoint-STEP`` folders a HuggingFace ``Trainer`` saved, any
+``save_pretrained`` folders named by their step, TransformerLens state dicts, a toolkit run that kept its
+checkpoints), each loaded and measured by one :class:`~inductionlab.monitor.core.Monitor` in step order, gives the
+same tables and phase change as a monitor that ran during training (docs/monitor.md#phase-detection), written
+beside the checkpoints with the monitor's figure.
 
-``transformers`` is imported only when a directory is watched."""
+``transformers`` is imported only when a directory of HuggingFace checkpoints is watched."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
-import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from inductionlab import plots
 from inductionlab.config import ConfigError
 from inductionlab.monitor.adapters import AdapterError
-from inductionlab.monitor.core import Monitor, MonitorConfig, PhaseChange
+from inductionlab.monitor.core import Monitor, MonitorConfig
+from inductionlab.monitor.figure import plot_monitor
+from inductionlab.monitor.pick import adapter_for
+from inductionlab.monitor.series import Series, find_series, no_series
 from inductionlab.runs import write_parquet
 
 CHECKPOINT = re.compile(r"checkpoint-(\d+)")
@@ -144,10 +147,7 @@ def _no_checkpoints(directory: Path) -> ConfigError:
             f"watch: {directory} holds no checkpoint-* folders itself; its subfolders {', '.join(d.name for d in subs)} "
             f"do (one Trainer output directory per seed): watch each of them: {each}"
         )
-    return ConfigError(
-        f"watch: no checkpoint-* folders in {directory}; give the output_dir of a transformers Trainer that saved "
-        "checkpoints (save_strategy='steps')"
-    )
+    return no_series(directory)
 
 
 def _skip(skipped: list[str], folder: Path, why: str) -> None:
@@ -156,11 +156,11 @@ def _skip(skipped: list[str], folder: Path, why: str) -> None:
     skipped.append(f"{folder.name}: {why}")
 
 
-def _complete(found: list[tuple[int, Path]], every: int, skipped: list[str]) -> list[tuple[int, Path]]:
+def _complete(series: Series, every: int, skipped: list[str]) -> list[tuple[int, Path]]:
     """The complete checkpoints whose step is a multiple of ``every`` (the last complete one always)."""
     whole = []
-    for step, folder in found:
-        why = incomplete(folder)
+    for step, folder in series.items:
+        why = series.incomplete(folder)
         if why:
             _skip(skipped, folder, why)
         else:
@@ -168,63 +168,70 @@ def _complete(found: list[tuple[int, Path]], every: int, skipped: list[str]) -> 
     return [(step, folder) for step, folder in whole[:-1] if step % every == 0] + whole[-1:]
 
 
-def watch(directory: str | Path, config: MonitorConfig = MonitorConfig(), every: int = 1) -> tuple[Monitor, list[Path]]:
-    """Measure the complete checkpoints of the Trainer output ``directory`` whose step is a multiple of ``every``
-    (the last complete one always), in step order; write ``watch_heads.parquet``, ``watch_steps.parquet`` and
-    ``watch.png`` there.  A checkpoint that cannot be measured (still being written, damaged, not a causal LM) is
-    skipped with a log line naming it and why.  Returns the monitor (its :meth:`~Monitor.phase` is the phase change)
-    and the paths written.  A directory without checkpoints, or with none that can be measured, is a
-    :class:`ConfigError` (for an hf-induction run of several seeds, naming the seed folders to watch)."""
+def watch(
+    directory: str | Path,
+    config: MonitorConfig = MonitorConfig(),
+    every: int = 1,
+    template: Any = None,
+    name: str | None = None,
+    run: int = 0,
+) -> tuple[Monitor, list[Path]]:
+    """Measure the complete checkpoints of ``directory`` whose step is a multiple of ``every`` (the last complete
+    one always), in step order — a Trainer's output directory, ``save_pretrained`` folders named by their step,
+    TransformerLens state dicts (loaded into ``template``), or a toolkit run kept with ``--keep-checkpoints`` (its
+    model ``name``, default the main one, run ``run``): :func:`inductionlab.monitor.series.find_series` — and write
+    ``watch_heads.parquet``, ``watch_steps.parquet`` and ``watch.png`` there.  A checkpoint that cannot be measured
+    (still being written, damaged, not a causal LM) is skipped with a log line naming it and why.  Returns the
+    monitor (its :meth:`~Monitor.phase` is the phase change) and the paths written.  A directory without
+    checkpoints, or with none that can be measured, is a :class:`ConfigError` (for an hf-induction run of several
+    seeds, naming the seed folders to watch)."""
     directory = Path(directory)
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ConfigError(f"--every: must be an integer ≥ 1, got {every!r}")
-    found = checkpoints(directory)
-    if not found:
+    series = find_series(directory, checkpoints, incomplete, template, name, run)
+    if series is None:
         raise _no_checkpoints(directory)
     skipped: list[str] = []
-    chosen = _complete(found, every, skipped)
-    monitor = _measure(chosen, config, every, skipped) if chosen else None
+    chosen = _complete(series, every, skipped)
+    monitor = _measure(chosen, series, config, every, skipped) if chosen else None
     if monitor is None or monitor.steps.empty:
         raise ConfigError(
-            f"watch: none of the {len(found)} checkpoint-* folders in {directory} can be measured ("
+            f"watch: none of the {len(series.items)} {series.kind} in {directory} can be measured ("
             + "; ".join(skipped[:3])
             + ("; ..." if len(skipped) > 3 else "")
-            + "): wait for the Trainer to finish writing one, or give the output_dir of a causal LM's Trainer"
+            + "): wait for the trainer to finish writing one, or give a series of a causal LM's checkpoints"
         )
     paths = [directory / name for name in FILES]
     write_parquet(paths[0], monitor.heads)
     write_parquet(paths[1], monitor.steps)
-    plot_watch(monitor.heads, monitor.steps, monitor.phase(), paths[2])
+    title = f"{directory.name}: induction heads across {series.kind}"
+    plot_monitor(
+        monitor.heads, monitor.steps, monitor.phase(), monitor.chance, monitor.config.threshold, paths[2], title
+    )
     return monitor, paths
 
 
-def _measure(chosen: list[tuple[int, Path]], config: MonitorConfig, every: int, skipped: list[str]) -> Monitor | None:
+def _measure(
+    chosen: list[tuple[int, Path]], series: Series, config: MonitorConfig, every: int, skipped: list[str]
+) -> Monitor | None:
     """One monitor over the checkpoints in step order; one that fails to load or to measure is skipped with a log
     line naming it.  None when none could be loaded."""
-    import transformers
-
-    bars = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()  # "Loading weights" for every checkpoint
     monitor = None
-    try:
-        for step, folder in chosen:
+    for step, folder in chosen:
+        try:
+            model = series.load(folder)
+        except Exception as err:  # noqa: BLE001 - transformers', safetensors' and torch's errors, reported per item
+            _skip(skipped, folder, f"it cannot be loaded ({_why(err)})")
+            continue
+        if monitor is None:
             try:
-                model = transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager")
-            except Exception as err:  # noqa: BLE001 - transformers' and safetensors' errors, reported per folder
-                _skip(skipped, folder, f"it cannot be loaded ({_why(err)})")
-                continue
-            if monitor is None:
-                try:
-                    monitor = Monitor(model, _fitted(config, model, [s for s, _ in chosen], every))
-                except ConfigError as err:
-                    raise ConfigError(f"watch: {folder}: {err}") from None
-            try:
-                monitor.measure(step, model)
-            except AdapterError as err:
-                _skip(skipped, folder, str(err))
-    finally:
-        if bars:
-            transformers.utils.logging.enable_progress_bar()
+                monitor = Monitor(model, _fitted(config, model, [s for s, _ in chosen], every))
+            except ConfigError as err:
+                raise ConfigError(f"watch: {folder}: {err}") from None
+        try:
+            monitor.measure(step, model)
+        except AdapterError as err:
+            _skip(skipped, folder, str(err))
     return monitor
 
 
@@ -236,52 +243,6 @@ def _fitted(config: MonitorConfig, model, steps: list[int], every: int) -> Monit
     """``config`` with ``every`` = the checkpoints' spacing ("coincides" allows two measurement intervals) and the
     copy ``period`` shortened to fit a model with fewer positions than ``period · repeats``."""
     spacing = int(np.diff(steps).min()) if len(steps) > 1 else every
-    n_ctx = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+    n_ctx = int(getattr(adapter_for(model), "n_ctx", 0) or 0)
     period = min(config.period, n_ctx // config.repeats) if n_ctx else config.period
     return dataclasses.replace(config, every=max(spacing, 1), period=period)
-
-
-def plot_watch(heads, steps, phase: PhaseChange, path: Path) -> Path:
-    """Each head's induction score against the step (the best head bold), the phase step and the loss drop marked,
-    and the loss on the repeated tokens on a twin axis."""
-    fig, (ax,) = plots.subplots(1, width=5.6, height=3.6)
-    for (layer, head), curve in heads.groupby(["layer", "head"]):
-        best = phase.head == (layer, head)
-        ax.plot(
-            curve.step,
-            curve.induction,
-            lw=2.4 if best else 0.9,
-            alpha=1.0 if best else 0.6,
-            label=f"layer {layer} head {head}" + (" (best)" if best else ""),
-            zorder=3 if best else 2,
-        )
-    if math.isfinite(phase.step):
-        ax.axvline(phase.step, color="k", ls="--", lw=1, label=f"phase step {phase.step:.0f}")
-    if math.isfinite(phase.loss_drop_step):
-        ax.axvline(phase.loss_drop_step, color="grey", ls=":", lw=1, label=f"loss drop {phase.loss_drop_step:.0f}")
-    ax.set(xlabel="training step", ylabel="induction score", title="induction heads across checkpoints")
-    twin = ax.twinx()
-    twin.plot(steps.step, steps.loss_repeated, color="0.5", lw=1, ls="-.", label="loss on repeated tokens (right)")
-    twin.set_ylabel("loss on repeated tokens (nats)", color="0.4")
-    lines, more = ax.get_legend_handles_labels(), twin.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="best")
-    return plots.save(fig, path)
-
-
-def phase_line(phase: PhaseChange) -> str:
-    """One line for the terminal, e.g. ``phase change: layer 1 head 0 at step 340 (induction score 0.71);
-    repeated-token loss drop at step 330: coincides``."""
-    drop = f"at step {phase.loss_drop_step:.0f}" if math.isfinite(phase.loss_drop_step) else "none"
-    if phase.head is None:
-        return f"phase change: none (no head has an induction score); repeated-token loss drop {drop}"
-    layer, head = phase.head
-    verdict = "coincides" if phase.coincides else "does not coincide"
-    if not math.isfinite(phase.step):
-        return (
-            f"phase change: none (best head: layer {layer} head {head}, induction score {phase.score:.2f}); "
-            f"repeated-token loss drop {drop}"
-        )
-    return (
-        f"phase change: layer {layer} head {head} at step {phase.step:.0f} (induction score {phase.score:.2f}); "
-        f"repeated-token loss drop {drop}: {verdict}"
-    )

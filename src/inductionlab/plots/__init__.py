@@ -1,4 +1,7 @@
-"""Matplotlib (Agg) helpers shared by the experiments' figures."""
+"""Matplotlib (Agg) helpers shared by the experiments' figures.
+
+Every figure is written by :func:`save`, which first moves each legend that covers a curve of its axes: to the
+free place matplotlib's ``loc="best"`` finds, else outside the axes, on the right (:func:`uncover_legends`)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -72,13 +76,69 @@ def shade_phases(ax, spans: list[tuple[float, float]], labels: bool = False) -> 
 
 
 def save(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` atomically (a failure names the file: :class:`inductionlab.runs.WriteError`)."""
+    """Write ``fig`` to ``path`` atomically (a failure names the file: :class:`inductionlab.runs.WriteError`), its
+    legends first moved off the curves (:func:`uncover_legends`)."""
     path = Path(path)
     try:
+        uncover_legends(fig)
         atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=130, format=path.suffix.lstrip(".") or "png"))
     finally:
         plt.close(fig)
     return path
+
+
+def figure_legend(fig, handles: list, ncols: int = 5) -> None:
+    """One legend for the whole figure, below its panels (outside every axes: it covers nothing)."""
+    if handles:
+        fig.legend(
+            handles=handles, loc="outside lower center", ncols=min(ncols, len(handles)), fontsize=7, frameon=False
+        )
+
+
+def covers(ax, legend, renderer) -> bool:
+    """Whether ``legend``, as last drawn, lies over a curve of ``ax``: a segment of a visible line (or a marker of a
+    line without segments) or a scatter point inside the part of the legend's box that is over the axes."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.transforms import Bbox
+
+    box = Bbox.intersection(legend.get_window_extent(renderer), ax.bbox)
+    if box is None or box.width <= 0 or box.height <= 0:
+        return False  # outside the axes
+
+    def inside(points) -> bool:
+        return len(points) > 0 and box.count_contains(np.asarray(points)) > 0  # non-finite points are not counted
+
+    for line in ax.get_lines():
+        if not line.get_visible() or not len(line.get_xydata()):
+            continue
+        path = line.get_transform().transform_path(line.get_path())
+        if line.get_linestyle() in ("None", "", " ") and inside(path.vertices):
+            return True
+        if line.get_linestyle() not in ("None", "", " ") and path.intersects_bbox(box, filled=False):
+            return True
+    return any(
+        inside(c.get_offset_transform().transform(c.get_offsets()))
+        for c in ax.collections
+        if isinstance(c, PathCollection) and c.get_visible()
+    )
+
+
+def uncover_legends(fig) -> None:
+    """Move each axes' legend that covers a curve (:func:`covers`): first to ``loc="best"`` (the least covered of
+    matplotlib's nine places), and if that still covers one, outside the axes, to the right of its top corner."""
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    for move in ("best", "outside"):
+        if not legends:
+            return
+        fig.draw_without_rendering()  # lays the figure out and places the legends
+        renderer = fig.canvas.get_renderer()
+        legends = [(ax, leg) for ax, leg in legends if covers(ax, leg, renderer)]
+        for ax, leg in legends:
+            if move == "best":
+                leg.set_loc("best")
+            else:
+                leg.set_loc("upper left")
+                leg.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
 
 
 def mark_windows(ax, windows: list | None, x_end: float) -> None:
@@ -91,8 +151,6 @@ def mark_windows(ax, windows: list | None, x_end: float) -> None:
 def seed_band(ax, x, values, color, label: str | None = None, faint: bool = True, marker: str | None = None) -> None:
     """Mean over seeds as a line, a band of ± one standard deviation, and each seed faint; ``values`` is a
     (seeds, len(x)) array-like (NaN allowed)."""
-    import numpy as np
-
     values = np.asarray(values, dtype=float).reshape(-1, len(x))
     mean = np.nanmean(values, 0)
     ax.plot(x, mean, color=color, lw=1.6, label=label, marker=marker, ms=3)

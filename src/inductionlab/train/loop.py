@@ -243,6 +243,14 @@ class _Run:
             },
         )
 
+    def keep(self, step: int) -> None:
+        """With ``ctx.keep_checkpoints``, a checkpoint of the parameters at this evaluation, kept at
+        ``ctx.kept(step)`` (``step``: counted over all stages), finite ones only."""
+        path = self.ctx.kept(step)
+        if path is not None and bool(torch.isfinite(self.stepper.params).all()):
+            with timing.section("checkpoint"):
+                self._write(path)
+
     def load(self) -> bool:
         path = self.ctx.checkpoint
         if not (self.ctx.resume and path is not None and path.exists()):
@@ -287,13 +295,16 @@ def run(stepper: Stepper, ctx: RunContext, hooks: Sequence[Hook] = (), desc: str
     events within a step."""
     hooks = tuple(hooks) + tuple(ctx.hooks)
     total = sum(s.steps for s in stepper.stages)
+    label = _label(desc, ctx)
+    names = [f"{label}, stage {s.name}" for s in stepper.stages] if len(stepper.stages) > 1 else [label]
     with (
         StopFlag() as stop,
-        tqdm(total=total, disable=not ctx.progress, desc=desc, unit="step", mininterval=1.0) as bar,
+        tqdm(total=total, disable=not ctx.progress, desc=names[0], unit="step", mininterval=1.0) as bar,
     ):
         r = _Run(stepper, ctx, hooks, stop, bar)
         resumed = r.load()
         while not r.done and r.stage < len(stepper.stages):
+            bar.set_description(names[min(r.stage, len(names) - 1)])
             stepper.begin_stage(r.stage, resumed)
             try:
                 _run_stage(r, resumed)
@@ -311,6 +322,18 @@ def run(stepper: Stepper, ctx: RunContext, hooks: Sequence[Hook] = (), desc: str
             r.stage, r.step = len(stepper.stages), 0
             r.save()
     return metrics_frame(r.blocks)
+
+
+def _label(desc: str, ctx: RunContext) -> str:
+    """The progress bar's label, what it trains: the run directory's name, the training within the run (``ctx.name``,
+    its checkpoint's, unless the default) and the trainer's ``desc`` (unless the default), e.g. ``lazy-to-rich
+    literal``; :func:`run` adds the stage when there are several."""
+    parts = (
+        Path(ctx.run_dir).name if ctx.run_dir else "",
+        ctx.name if ctx.name != RunContext.name else "",
+        desc if desc != "train" else "",
+    )
+    return " ".join(p for p in parts if p) or desc
 
 
 def _run_stage(r: _Run, resumed: bool) -> None:
@@ -348,6 +371,7 @@ def _run_stage(r: _Run, resumed: bool) -> None:
                     h.before_evaluate(view)
             with timing.section("eval"):
                 r.pending.append(stepper.evaluate(step))
+            r.keep(offset + step)
         if step == stage.steps:
             break
         if r.hooks:

@@ -1,0 +1,92 @@
+"""The monitor's figure (docs/monitor.md#the-figure): every head's induction score over the measured steps as a
+heatmap, and the best head's score against its chance level and the threshold, with the loss on the repeated and
+first copies and the phase change marked."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from inductionlab import plots
+from inductionlab.monitor.phase import PhaseChange
+
+
+def _edges(steps: np.ndarray) -> np.ndarray:
+    """Cell edges half-way between measured steps (their spacing may vary), for a heatmap over steps."""
+    if len(steps) == 1:
+        return np.array([steps[0] - 0.5, steps[0] + 0.5])
+    mid = (steps[1:] + steps[:-1]) / 2
+    return np.concatenate([[2 * steps[0] - mid[0]], mid, [2 * steps[-1] - mid[-1]]])
+
+
+def _heatmap(ax: Any, heads: pd.DataFrame, phase: PhaseChange) -> None:
+    """Rows: heads (layer.head), columns: measured steps; colour: induction score."""
+    grid = heads.pivot_table(index=["layer", "head"], columns="step", values="induction", dropna=False)
+    steps = grid.columns.to_numpy(float)
+    top = max(1.0, float(np.nanmax(grid.to_numpy(), initial=0.0)))
+    mesh = ax.pcolormesh(
+        _edges(steps), np.arange(len(grid) + 1), grid.to_numpy(float), cmap="viridis", vmin=0, vmax=top
+    )
+    ax.figure.colorbar(mesh, ax=ax, label="induction score", fraction=0.05)
+    labels = [f"L{layer}H{head}" for layer, head in grid.index]
+    every = max(1, len(labels) // 16)  # at most ~16 labels on the head axis
+    ax.set_yticks(np.arange(len(labels))[::every] + 0.5, labels[::every], fontsize=7)
+    ax.invert_yaxis()
+    if math.isfinite(phase.step):
+        ax.axvline(phase.step, color="w", ls="--", lw=1)
+    ax.set(xlabel="training step", ylabel="head (layer, head)", title="induction score of every head")
+
+
+def _best(ax: Any, heads: pd.DataFrame, steps: pd.DataFrame, phase: PhaseChange, chance: dict, threshold: float):
+    """The best head's induction score, its chance level and the threshold; the losses on a twin axis."""
+    lines = []
+    if phase.head is not None:
+        layer, head = phase.head
+        curve = heads[(heads["layer"] == layer) & (heads["head"] == head)].sort_values("step")
+        lines += ax.plot(curve.step, curve.induction, color="C3", lw=2, label=f"induction, L{layer}H{head} (best)")
+    lines.append(ax.axhline(threshold, color="C3", ls="--", lw=0.8, label=f"threshold {threshold:g}"))
+    lines.append(ax.axhline(chance["induction"], color="0.3", ls=":", lw=1, label=f"chance {chance['induction']:.3f}"))
+    if math.isfinite(phase.step):
+        lines.append(ax.axvline(phase.step, color="k", ls="--", lw=1, label=f"phase change, step {phase.step:.0f}"))
+    ax.set(xlabel="training step", ylabel="induction score", ylim=(0, max(1.0, ax.get_ylim()[1])))
+    twin = ax.twinx()
+    ordered = steps.sort_values("step")
+    lines += twin.plot(ordered.step, ordered.loss_repeated, color="C0", lw=1.2, label="loss, repeated copy (right)")
+    lines += twin.plot(
+        ordered.step, ordered.loss_first, color="C0", lw=1, ls="-.", alpha=0.7, label="loss, first copy (right)"
+    )
+    if math.isfinite(phase.loss_drop_step):
+        lines.append(
+            twin.axvline(
+                phase.loss_drop_step, color="C0", ls=":", lw=1, label=f"loss drop, step {phase.loss_drop_step:.0f}"
+            )
+        )
+    twin.set_ylabel("loss (nats)", color="C0")
+    twin.spines["right"].set_visible(True)
+    return lines
+
+
+def plot_monitor(
+    heads: pd.DataFrame,
+    steps: pd.DataFrame,
+    phase: PhaseChange,
+    chance: dict[str, float],
+    threshold: float,
+    path: str | Path | None = None,
+    title: str = "",
+) -> Any:
+    """The monitor's two panels from its tables (``heads``, ``steps``), phase change, chance levels and threshold;
+    written to ``path`` (its path returned), or the matplotlib Figure when ``path`` is None.  The legend sits
+    under the panels, where it covers no curve."""
+    fig, axes = plots.subplots(2, width=4.8, height=3.6)
+    _heatmap(axes[0], heads, phase)
+    lines = _best(axes[1], heads, steps, phase, chance, threshold)
+    axes[1].set_title("best head, chance level and loss")
+    fig.legend(handles=lines, loc="outside lower center", ncols=3, fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title)
+    return plots.save(fig, Path(path)) if path is not None else fig

@@ -1,0 +1,98 @@
+"""The ``fast-induction`` experiment: its data, its models, its refusal of a missing package, and the mechanism its
+claims rest on — the toolkit's transformer forms an induction head on exact repeats and not on shuffled ones
+(docs/monitor.md#a-head-in-two-cpu-minutes)."""
+
+import sys
+
+import pytest
+import torch
+
+from inductionlab import experiments, rng
+from inductionlab.config import ConfigError
+from inductionlab.experiments.fast_induction_common import NetConfig, TaskConfig, own_model, repeated_windows
+from inductionlab.runs import RunContext
+
+EXP = experiments.get("fast-induction")
+
+
+def _induction_hits(tokens: torch.Tensor) -> float:
+    """The share of positions whose token is the one that followed the previous occurrence of the token before it
+    (what an induction head predicts), among the positions where that token occurred before."""
+    hits = total = 0
+    for seq in tokens.tolist():
+        for i in range(2, len(seq)):
+            earlier = [j for j in range(i - 1) if seq[j] == seq[i - 1]]
+            if earlier:
+                total += 1
+                hits += seq[earlier[-1] + 1] == seq[i]
+    return hits / total
+
+
+def test_exact_repeats_are_periodic_and_shuffled_ones_keep_the_tokens_but_not_their_successors():
+    exact = TaskConfig(vocab=1000, L=32, periods=(4, 8))
+    shuffled = TaskConfig(vocab=1000, L=32, periods=(4, 8), copies="shuffled")
+    a = repeated_windows(exact, (3, 40), rng.generator(0))
+    b = repeated_windows(shuffled, (120,), rng.generator(0))
+    assert a.shape == (3, 40, 32) and b.shape == (120, 32) and int(a.max()) < 1000
+    for seq in a.view(-1, 32):  # each sequence repeats its first k tokens, k in the range
+        k = next(k for k in range(4, 9) if torch.equal(seq[k:], seq[:-k]))
+        assert torch.equal(seq, seq[:k].repeat(8)[:32])
+    for seq in b:  # each complete copy holds the first copy's tokens, in an order of its own
+        k = next(k for k in range(4, 9) if sorted(seq[k : 2 * k].tolist()) == sorted(seq[:k].tolist()))
+        copies = [sorted(seq[c : c + k].tolist()) for c in range(0, 32 - k + 1, k)]
+        assert all(c == copies[0] for c in copies)
+    assert _induction_hits(a.view(-1, 32)) > 0.98  # below 1 only where a window holds a token twice
+    assert 0.1 < _induction_hits(b) < 0.35  # the right successor by chance: about 1/k of the window
+
+
+def test_the_toolkit_model_has_no_position_in_layer_2():
+    model = own_model(NetConfig(d_model=32, n_heads=2), TaskConfig())
+    assert model.heads("rpe").tolist() == [[1.0, 1.0], [0.0, 0.0]] and model.heads("dp").tolist() == [[1.0, 1.0]] * 2
+    assert model.K == 16 and model.init_std == 0.2 and model.readout == "all"
+
+
+def test_the_huggingface_model_is_an_attention_only_llama():
+    pytest.importorskip("transformers")
+    from inductionlab.experiments.fast_induction_common import build_hf
+
+    model = build_hf(NetConfig(d_model=16, n_heads=2), TaskConfig(vocab=20, L=12, periods=(2, 5)), 0)
+    assert type(model).__name__ == "LlamaForCausalLM" and model.config._attn_implementation == "eager"
+    x = torch.randn(2, 5, 16)
+    for layer in model.model.layers:
+        assert torch.equal(layer.mlp(x), torch.zeros_like(x))  # the MLP adds nothing
+        assert not any(p.requires_grad for p in layer.mlp.parameters())
+
+
+def test_a_missing_package_is_named_before_anything_trains(monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformer_lens", None)  # import transformer_lens now raises ImportError
+    cfg = experiments.configure("fast-induction", "smoke")
+    with pytest.raises(ConfigError, match=r"models: 'tl' needs the package transformer_lens.*\[tl\].*--models own,hf"):
+        EXP.run(cfg, RunContext(threads=1))
+
+
+def test_the_head_forms_on_exact_repeats_and_not_on_shuffled_ones():
+    """The toolkit's transformer alone, one seed, 250 steps (its phase steps: 116–166 on seeds 0–8)."""
+    keys = {"models": "own", "seeds": "0", "own.steps": 250}
+    found = {}
+    for copies in ("exact", "shuffled"):
+        cfg = experiments.configure("fast-induction", overrides={**keys, "task.copies": copies})
+        found[copies] = EXP.run(cfg, RunContext(threads=1)).summary["own"]
+    exact, shuffled = found["exact"], found["shuffled"]
+    assert exact["formed"] == [True] and exact["coincides"] == [True] and exact["phase_step"]["0"] < 200
+    assert exact["final_induction_score"][0] > 0.45 and exact["final_loss_repeated"][0] < 1.5
+    assert shuffled["formed"] == [False] and shuffled["coincides"] == [False]
+    assert shuffled["final_induction_score"][0] < 0.1 and shuffled["final_loss_repeated"][0] > 3.0
+
+
+def test_the_claims_are_judged_over_the_seeds_and_the_control_rejects_them():
+    from inductionlab.analysis.claims import judge, judge_control
+
+    passing = {m: {"formed": [True] * 3, "coincides": [True] * 3} for m in ("own", "hf", "tl")}
+    one_off = {m: {"formed": [True, False, True], "coincides": [True] * 3} for m in ("own", "hf", "tl")}
+    broken = {m: {"formed": [False] * 3, "coincides": [False] * 3} for m in ("own", "hf", "tl")}
+    assert len(EXP.claims) == 6 and {c.control for c in EXP.claims} == {"shuffled-copies"}
+    for claim in EXP.claims:
+        assert judge(claim, passing)["status"] == "passed"
+        assert judge_control(claim, broken)["control_status"] == "rejects"
+    heads = [c for c in EXP.claims if c.key.endswith(".formed")]
+    assert all(judge(c, one_off)["status"] == "failed" for c in heads)  # one seed without a head fails the claim
