@@ -271,7 +271,7 @@ def _remove_temporaries(out: Path) -> None:
     of ours), in a run directory only; under the directory's lock no live writer owns one."""
     if not (out / CONFIG).exists():
         return
-    for tmp in [*out.glob(".*.tmp"), *(out / "checkpoints").glob(".*.tmp")]:
+    for tmp in [*out.glob(".*.tmp"), *(out / "checkpoints").glob(".*.tmp"), *(out / "checkpoints").glob("*/.*.tmp")]:
         if re.fullmatch(r"\.(.+)\.\w{8}\.tmp", tmp.name) and _ours(tmp.with_name(tmp.name[1:-13])):
             tmp.unlink(missing_ok=True)
 

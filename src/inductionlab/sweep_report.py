@@ -22,7 +22,7 @@ from inductionlab import experiments, plots
 from inductionlab.analysis.scaling import law_constant, power_law_fit
 from inductionlab.config import to_dict
 from inductionlab.runner import RunDirError
-from inductionlab.runs import SWEEP_INFO
+from inductionlab.runs import SWEEP_INFO, atomic_write, write_text
 from inductionlab.sweep import MANIFEST, flat_config, load_sweep
 from inductionlab.theory.laws import Law, laws_for
 
@@ -113,9 +113,9 @@ def write_report(out: Path) -> list[Path]:
     summary.columns = [f"{m} {stat}" for m, stat in summary.columns]  # every number, a constant one too
     summary.insert(0, "seeds", table.groupby(grid).seed.count() if grid else len(table))
     summary = summary.reset_index() if grid else summary
-    summary.to_csv(out / "sweep_table.csv", index=False)
+    atomic_write(out / "sweep_table.csv", lambda tmp: summary.to_csv(tmp, index=False))
     fixed = constants(table, grid + metrics)
-    (out / "sweep_table.md").write_text(_markdown(summary, info["experiment"], fixed))
+    write_text(out / "sweep_table.md", _markdown(summary, info["experiment"], fixed))
     paths = [out / "sweep_table.md", out / "sweep_table.csv"]
     varied, shown = [k for k in grid if k not in fixed], [m for m in metrics if m not in fixed]
     for key in varied if shown else []:

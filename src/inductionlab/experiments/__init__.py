@@ -310,7 +310,7 @@ def get(name: str) -> Experiment:
     known = all_experiments()
     if name not in known:
         close = difflib.get_close_matches(name, list(known), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = f"; did you mean {', '.join(close)}?" if close else ";"
         raise ConfigError(f"experiment: unknown experiment {name!r}{hint} known: {', '.join(sorted(known))}")
     return known[name]
 

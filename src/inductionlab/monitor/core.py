@@ -74,8 +74,8 @@ class MonitorConfig:
     icl_early: int = 10  # the in-context-learning score: loss at token index icl_late minus loss at icl_early
     icl_late: int = 45  # (Olsson et al.; indices within the held-out sequences, < their length)
     threshold: float = 0.3  # a head "is an induction head" once its induction score reaches this
-    min_rise: float = 0.1  # a smaller rise of the best head's score from its lowest is no phase change (NaN)
-    min_loss_drop: float = 0.1  # nats: a smaller fall of loss_repeated from its peak is no loss drop (NaN)
+    min_rise: float = 0.1  # a rise of the best head's score from its lowest of at most this: no phase change (NaN)
+    min_loss_drop: float = 0.1  # nats: a fall of loss_repeated from its peak of at most this: no loss drop (NaN)
 
     def __post_init__(self) -> None:
         for name in ("every", "batch", "period", "repeats", "vocab", "seed", "icl_early", "icl_late"):

@@ -191,6 +191,8 @@ def watch(
     series = find_series(directory, checkpoints, incomplete, template, name, run)
     if series is None:
         raise _no_checkpoints(directory)
+    if not series.kind.startswith("kept") and (name is not None or run != 0):
+        raise ConfigError(f"--name, --run: for a run kept with --keep-checkpoints; {directory} holds {series.kind}")
     skipped: list[str] = []
     chosen = _complete(series, every, skipped)
     monitor = _measure(chosen, series, config, every, skipped) if chosen else None

@@ -371,7 +371,8 @@ def _run_stage(r: _Run, resumed: bool) -> None:
                     h.before_evaluate(view)
             with timing.section("eval"):
                 r.pending.append(stepper.evaluate(step))
-            r.keep(offset + step)
+            if step or not r.stage:  # a later stage's step 0 is the step its predecessor ended on: kept then
+                r.keep(offset + step)
         if step == stage.steps:
             break
         if r.hooks:

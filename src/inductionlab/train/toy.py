@@ -191,6 +191,7 @@ class ToyStepper:
         self.gens = make_generators(seeds)
         self.stream: BatchStream | None = None
         self.fixed: toy.Batch | None = None
+        self.current = 0  # the stage under way (begin_stage)
 
     @property
     def params(self) -> torch.Tensor:
@@ -263,8 +264,8 @@ class ToyStepper:
             "gens": gens,
             "p_tilde_after_stage1": self.p_tilde_after_stage1,
             "compiled": self.compiled,
-            # what θ is, for inductionlab.load_model: the layer 1 its last stage trains and is measured on
-            "model": {"family": "toy", "layer1": self.toy_stages[-1].layer1},
+            # what θ is, for inductionlab.load_model: the layer 1 its current stage (the last, once done) trains on
+            "model": {"family": "toy", "layer1": self.toy_stages[min(self.current, len(self.toy_stages) - 1)].layer1},
         }
 
     def load_state_dict(self, state: dict) -> None:
