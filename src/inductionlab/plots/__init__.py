@@ -75,13 +75,32 @@ def shade_phases(ax, spans: list[tuple[float, float]], labels: bool = False) -> 
             ax.axvspan(lo, hi, color=color, alpha=0.7, lw=0, label=label if labels else None, zorder=0)
 
 
+DPI = 130  # every figure is written at this resolution
+
+
 def save(fig, path: Path) -> Path:
     """Write ``fig`` to ``path`` atomically (a failure names the file: :class:`inductionlab.runs.WriteError`), its
-    legends first moved off the curves (:func:`uncover_legends`)."""
+    legends moved off the curves (:func:`uncover_legends`).  A PNG is checked on the layout of its own drawing and
+    written again only when a legend moved, so that a figure whose legends cover nothing is drawn once."""
     path = Path(path)
+    fmt = path.suffix.lstrip(".") or "png"
+
+    def write() -> None:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi="figure", format=fmt))
+
     try:
-        uncover_legends(fig)
-        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=130, format=path.suffix.lstrip(".") or "png"))
+        fig.set_dpi(DPI)
+        if fmt != "png":
+            uncover_legends(fig)
+            write()
+            return path
+        write()  # drawn on the Agg canvas: the legends' places are known
+        for move in ("best", "outside"):
+            covering = _covering(fig)
+            if not covering:
+                break
+            _place(covering, move)
+            write()
     finally:
         plt.close(fig)
     return path
@@ -123,22 +142,30 @@ def covers(ax, legend, renderer) -> bool:
     )
 
 
+def _covering(fig) -> list:
+    """(axes, legend) pairs whose legend covers a curve (:func:`covers`) in the figure's last drawing."""
+    renderer = fig.canvas.get_renderer()
+    return [(ax, leg) for ax in fig.axes if (leg := ax.get_legend()) is not None and covers(ax, leg, renderer)]
+
+
+def _place(legends: list, move: str) -> None:
+    for ax, leg in legends:
+        if move == "best":
+            leg.set_loc("best")
+        else:
+            leg.set_loc("upper left")
+            leg.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+
+
 def uncover_legends(fig) -> None:
     """Move each axes' legend that covers a curve (:func:`covers`): first to ``loc="best"`` (the least covered of
     matplotlib's nine places), and if that still covers one, outside the axes, to the right of its top corner."""
-    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
     for move in ("best", "outside"):
-        if not legends:
-            return
         fig.draw_without_rendering()  # lays the figure out and places the legends
-        renderer = fig.canvas.get_renderer()
-        legends = [(ax, leg) for ax, leg in legends if covers(ax, leg, renderer)]
-        for ax, leg in legends:
-            if move == "best":
-                leg.set_loc("best")
-            else:
-                leg.set_loc("upper left")
-                leg.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
+        covering = _covering(fig)
+        if not covering:
+            return
+        _place(covering, move)
 
 
 def mark_windows(ax, windows: list | None, x_end: float) -> None:
