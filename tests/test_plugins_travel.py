@@ -9,27 +9,9 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import main
+from tests.test_strict_plugins import COIN as STRICT_COIN
 
-COIN = """
-from dataclasses import dataclass
-
-import pandas as pd
-
-import inductionlab as il
-
-
-@dataclass(frozen=True)
-class Config:
-    seeds: tuple[int, ...] = (0,)
-    p: float = 0.5
-
-
-def run(cfg, ctx):
-    return il.Results({"metrics": pd.DataFrame({"seed": [0], "heads": [cfg.p]})}, {"heads": cfg.p})
-
-
-EXPERIMENT = il.Experiment(name="coin", description="a coin", config=Config(), presets={"smoke": {}}, run=run)
-"""
+COIN = STRICT_COIN.replace("NAME", "coin")  # the same coin plug-in as the strict tests
 
 
 def _new_command(monkeypatch):
