@@ -132,7 +132,7 @@ def main() -> None:
 
 def authors(args: argparse.Namespace) -> None:
     """``--model authors``: the pairwise kernel against the whole table, float64, one seed, 10 000 sequences."""
-    from inductionlab.experiments.markov_full import AUTHORS_MODEL
+    from inductionlab.experiments.chen.markov_full import AUTHORS_MODEL
 
     cfg = AUTHORS_MODEL.build(3)
     tokens, _ = sample(MarkovConfig(), 10_000, np.random.default_rng(0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from inductionlab.experiments import plateau_scaling
+from inductionlab.experiments.wang import plateau_scaling
 from inductionlab.theory.mixed import predicted_plateau
 from inductionlab.train.flow import FlowProblem, solve_flow
 

@@ -14,7 +14,7 @@ from inductionlab.config import (
     to_dict,
     with_seeds,
 )
-from inductionlab.experiments import lazy_to_rich
+from inductionlab.experiments.wang import lazy_to_rich
 from inductionlab.keys import describe, field_help, preset_changes
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import main
+from inductionlab.experiments import registry
 from tests.test_strict_plugins import COIN as STRICT_COIN
 
 COIN = STRICT_COIN.replace("NAME", "coin")  # the same coin plug-in as the strict tests
@@ -19,10 +20,10 @@ def _new_command(monkeypatch):
     variables as a fresh process has them; the test's end restores them)."""
     monkeypatch.setenv(experiments.PLUGINS_ENV, "")
     monkeypatch.setenv(experiments.PLUGIN_ARGS_ENV, "")
-    monkeypatch.setattr(experiments, "REGISTRY", {e.name: e for e in experiments.BUILTIN})
-    monkeypatch.setattr(experiments, "_origin", {})
-    monkeypatch.setattr(experiments, "_loaded", set())
-    monkeypatch.setattr(experiments, "_plugin_of", {})
+    monkeypatch.setattr(registry, "REGISTRY", {e.name: e for e in experiments.BUILTIN})
+    monkeypatch.setattr(registry, "_origin", {})
+    monkeypatch.setattr(registry, "_loaded", set())
+    monkeypatch.setattr(registry, "_plugin_of", {})
 
 
 @pytest.fixture

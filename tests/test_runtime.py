@@ -4,16 +4,16 @@ import os
 import pytest
 import torch
 
-from inductionlab import _runtime
+from inductionlab import _runtime, rng
 from inductionlab.models import toy
-from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.tasks.mixed import MixedTarget, new_tokens
 from inductionlab.train.toy_batches import make_batch
 
 
 def _toy_args(runs: int, L: int, n: int):
     """Arguments of ``toy.straight_step`` at ``runs`` runs, sequence length ``L`` and ``n`` sequences."""
     target = MixedTarget.per_run([1.0 + r for r in range(runs)], [0.49 - 0.1 * r for r in range(runs)], L)
-    batch = make_batch(new_tokens(runs, L, n, make_generators(list(range(runs))), "gaussian"), target, "ideal")
+    batch = make_batch(new_tokens(runs, L, n, [rng.generator(s) for s in range(runs)], "gaussian"), target, "ideal")
     theta = torch.linspace(-0.3, 0.8, 6 * runs).reshape(runs, 6)
     return (theta, batch.x, batch.targets, False, batch.keys, batch.scores), (theta, batch.x, batch.targets, True)
 

@@ -12,6 +12,7 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.cli import main
+from inductionlab.experiments import registry
 
 COIN = textwrap.dedent(
     """
@@ -42,9 +43,9 @@ def isolated(monkeypatch):
     """No plug-in of one test reaches another: the plug-in variables, the registry and the loaded set restored."""
     monkeypatch.setenv(experiments.PLUGINS_ENV, "")
     monkeypatch.setenv(experiments.PLUGIN_ARGS_ENV, "")
-    monkeypatch.setattr(experiments, "REGISTRY", dict(experiments.REGISTRY))
-    monkeypatch.setattr(experiments, "_origin", dict(experiments._origin))
-    monkeypatch.setattr(experiments, "_loaded", set(experiments._loaded))
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    monkeypatch.setattr(registry, "_origin", dict(registry._origin))
+    monkeypatch.setattr(registry, "_loaded", set(registry._loaded))
 
 
 def _write(path, text):

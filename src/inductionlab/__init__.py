@@ -1,116 +1,26 @@
 """inductionlab: how transformers learn induction heads — tasks, models, trainers, theory and analyses.
 
-The public API, on one screen (each name is imported when first used, so ``import inductionlab`` stays fast)::
-
-    tasks      MixedTaskConfig, MixedTarget, InductionTaskConfig, induction_head, generalized_induction_head,
-               repeated_random_tokens, sample_induction_tokens, MarkovConfig, sample_markov, SCBConfig,
-               random_instance, sample_scb, TextConfig, load_corpus; every sampler takes a torch.Generator
-               (rng.generator(seed)); your own task: docs/own_task.md
-    models     toy (the six-parameter model), ToyConfig, TransformerConfig, init_transformer, forward,
-               ChenConfig, HighDimConfig
-    training   RunContext, Hook, JsonlLogger, FreezeColumns, ToyTrainConfig, train_toy, TrainConfig, train_autograd,
-               pack, fit_induction, fit_lm, fit_tokens (any token task), StagedConfig, train_staged,
-               SCBTrainConfig, train_scb
-    interventions  InterventionConfig, ClampColumns, AblateHeads (hooks of the loop); loggers TensorBoardLogger,
-               WandbLogger
-    theory     FlowProblem, solve_flow, PhaseTimes
-    analysis   phase_times, head_scores, probe_distance, head_ablation, patch_heads, patch_layers,
-               direct_logit_attribution; Claim, Control, Between, Near, Is, judge (claims)
-    models out of runs  load_model, LoadedModel, to_hooked_transformer (TransformerLens; docs/models.md)
-    monitor    Monitor, MonitorConfig, PhaseChange, adapter_for, InductionCallback (transformers.Trainer): induction
-               heads forming in any model (docs/monitor.md)
-    runs       Experiment, register_experiment (docs/own_experiment.md), configure, experiments (the registry),
-               run_experiment, Results, run_sweep, load_run, load_sweep, cli (cli.main(argv)), rng (seeds), and
-               the module reproduce (reproduce.reproduce / render: every claim judged, report.html)
+The public API is the list of imports under ``if TYPE_CHECKING:`` below, by module: the tasks (every sampler takes
+a ``torch.Generator``, ``rng.generator(seed)``; your own task: docs/own_task.md), the models, the trainers with the
+loop's hooks (interventions, loggers), the theory, the analyses and claims, models out of runs (docs/models.md), the
+monitor (docs/monitor.md), and running experiments (``register_experiment``: docs/own_experiment.md; the module
+``reproduce``: every claim judged, report.html).  IDEs and type checkers read that list; at run time
+:func:`__getattr__` reads the same list and imports each name when first used, so that ``import inductionlab``
+stays fast (docs/architecture.md).
 """
+
+# ruff: noqa: F401 - the imports under TYPE_CHECKING are the public API, re-exported when first used
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 
-_EXPORTS = {
-    "MixedTaskConfig": "tasks.mixed",
-    "MixedTarget": "tasks.mixed",
-    "InductionTaskConfig": "tasks.induction",
-    "induction_head": "tasks.induction",
-    "generalized_induction_head": "tasks.induction",
-    "repeated_random_tokens": "tasks.induction",
-    "MarkovConfig": "tasks.markov",
-    "SCBConfig": "tasks.scb",
-    "random_instance": "tasks.scb",
-    "TextConfig": "tasks.text",
-    "load_corpus": "tasks.text",
-    "ToyConfig": "models.toy",
-    "TransformerConfig": "models.transformer",
-    "ChenConfig": "models.chen",
-    "HighDimConfig": "models.highdim",
-    "RunContext": "runs",
-    "load_run": "runs",
-    "Hook": "train.loop",
-    "JsonlLogger": "train.hooks",
-    "FreezeColumns": "train.hooks",
-    "InterventionConfig": "train.interventions",
-    "ClampColumns": "train.interventions",
-    "AblateHeads": "train.interventions",
-    "TensorBoardLogger": "train.hooks",
-    "WandbLogger": "train.hooks",
-    "ToyTrainConfig": "train.toy",
-    "train_toy": "train.toy",
-    "TrainConfig": "train.autograd",
-    "fit_induction": "train.transformer",
-    "fit_lm": "train.text",
-    "fit_tokens": "train.tokens",
-    "pack": "train.autograd",
-    "StagedConfig": "train.chen",
-    "train_staged": "train.chen",
-    "SCBTrainConfig": "train.proximal",
-    "train_scb": "train.proximal",
-    "FlowProblem": "train.flow",
-    "solve_flow": "train.flow",
-    "PhaseTimes": "theory.mixed",
-    "phase_times": "analysis.phases",
-    "head_scores": "analysis.heads",
-    "probe_distance": "analysis.heads",
-    "head_ablation": "analysis.ablation",
-    "patch_heads": "analysis.ablation",
-    "patch_layers": "analysis.ablation",
-    "direct_logit_attribution": "analysis.ablation",
-    "to_hooked_transformer": "loading",
-    "load_model": "loading",
-    "LoadedModel": "loading",
-    "run_experiment": "runner",
-    "run_sweep": "sweep",
-    "Claim": "analysis.claims",
-    "Control": "analysis.claims",
-    "Between": "analysis.claims",
-    "Near": "analysis.claims",
-    "Is": "analysis.claims",
-    "judge": "analysis.claims",
-    "Results": "runs",
-    "Experiment": "experiments.experiment",
-    "register_experiment": "experiments",
-    "configure": "experiments",
-    "load_sweep": "sweep",
-    "Monitor": "monitor",
-    "MonitorConfig": "monitor",
-    "PhaseChange": "monitor",
-    "adapter_for": "monitor",
-    "InductionCallback": "monitor",
-}
-_ALIASES = {
-    "init_transformer": ("models.transformer", "init_params"),
-    "forward": ("models.transformer", "forward"),
-    "train_autograd": ("train.autograd", "train"),
-    "sample_markov": ("tasks.markov", "sample"),
-    "sample_scb": ("tasks.scb", "sample"),
-    "sample_induction_tokens": ("tasks.induction", "sample_tokens"),
-}
-_MODULES = {"toy": "models.toy", "experiments": "experiments", "plots": "plots", "cli": "cli", "rng": "rng"}
-
-if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is imported when first used
+if TYPE_CHECKING:  # the public API, one list: what type checkers see and what __getattr__ imports when first used
     from inductionlab import cli, experiments, plots, rng
     from inductionlab.analysis.ablation import direct_logit_attribution, head_ablation, patch_heads, patch_layers
     from inductionlab.analysis.claims import Between, Claim, Control, Is, Near, judge
@@ -144,6 +54,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is i
     from inductionlab.tasks.scb import SCBConfig, random_instance
     from inductionlab.tasks.scb import sample as sample_scb
     from inductionlab.tasks.text import TextConfig, load_corpus
+    from inductionlab.theory.laws import Law
     from inductionlab.theory.mixed import PhaseTimes
     from inductionlab.train.autograd import TrainConfig, pack
     from inductionlab.train.autograd import train as train_autograd
@@ -158,99 +69,27 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at run time each name is i
     from inductionlab.train.toy import ToyTrainConfig, train_toy
     from inductionlab.train.transformer import fit_induction
 
-__all__ = [
-    "__version__",
-    "MixedTaskConfig",
-    "MixedTarget",
-    "InductionTaskConfig",
-    "induction_head",
-    "generalized_induction_head",
-    "repeated_random_tokens",
-    "MarkovConfig",
-    "SCBConfig",
-    "random_instance",
-    "TextConfig",
-    "load_corpus",
-    "ToyConfig",
-    "TransformerConfig",
-    "ChenConfig",
-    "HighDimConfig",
-    "RunContext",
-    "load_run",
-    "Hook",
-    "JsonlLogger",
-    "FreezeColumns",
-    "InterventionConfig",
-    "ClampColumns",
-    "AblateHeads",
-    "TensorBoardLogger",
-    "WandbLogger",
-    "ToyTrainConfig",
-    "train_toy",
-    "TrainConfig",
-    "fit_induction",
-    "fit_lm",
-    "fit_tokens",
-    "pack",
-    "StagedConfig",
-    "train_staged",
-    "SCBTrainConfig",
-    "train_scb",
-    "FlowProblem",
-    "solve_flow",
-    "PhaseTimes",
-    "phase_times",
-    "head_scores",
-    "probe_distance",
-    "head_ablation",
-    "patch_heads",
-    "patch_layers",
-    "direct_logit_attribution",
-    "to_hooked_transformer",
-    "load_model",
-    "LoadedModel",
-    "run_experiment",
-    "run_sweep",
-    "Claim",
-    "Control",
-    "Between",
-    "Near",
-    "Is",
-    "judge",
-    "Results",
-    "Experiment",
-    "register_experiment",
-    "configure",
-    "load_sweep",
-    "Monitor",
-    "MonitorConfig",
-    "PhaseChange",
-    "adapter_for",
-    "InductionCallback",
-    "init_transformer",
-    "forward",
-    "train_autograd",
-    "sample_markov",
-    "sample_scb",
-    "sample_induction_tokens",
-    "toy",
-    "experiments",
-    "plots",
-    "cli",
-    "rng",
-]
+
+@functools.cache
+def _exports() -> dict[str, tuple[str, str]]:
+    """Public name → (module, attribute), read from the imports under ``if TYPE_CHECKING:`` above."""
+    import ast
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    imports = [node for node in block.body if isinstance(node, ast.ImportFrom)]
+    return {alias.asname or alias.name: (str(node.module), alias.name) for node in imports for alias in node.names}
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"inductionlab.{_EXPORTS[name]}"), name)
-    if name in _ALIASES:
-        module, attr = _ALIASES[name]
-        return getattr(importlib.import_module(f"inductionlab.{module}"), attr)
-    if name in _MODULES:
-        return importlib.import_module(f"inductionlab.{_MODULES[name]}")
-    raise AttributeError(f"module 'inductionlab' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return ["__version__", *_exports()]
+    if name not in _exports():
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _exports()[name]
+    value = getattr(importlib.import_module(module), attr, None) if module != __name__ else None
+    return value if value is not None else importlib.import_module(f"{module}.{attr}")  # a submodule: cli, toy
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted(__getattr__("__all__"))

@@ -9,6 +9,7 @@ Config values are set by dotted keys, before or after the experiment's name, e.g
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import re
@@ -20,7 +21,6 @@ from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, message
 from inductionlab.cli_plugins import recorded_experiment, take_plugins
 from inductionlab.cli_report import (
-    SLURM_KEYS,
     cmd_report,
     cmd_reproduce,
     executor_options,
@@ -32,51 +32,6 @@ from inductionlab.config import ConfigError
 
 if TYPE_CHECKING:
     from inductionlab.train.loop import Hook
-
-RUN_VALUED = {"--out", "--preset", "--seed", "--config", "--threads", "--log.tensorboard", "--log.wandb"}
-RUN_FLAGS = {"--resume", "--force", "--no-progress", "--keep-checkpoints"}
-SWEEP_FLAGS = {"--no-progress", "--yes"}
-
-
-SWEEP_VALUED = {
-    "--out",
-    "--preset",
-    "--seed",
-    "--grid",
-    "--n-seeds",
-    "--workers",
-    "--threads",
-    "--executor",
-    *SLURM_KEYS,
-}
-
-
-def split_args(argv: list[str], valued: set[str], flags: set[str]) -> tuple[list[str], dict[str, str]]:
-    """Separate the command's own options (and positionals) from dotted config values, wherever they stand:
-    ``["--preset", "smoke", "--task.L", "20", "lazy-to-rich"]`` → (["--preset", "smoke", "lazy-to-rich"],
-    {"task.L": "20"})."""
-    known: list[str] = []
-    values: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        key, eq, value = arg.partition("=")
-        if key in valued:
-            known += [arg] if eq else argv[i : i + 2]
-            i += 1 if eq else 2
-            continue
-        if key in flags or key in ("-h", "--help") or not arg.startswith("--"):
-            known.append(arg)
-        elif len(arg) == 2:
-            raise ConfigError(f"unexpected argument {arg!r}: config values are given as --KEY VALUE (e.g. --task.L 20)")
-        else:
-            if not eq:
-                if i + 1 >= len(argv):
-                    raise ConfigError(f"{key}: missing value (config values are given as --KEY VALUE)")
-                value, i = argv[i + 1], i + 1
-            values[key[2:]] = value
-        i += 1
-    return known, values
 
 
 def resolve(name: str, preset: str | None, values: dict[str, Any]) -> Any:
@@ -93,6 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.keys:
         exp = experiments.get(args.keys)
         print(f"{exp.name}: presets {', '.join(exp.presets)}   (values are typed as shown: lists as 1,2)")
+        print("\n".join(f"  {line}" for line in _declared(exp)))
         for d in describe(exp.config):
             allowed = f"  [{d['allowed']}]" if d["allowed"] else ""
             note = f"  # {d['help']}" if d["help"] else ""
@@ -110,10 +66,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     known = experiments.all_experiments()
     width = max(map(len, known))
     for name, exp in known.items():
-        print(f"{name:<{width}}  {exp.figure:<26} {exp.wall:>8}  {exp.description}")
-    print("\nColumns: experiment, what it reproduces, default wall time on 2 cores, description.")
+        laws = f" (laws in {', '.join(dict.fromkeys(law.key for law in exp.laws))})" if exp.laws else ""
+        print(f"{name:<{width}}  {exp.figure:<26} {exp.wall:>8}  {', '.join(exp.devices):<9}  {exp.description}{laws}")
+    print("\nColumns: experiment, what it reproduces, default wall time on 2 cores, devices, description.")
     print("Keys of one experiment: inductionlab list --keys NAME; what its presets change: --presets NAME")
     return 0
+
+
+def _declared(exp: Any) -> list[str]:
+    """What ``exp`` declares (docs/own_experiment.md#what-it-declares), one line each, for ``list --keys``."""
+    lines = [f"devices: {', '.join(exp.devices)}" + ("" if "cuda" in exp.devices else f" ({exp.cpu_only})")]
+    lines += [f"losses in {exp.loss_unit}"] if exp.loss_unit else []
+    lines += [f"reads its data from --{exp.data} (reproduce --data sets it)"] if exp.data else []
+    lines += [f"law in --{law.key}: {law.formula()} ({law.source})" for law in exp.laws]
+    return lines
 
 
 def _config_for_run(args: argparse.Namespace, values: dict[str, str]) -> tuple[str, Any, Path]:
@@ -256,9 +222,26 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
 
 
+def _reproduce_options(rr: argparse.ArgumentParser) -> None:
+    """The options of ``reproduce``: which claims, at which budget, where, and where its jobs run."""
+    rr.add_argument(
+        "--paper", default="all", help="all (default), wang, chen, ren, or the paper name of registered claims"
+    )
+    rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
+    rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
+    rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
+    rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
+    rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
+    threads_option(rr)
+    executor_options(rr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="inductionlab", description=plain(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="inductionlab",
+        description=plain(__doc__ or ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     p.add_argument("--version", action="version", version=f"inductionlab {__version__}")
     p.add_argument(
@@ -270,12 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume find it again; see docs/own_experiment.md",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="list experiments (or one experiment's keys or presets)")
+    add = functools.partial(sub.add_parser, allow_abbrev=False)  # --out never takes --out.x, nor --pre --preset
+    ls = add("list", help="list experiments (or one experiment's keys or presets)")
     which = ls.add_mutually_exclusive_group()
     which.add_argument("--keys", metavar="NAME", help="every config key of NAME: type, default, what it does")
     which.add_argument("--presets", metavar="NAME", help="each preset of NAME: the keys it sets, default → value")
     for cmd in ("run", "sweep"):
-        sp = sub.add_parser(cmd, help=f"{cmd} an experiment; --KEY VALUE pairs (anywhere) set config values")
+        sp = add(cmd, help=f"{cmd} an experiment; --KEY VALUE pairs (anywhere) set config values")
         sp.add_argument("name", nargs="?", help="the experiment (inductionlab list)")
         sp.add_argument("--out", help="output directory (default runs/NAME or sweeps/NAME)")
         sp.add_argument("--preset", help="a named set of values: smoke, quick, ... (inductionlab list --presets NAME)")
@@ -296,20 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--log.wandb", dest="log_wandb", metavar="PROJECT", help="also log evaluations to Weights & Biases"
     )
     _sweep_options(sub.choices["sweep"])
-    rr = sub.add_parser("reproduce", help="run what the papers' claims need, judge them, write report.html")
-    rr.add_argument(
-        "--paper", default="all", help="all (default), wang, chen, ren, or the paper name of registered claims"
-    )
-    rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
-    rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
-    rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
-    rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
-    rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
-    threads_option(rr)
-    executor_options(rr)
-    rp = sub.add_parser("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
+    _reproduce_options(add("reproduce", help="run what the papers' claims need, judge them, write report.html"))
+    rp = add("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
-    wa = sub.add_parser("watch", help="induction heads across a series of checkpoints (docs/monitor.md)")
+    wa = add("watch", help="induction heads across a series of checkpoints (docs/monitor.md)")
     wa.add_argument("dir", help="a Trainer's output_dir, save_pretrained folders, TL state dicts or a kept run")
     wa.add_argument("--every", type=int, default=1, metavar="N", help="only checkpoints whose step is a multiple of N")
     wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
@@ -332,15 +306,40 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
+    """The command's options, and the config values of ``run`` and ``sweep``: every ``--KEY VALUE`` or
+    ``--KEY=VALUE``, before or after the experiment's name, whose ``--KEY`` the command's parser does not declare
+    (the parser is the one list of options: what ``parse_known_args`` leaves over is config).  A value may start
+    with ``-`` (``--task.alpha -1``): the pair is taken off before the command's own options are parsed, so it
+    never reads as an option or as the experiment's name (``run --task.L 20 lazy-to-rich``)."""
+    parser = build_parser()
+    first, extras = parser.parse_known_args(argv)
+    if first.command not in ("run", "sweep"):
+        return parser.parse_args(argv), {}
+    # an unknown --KEY=V holding a space is taken for a positional (argparse): then it stands as the name
+    config = {a.partition("=")[0] for a in [*extras, first.name or ""] if a.startswith("--") and len(a) > 2}
+    own: list[str] = []
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        key, eq, value = arg.partition("=")
+        if arg == "--":
+            raise ConfigError(f"unexpected argument {arg!r}: config values are given as --KEY VALUE (e.g. --task.L 20)")
+        if key not in config:
+            own.append(arg)
+        else:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise ConfigError(f"{key}: missing value (config values are given as --KEY VALUE)")
+                value, i = argv[i + 1], i + 1
+            values[key[2:]] = value
+        i += 1
+    return parser.parse_args(own), values
+
+
 def _dispatch(argv: list[str]) -> int:
-    argv = take_plugins(argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
-    if command in ("run", "sweep"):
-        valued, flags = (RUN_VALUED, RUN_FLAGS) if command == "run" else (SWEEP_VALUED, SWEEP_FLAGS)
-        known, values = split_args(argv, valued, flags)
-    else:
-        known, values = argv, {}
-    args = build_parser().parse_args(known)
+    args, values = parse_command(take_plugins(argv))
     if args.command == "list":
         return cmd_list(args)
     if args.command == "report":

@@ -51,10 +51,6 @@ def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _field_types(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
-
-
 def _describe(tp: Any) -> str:
     if get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(tp))
@@ -145,7 +141,7 @@ def _coerce_union(value: Any, tp: Any, field: str) -> Any:
 
 
 def _rebuild(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
-    hints = _field_types(cls)
+    hints = get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = set(data) - names
     if unknown:
@@ -202,6 +198,14 @@ def keys_as(names: Mapping[str, str]) -> Iterator[None]:
         if not sep or leaf not in names:
             raise
         raise ConfigError(f"{names[leaf]}: {rest}") from None
+
+
+def set_here(section: Any, prefix: str, defaults: Mapping[str, Any], by: str) -> None:
+    """Refuse a value of ``prefix.key`` other than ``defaults[key]``: ``by`` sets that key in this experiment, one
+    value per variant, so a shared section's key keeps its default there (docs/conventions.md#keys)."""
+    for key, default in defaults.items():
+        why = f"{by} sets it in this experiment, so it keeps its default {default!r}"
+        require(getattr(section, key) == default, f"{prefix}.{key}", why)
 
 
 def _in_section(err: ConfigError, prefix: str, names: set[str]) -> ConfigError:
@@ -268,11 +272,6 @@ def config_hash(cfg: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def physical_memory() -> int:
-    """This machine's physical memory in bytes."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def human_bytes(n: float) -> str:
     """``n`` bytes as ``12.3 GB`` (powers of 1000; never cut mid-number)."""
     units, k = ("B", "kB", "MB", "GB", "TB", "PB", "EB"), 0
@@ -285,7 +284,7 @@ def check_memory(field: str, n_bytes: float, what: str, also: str = "") -> None:
     """Refuse a size before anything is allocated, naming ``field`` (and ``also``, another key the size grows
     with), where ``what`` it sizes would need ``n_bytes`` (an estimate, a lower bound) — more than this machine's
     physical memory."""
-    total = physical_memory()
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # this machine's physical memory in bytes
     require(
         n_bytes <= total,
         field,

@@ -38,8 +38,6 @@ from inductionlab.runs import CONFIG, SUMMARY, RunContext, config_values
 from inductionlab.tasks.text import TOKENIZER_FILES, BPETokenizer, TextTokenizer, WordTokenizer
 from inductionlab.train.autograd import pack
 
-NO_MODEL = ("approx-ih2", "approx-ihn", "approx-gihn", "markov-mi")  # builtin experiments that train no model
-
 
 @dataclass(frozen=True)
 class ToyModelConfig:
@@ -202,11 +200,12 @@ def _checkpoint(run_dir: Path, experiment: str, name: str | None) -> Path:
     files = sorted((run_dir / "checkpoints").glob("*.pt"))
     names = [p.stem for p in files]
     if not files:
-        trains = sorted(n for n in experiments.all_experiments() if n not in NO_MODEL)
+        known = experiments.all_experiments()
+        none = "" if getattr(known.get(experiment), "saves_models", True) else ": it trains none"
+        trains = ", ".join(sorted(n for n, e in known.items() if e.saves_models))
         raise ConfigError(
-            f"{run_dir}: experiment {experiment} saved no trained model (no checkpoints/*.pt"
-            + (": it trains none" if experiment in NO_MODEL else "")
-            + f"); load_model loads runs of {', '.join(trains)}"
+            f"{run_dir}: experiment {experiment} saved no trained model (no checkpoints/*.pt{none}); "
+            f"load_model loads runs of {trains}"
         )
     if name is None:
         several = f"{run_dir} holds {len(files)} models; choose one of {', '.join(names)}"

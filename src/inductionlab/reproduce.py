@@ -33,22 +33,21 @@ import pandas as pd
 
 from inductionlab import experiments
 from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, Claim, Control, judge, judge_control
-from inductionlab.config import ConfigError, config_hash, to_dict, with_seeds
+from inductionlab.config import ConfigError, config_hash, flatten, to_dict, with_seeds
 from inductionlab.runner import clear, saved_config, thread_budget
 from inductionlab.runs import (
     CONFIG,
     REPRODUCE_INFO,
     SUMMARY,
-    check_free,
+    claim_dir,
     config_values,
     lock_dir,
-    other_kind,
     versions,
     write_json,
     write_parquet,
 )
 from inductionlab.sweep import MANIFEST, Executor, Job, execute, manifest_entries
-from inductionlab.tasks.text import MissingDataError, data_root
+from inductionlab.tasks.text import ENV as DATA_ENV
 
 log = logging.getLogger(__name__)
 Budget = Literal["smoke", "quick", "full"]
@@ -103,16 +102,14 @@ def plan(
             raise ConfigError(f"--only: {name} has no claim of --paper {paper}; with claims: {', '.join(names)}")
     jobs, skipped, cost = [], {}, {}
     for name in [n for n in names if not only or n in only]:
-        reads_text = hasattr(experiments.get(name).config, "data")
-        extra = {"data.path": data} if reads_text and data else {}
+        key = experiments.get(name).data  # the config key of the data path it reads ("" when it makes its own)
+        extra = {key: data} if key and data else {}
         preset = BUDGETS[budget] if BUDGETS[budget] in experiments.get(name).presets else None  # else its default
         cfg = experiments.configure(name, preset=preset, overrides=extra)
-        if reads_text:
-            try:
-                data_root(cfg.data)
-            except MissingDataError:
-                skipped[name] = "no text data here: pass --data DIR (WikiText-2) or set INDUCTIONLAB_DATA"
-                continue
+        path = (flatten(cfg)[key] or os.environ.get(DATA_ENV, "")) if key else ""
+        if key and not (path and Path(path).exists()):
+            skipped[name] = f"no text data here: pass --data DIR (WikiText-2) or set {DATA_ENV}"
+            continue
         source = experiments.source_of(name)
         jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name), source=source))
         cost[jobs[-1].dir] = expected_minutes(name, preset)
@@ -189,13 +186,7 @@ def reproduce(
     out = Path(out)
     thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     jobs, skipped = plan(paper, budget, out, data, only)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
-    check_free(out)
-    held = other_kind(out, INFO)
-    if held:
-        raise ConfigError(f"--out {out} holds {held}; reproduce needs a directory of its own: use another --out")
-    with lock_dir(out):
+    with claim_dir(out, INFO, "reproduce", ConfigError):
         jobs = _place(jobs, out)
         start = time.perf_counter()
         info: dict[str, Any] = {

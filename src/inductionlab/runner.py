@@ -26,10 +26,9 @@ from inductionlab.runs import (
     WALL,
     Results,
     RunContext,
+    claim_dir,
     config_values,
-    lock_dir,
     never_reached,
-    other_kind,
     save_tables,
     versions,
     write_json,
@@ -122,12 +121,7 @@ def run_experiment(
     n_threads, threads_from = thread_budget(threads)
     exp = experiments.get(name)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"--out {out} is a file, not a directory. Give a directory path.")
-    held = other_kind(out, CONFIG)
-    if held:
-        raise RunDirError(f"{out} holds {held}; a run needs a directory of its own. Use another --out.")
-    with lock_dir(out):
+    with claim_dir(out, CONFIG, "a run", RunDirError):
         _check_run_dir(out, name, to_dict(cfg), resume, force)
         if resume and not force and (out / SUMMARY).exists():
             return out  # finished already: nothing to resume

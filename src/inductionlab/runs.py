@@ -182,6 +182,30 @@ def lock_dir(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+@contextmanager
+def claim_dir(
+    out: Path,
+    own: str,
+    needs: str,
+    error: Callable[[str], Exception],
+    foreign: Callable[[Path], str] | None = None,
+) -> Iterator[None]:
+    """Hold ``out``'s lock (:func:`lock_dir`) for the block, once ``out`` is known to be free for ``needs`` (``"a
+    run"``, ``"a sweep"``, ``"reproduce"``): not a file; not written by a live process (:class:`DirectoryInUse`,
+    named before anything else); holding nothing of another kind than its mark ``own`` (:func:`other_kind`), nor
+    what ``foreign`` finds there (a sweep of another experiment).  Each refusal is an ``error`` naming ``--out``
+    (docs/conventions.md#one-writer)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise error(f"--out {out} is a file, not a directory. Give a directory path.")
+    check_free(out)
+    held = other_kind(out, own) or (foreign(out) if foreign is not None else "")
+    if held:
+        raise error(f"--out {out} holds {held}; {needs} needs a directory of its own: use another --out")
+    with lock_dir(out):
+        yield
+
+
 def _jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None

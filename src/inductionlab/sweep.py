@@ -35,7 +35,7 @@ from inductionlab import experiments
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import RunDirError, run_experiment, thread_budget
-from inductionlab.runs import SUMMARY, SWEEP_INFO, check_free, lock_dir, other_kind, write_json, write_parquet
+from inductionlab.runs import SUMMARY, SWEEP_INFO, claim_dir, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -166,15 +166,10 @@ def run_sweep(
         raise ConfigError(f"--slurm-timeout-min: each job's time limit must be ≥ 1 minute, got {timeout!r}")
     thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before work
     jobs = plan(name, base_cfg, grid, seeds, out)  # validates every config before anything is written
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a directory. Give a directory path.")
-    check_free(out)
-    held = _foreign(out, name)
-    if held:
-        raise ConfigError(f"--out {out} holds {held}; a sweep needs a directory of its own: use another --out")
-    if on_plan is not None:
-        on_plan([j for j in jobs if j.hash not in _done(out)])
-    with lock_dir(out):  # one sweep process writes the manifest; each job locks its own run directory
+    # one sweep process writes the manifest; each job locks its own run directory
+    with claim_dir(out, SWEEP_INFO, "a sweep", ConfigError, lambda path: _other_sweep(path, name)):
+        if on_plan is not None:
+            on_plan([j for j in jobs if j.hash not in _done(out)])
         write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid), **experiments.plugin_record(name)})
         try:
             failed = execute(jobs, out, workers, executor, slurm, progress, threads=threads)
@@ -191,11 +186,8 @@ def run_sweep(
     return table
 
 
-def _foreign(out: Path, name: str) -> str:
-    """What in ``out`` a sweep of ``name`` must not mix with: a run, or a sweep of another experiment."""
-    held = other_kind(out, SWEEP_INFO)
-    if held:
-        return held
+def _other_sweep(out: Path, name: str) -> str:
+    """The sweep of another experiment than ``name`` in ``out``, which a sweep of ``name`` must not mix with."""
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):  # no sweep.json, or a damaged one
         other = json.loads((out / SWEEP_INFO).read_text())["experiment"]
         return f"a sweep of {other} ({SWEEP_INFO})" if other != name else ""

@@ -171,29 +171,23 @@ UNITS = (  # (pattern on a key's last dotted part, unit) for the axis labels; th
     (r"lr", "learning rate"),
     (r"batch_size", "sequences"),
 )
-NATS = frozenset(  # experiments whose losses are cross-entropies (natural log)
-    {"wikitext", "repeated-text", "markov-transformer", "markov-length-generalization", "interventions"}
-)
-SQUARED = frozenset(  # experiments whose losses are ½ squared errors (Wang et al. eq. 3)
-    {"lazy-to-rich", "lazy-to-rich-boolean", "joint-training", "adam-vs-gd-highdim", "probe", "heads-dims"}
-)
 
 
 def axis_label(name: str, experiment: str) -> str:
-    """``name (unit)``: the unit from :data:`UNITS`, or the loss's (nats / ½ squared error) where the experiment's
-    loss is known; the bare name when nothing says."""
+    """``name (unit)``: the unit from :data:`UNITS`, or the experiment's declared ``loss_unit`` for a loss; the bare
+    name when nothing says."""
     last = name.rsplit(".", 1)[-1]
     unit = next((u for pattern, u in UNITS if re.fullmatch(pattern, last)), "")
     if not unit and "loss" in last:
-        unit = "nats" if experiment in NATS else "½ squared error" if experiment in SQUARED else ""
+        unit = experiments.get(experiment).loss_unit
     return f"{name} ({unit})" if unit else name
 
 
 def _figure(
     table: pd.DataFrame, key: str, others: list[str], metrics: list[str], out: Path, experiment: str, fixed: dict
 ) -> Path:
-    """Each metric against ``key``, one colour per combination of the ``others``; where :mod:`inductionlab.theory.laws`
-    has a law for (key, metric), log-log axes with the law (dashed) and the fitted power law (dotted).  ``fixed``:
+    """Each metric against ``key``, one colour per combination of the ``others``; where the experiment declares a law
+    for (key, metric) (``Experiment.laws``, :mod:`inductionlab.theory.laws`), log-log axes with the law (dashed) and the fitted power law (dotted).  ``fixed``:
     the grid keys and numbers constant across the sweep, named in the subtitle (:func:`constants`)."""
     ncols = min(3, len(metrics))
     nrows = -(-len(metrics) // ncols)
@@ -203,7 +197,7 @@ def _figure(
     x = np.asarray(levels, dtype=float) if numeric else np.arange(len(levels))
     groups = list(table.groupby(others)) if others else [((), table)]
     colours = plots.plt.cm.viridis(np.linspace(0, 0.85, max(len(groups), 1)))
-    laws = laws_for(experiment, key) if numeric else {}
+    laws = laws_for(experiments.get(experiment).laws, key) if numeric else {}
     for ax, metric in zip(axes, metrics):
         ax.set(
             xlabel=axis_label(key, experiment), ylabel=axis_label(metric, experiment), title=f"{metric} against {key}"

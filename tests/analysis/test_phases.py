@@ -1,8 +1,9 @@
 import math
 
 import numpy as np
+import pandas as pd
 
-from inductionlab.analysis.phases import first_crossing, phase_times
+from inductionlab.analysis.phases import balance, first_crossing, kicked_gap_change, phase_times
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
 
 
@@ -51,3 +52,16 @@ def test_plateau_finds_the_flat_stretch_between_two_drops():
     assert start == 20 and 60 <= end <= 70  # within 5% of the range of the plateau level
     assert np.isnan(plateau(t, 5 - 0.04 * t)[0])  # a steady decline has no plateau
     assert plateau(t, np.where(t < 30, 5 - 0.1 * t, 2.0)) == (30.0, 100.0)  # still going on at the end
+
+
+def test_balance_is_zero_only_on_the_balanced_manifold():
+    df = pd.DataFrame({"w_Q": [0.01, 0.3], "w_K": [0.01, 0.3]})
+    assert balance(df) == 0.0
+    assert balance(df.assign(w_Q=[0.05, 0.3])) > 1e-3
+
+
+def test_the_kicked_gap_change_is_relative_to_the_gap_at_the_start():
+    companion = pd.DataFrame({"w_Q": [0.05, 0.2, 0.3], "w_K": [0.01, 0.19, 0.295]})
+    gap = companion.w_Q**2 - companion.w_K**2
+    assert kicked_gap_change(companion) == (gap - gap[0]).abs().max() / abs(gap[0])
+    assert kicked_gap_change(companion.iloc[:0]) is None and kicked_gap_change(companion.assign(w_Q=0.01)) is None

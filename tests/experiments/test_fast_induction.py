@@ -9,7 +9,7 @@ import torch
 
 from inductionlab import experiments, rng
 from inductionlab.config import ConfigError
-from inductionlab.experiments.fast_induction_common import NetConfig, TaskConfig, own_model, repeated_windows
+from inductionlab.experiments.across.fast_induction.libraries import NetConfig, TaskConfig, own_model, repeated_windows
 from inductionlab.runs import RunContext
 
 EXP = experiments.get("fast-induction")
@@ -53,7 +53,7 @@ def test_the_toolkit_model_has_no_position_in_layer_2():
 
 def test_the_huggingface_model_is_an_attention_only_llama():
     pytest.importorskip("transformers")
-    from inductionlab.experiments.fast_induction_common import build_hf
+    from inductionlab.experiments.across.fast_induction.libraries import build_hf
 
     model = build_hf(NetConfig(d_model=16, n_heads=2), TaskConfig(vocab=20, L=12, periods=(2, 5)), 0)
     assert type(model).__name__ == "LlamaForCausalLM" and model.config._attn_implementation == "eager"

@@ -8,7 +8,7 @@ import torch
 
 from inductionlab import experiments, run_experiment
 from inductionlab.cli import resolve
-from inductionlab.experiments.hf_induction_common import build_gpt2
+from inductionlab.experiments.across.hf_induction.gpt2 import build_gpt2
 
 pytest.importorskip("transformers")
 

@@ -3,7 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from inductionlab.experiments.markov_full import AUTHORS_A, AUTHORS_P, SPREAD_FLOOR, seed_spread
+from inductionlab.experiments.chen.markov_full import AUTHORS_A, AUTHORS_P, SPREAD_FLOOR, seed_spread
 
 
 def test_seed_spread_is_the_mean_and_sample_std_of_the_last_epoch_with_the_authors_z_scores():
@@ -24,7 +24,7 @@ def test_seed_spread_is_the_mean_and_sample_std_of_the_last_epoch_with_the_autho
 
 def test_spread_is_computed_per_loss_and_the_headline_is_the_first():
     from inductionlab.cli import resolve
-    from inductionlab.experiments import markov_full
+    from inductionlab.experiments.chen import markov_full
     from inductionlab.runs import RunContext
 
     cfg = resolve("markov-full", "smoke", {"seeds": "2024,2025", "train.epochs": "2"})
@@ -42,7 +42,7 @@ def test_one_seed_gives_no_z_score():
 
 
 def test_the_authors_configuration_is_their_stored_runs():
-    from inductionlab.experiments.markov_full import CONFIG
+    from inductionlab.experiments.chen.markov_full import CONFIG
 
     model = CONFIG.authors_model.build(3)
     assert (model.proj_init, model.layernorm, model.variant, model.norm) == (0.001, "shared", "full", "layernorm")

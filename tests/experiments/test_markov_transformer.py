@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from inductionlab.experiments.markov_transformer import chain_summary
+from inductionlab.experiments.across.markov_transformer import chain_summary
 
 
 def _metrics(weights: dict[tuple[int, int], float]) -> pd.DataFrame:

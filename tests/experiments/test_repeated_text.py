@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from inductionlab.experiments import repeated_text
+from inductionlab.experiments.wang import repeated_text
 
 
 @pytest.mark.parametrize("score, named", [(0.62, "induction head (1, 0), score 0.62"), (0.03, "no induction head")])

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from inductionlab import experiments
-from inductionlab.experiments.scb_convergence import _methods
+from inductionlab.experiments.ren.scb_convergence import _methods
 
 
 def test_the_lambda_sweep_and_the_no_decay_pair_train_beside_the_compared_methods():

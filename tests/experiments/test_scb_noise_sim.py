@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from inductionlab import experiments
-from inductionlab.experiments.scb_noise_sim import _batch_sweep, _sweep_summary, _theorem_regime
+from inductionlab.experiments.ren.scb_noise_sim import _batch_sweep, _sweep_summary, _theorem_regime
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle

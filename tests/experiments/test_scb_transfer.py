@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from inductionlab import experiments
-from inductionlab.experiments import scb_transfer
-from inductionlab.experiments.scb_transfer import calibrate_c, the_c
-from inductionlab.experiments.scb_transfer_common import crossing, median_cost, stage2_cost, support_errors
+from inductionlab.experiments.ren import scb_transfer
+from inductionlab.experiments.ren.scb_transfer import calibrate_c, the_c
+from inductionlab.experiments.ren.scb_transfer.measures import crossing, median_cost, stage2_cost, support_errors
 from inductionlab.runs import RunContext
 
 

@@ -9,10 +9,10 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.analysis.claims import judge
-from inductionlab.experiments.adam_vs_gd_highdim import D1, _runs, g4_lead
-from inductionlab.experiments.approx_gihn import _heads_summary
-from inductionlab.experiments.heads_dims import _summary as heads_dims_summary
-from inductionlab.experiments.wikitext import _corpus
+from inductionlab.experiments.wang.adam_vs_gd_highdim import D1, _runs, g4_lead
+from inductionlab.experiments.wang.approx_gihn import _heads_summary
+from inductionlab.experiments.wang.heads_dims import _summary as heads_dims_summary
+from inductionlab.experiments.wang.wikitext import _corpus
 from inductionlab.runs import RunContext
 
 

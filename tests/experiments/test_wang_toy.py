@@ -9,8 +9,8 @@ import pytest
 
 from inductionlab import experiments
 from inductionlab.config import ConfigError
-from inductionlab.experiments.plateau_scaling_common import phase1_fits
-from inductionlab.experiments.toy_common import Config, balance, literal_summary
+from inductionlab.experiments.wang.lazy_to_rich.layerwise import Config, literal_summary
+from inductionlab.experiments.wang.plateau_scaling.measures import phase1_fits
 from inductionlab.runs import RunContext
 from inductionlab.theory.mixed import ih_ratio_lazy
 from inductionlab.train.flow import FlowProblem, solve_flow
@@ -50,18 +50,13 @@ def _layer2(p_tilde: float, w_star: float = 0.49) -> pd.DataFrame:
 def test_the_literal_summary_divides_by_the_finite_p_tilde_fixed_point(monkeypatch):
     layer2 = _layer2(0.94)
     monkeypatch.setattr(
-        "inductionlab.experiments.toy_common.summarise", lambda *a: {"final": {"w_KQ": float(layer2.w_KQ.iloc[-1])}}
+        "inductionlab.experiments.wang.lazy_to_rich.layerwise.summarise",
+        lambda *a: {"final": {"w_KQ": float(layer2.w_KQ.iloc[-1])}},
     )
     out = literal_summary(layer2, [], Config(gf="none"), np.array([0.94]))
     for key in ("g4_end_over_floor", "w_V1_over_predicted", "w_KQ_over_predicted"):
         assert out[key] == pytest.approx(1.0)
     assert out["g4_end_over_start"] == pytest.approx(math.exp(-1.88))
-
-
-def test_balance_is_zero_only_on_the_balanced_manifold():
-    df = pd.DataFrame({"w_Q": [0.01, 0.3], "w_K": [0.01, 0.3]})
-    assert balance(df) == 0.0
-    assert balance(df.assign(w_Q=[0.05, 0.3])) > 1e-3
 
 
 def test_the_literal_comparison_needs_the_idealised_default():

@@ -1,8 +1,9 @@
 import pytest
 import torch
 
+from inductionlab import rng
 from inductionlab.models import toy
-from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.tasks.mixed import MixedTarget, new_tokens
 from inductionlab.train.toy_batches import make_batch
 
 THETA = torch.tensor(
@@ -12,7 +13,7 @@ THETA = torch.tensor(
 
 def _setup(L=9, B=400):
     target = MixedTarget.per_run([1.0, 0.5, 2.0], [0.49, 0.3, 0.4], L, dtype=torch.float64)
-    x = new_tokens(3, L, B, make_generators([0, 1, 2]), "gaussian", torch.float64)
+    x = new_tokens(3, L, B, [rng.generator(s) for s in (0, 1, 2)], "gaussian", torch.float64)
     return target, x
 
 

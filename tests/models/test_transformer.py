@@ -3,10 +3,11 @@ import math
 import pytest
 import torch
 
+from inductionlab import rng
 from inductionlab.config import ConfigError
 from inductionlab.models import toy
 from inductionlab.models import transformer as tf
-from inductionlab.tasks.mixed import make_generators, new_tokens
+from inductionlab.tasks.mixed import new_tokens
 
 
 def toy_as_transformer(theta: torch.Tensor) -> tuple[tf.TransformerConfig, tf.Params]:
@@ -46,7 +47,7 @@ def toy_as_transformer(theta: torch.Tensor) -> tuple[tf.TransformerConfig, tf.Pa
 def test_the_toy_is_the_general_model_with_the_weights_of_spec_5_2():
     L, B = 12, 50
     theta = torch.tensor([[0.7, 0.3, 0.2, 0.4, 0.9, 0.6], [2.0, -0.1, 0.5, 0.2, -0.3, 0.8]], dtype=torch.float64)
-    x = new_tokens(2, L, B, make_generators([0, 1]), "gaussian", torch.float64)  # (S, L, B) token-major
+    x = new_tokens(2, L, B, [rng.generator(0), rng.generator(1)], "gaussian", torch.float64)  # (S, L, B) token-major
     zero_targets = toy.Batch(x, torch.zeros(2, 2, B, dtype=torch.float64), 5.0)
     want = toy._forward(theta, zero_targets, "learned", need_dy=False, keep_e=False).resid  # (S, 2, B)
     cfg, params = toy_as_transformer(theta)

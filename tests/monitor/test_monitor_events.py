@@ -133,3 +133,24 @@ def test_the_phase_change_event_fires_once_and_the_metrics_and_figure_follow(tmp
     assert Monitor(monitor.adapter, monitor.config).metrics() == {}  # nothing measured yet
     with pytest.raises(ConfigError, match="^on_phase_change: "):
         Monitor(monitor.adapter, monitor.config, on_phase_change="stop")
+
+
+def test_each_measurement_reaches_a_loggers_log_as_one_row_of_the_monitor_stage():
+    from inductionlab.train.hooks import Logger
+
+    class Rows(Logger):
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def log(self, step, stage, row, stage_index=0) -> None:
+            self.calls.append((step, stage, row, stage_index))
+
+    rows = Rows()
+    _, monitor = _switch_monitor(loggers=[rows])
+    monitor.measure(0)
+    monitor.measure(10)
+    assert [(step, stage, index) for step, stage, _, index in rows.calls] == [(0, "monitor", 0), (10, "monitor", 0)]
+    last = monitor.steps.iloc[-1]
+    expected = {k: float(last[k]) for k in ("loss_repeated", "loss_first", "best_induction", "best_layer", "best_head")}
+    heads = {f"induction_l0h{h}": float(monitor.heads.induction.iloc[-2 + h]) for h in (0, 1)}
+    assert rows.calls[-1][2] == expected | heads

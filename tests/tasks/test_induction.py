@@ -1,9 +1,10 @@
 import pytest
 import torch
 
+from inductionlab import rng
 from inductionlab.config import ConfigError
 from inductionlab.tasks import induction as ih
-from inductionlab.tasks.mixed import MixedTarget, make_generators, mixed_target, new_tokens
+from inductionlab.tasks.mixed import MixedTarget, mixed_target, new_tokens
 
 
 def _brute_force(x, w_star, n, g=None):
@@ -39,7 +40,7 @@ def test_gih_with_rbf_matches_its_definition_and_ih2_matches_the_mixed_target():
     assert float(x.abs().max()) <= 1
     L = 12
     target = MixedTarget.per_run([1.0], [0.49], L, dtype=torch.float64)
-    tokens = new_tokens(1, L, 30, make_generators([3]), "gaussian", torch.float64)  # (1, L, B)
+    tokens = new_tokens(1, L, 30, [rng.generator(3)], "gaussian", torch.float64)  # (1, L, B)
     ih_part = mixed_target(tokens, target)[0, 1] * 2  # 1/(1+α*) with α* = 1
     got = ih.induction_head(tokens[0].T.unsqueeze(-1), torch.tensor([[0.49**2]], dtype=torch.float64))
     assert torch.allclose(got[:, 0], ih_part, atol=1e-12)

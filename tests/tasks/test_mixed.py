@@ -2,26 +2,27 @@ import math
 
 import torch
 
-from inductionlab.tasks.mixed import MixedTarget, make_generators, mixed_target, new_tokens
+from inductionlab import rng
+from inductionlab.tasks.mixed import MixedTarget, mixed_target, new_tokens
 
 
 def test_gaussian_and_boolean_token_statistics():
-    x = new_tokens(2, 10, 20_000, make_generators([1, 2]), "gaussian")
+    x = new_tokens(2, 10, 20_000, [rng.generator(1), rng.generator(2)], "gaussian")
     assert abs(float(x.mean())) < 0.01 and abs(float(x.var()) - 1) < 0.01
-    b = new_tokens(1, 10, 20_000, make_generators([3]), "boolean")
+    b = new_tokens(1, 10, 20_000, [rng.generator(3)], "boolean")
     assert set(b.unique().tolist()) == {-1.0, 1.0} and abs(float(b.mean())) < 0.02
 
 
 def test_per_run_generators_make_runs_independent_of_batching():
-    both = new_tokens(2, 6, 50, make_generators([7, 8]), "gaussian")
-    alone = new_tokens(1, 6, 50, make_generators([8]), "gaussian")
+    both = new_tokens(2, 6, 50, [rng.generator(7), rng.generator(8)], "gaussian")
+    alone = new_tokens(1, 6, 50, [rng.generator(8)], "gaussian")
     assert torch.equal(both[1], alone[0])
 
 
 def test_target_matches_a_direct_loop_over_the_definition():
     L, B = 7, 5
     target = MixedTarget.per_run([1.5, 0.5], [0.49, 0.3], L, dtype=torch.float64)
-    x = new_tokens(2, L, B, make_generators([0, 1]), "gaussian", torch.float64)
+    x = new_tokens(2, L, B, [rng.generator(0), rng.generator(1)], "gaussian", torch.float64)
     got = mixed_target(x, target)
     for r, (a, w) in enumerate([(1.5, 0.49), (0.5, 0.3)]):
         for b in range(B):
@@ -36,7 +37,7 @@ def test_target_matches_a_direct_loop_over_the_definition():
 def test_large_logits_take_the_shifted_softmax_path():
     L = 6
     target = MixedTarget.per_run([1.0], [5.0], L, dtype=torch.float64)  # w*² = 25: exp2 would overflow unshifted
-    x = 4 * new_tokens(1, L, 100, make_generators([0]), "gaussian", torch.float64)
+    x = 4 * new_tokens(1, L, 100, [rng.generator(0)], "gaussian", torch.float64)
     got = mixed_target(x, target)
     scores = 25 * x[:, L - 1 : L] * x[:, 0 : L - 2]
     want = (torch.softmax(scores, 1) * x[:, 1 : L - 1]).sum(1) / 2

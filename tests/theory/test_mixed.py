@@ -3,9 +3,10 @@ import math
 import pytest
 import torch
 
+from inductionlab import rng
 from inductionlab.config import ConfigError
 from inductionlab.models import toy
-from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.tasks.mixed import MixedTarget, new_tokens
 from inductionlab.theory import mixed as th
 from inductionlab.train.toy_batches import make_batch
 
@@ -22,7 +23,7 @@ def test_M_and_m_equal_their_sums(p):
 def test_closed_form_4gram_loss_matches_monte_carlo():
     L, n = 12, 400_000
     target = MixedTarget.per_run([1.5], [0.4], L, dtype=torch.float64)
-    x = new_tokens(1, L, n, make_generators([5]), "gaussian", torch.float64)
+    x = new_tokens(1, L, n, [rng.generator(5)], "gaussian", torch.float64)
     p, g = 0.8, 0.35
     theta = torch.tensor([[0.0, p, g, 0.0, 0.0, 0.0]], dtype=torch.float64)
     mc = toy.loss_and_grad(theta, make_batch(x, target, "ideal"), "ideal", per_sample=True).partial[0, 0]
@@ -73,3 +74,21 @@ def test_domain_of_the_closed_form_is_enforced():
 
 def test_h_turning_threshold_value_from_the_spec():
     assert abs(th.h_turning_threshold(0.49) - 0.299) < 1e-3
+
+
+@pytest.mark.parametrize("p_tilde", [0.3, 0.94, 2.0])
+def test_the_literal_fixed_point_is_the_regression_of_x_on_the_finite_layer_one(p_tilde):
+    """Monte Carlo of docs/conventions.md#wang-5-3: with y_s = Σ_k (1−r) r^{k−1} x_{s−k} (eq. 5, long context) the
+    least-squares slope of x_{s−1} on y_s is 1 + r, and the fraction of Var(x_{s−1}) it leaves is r²."""
+    import numpy as np
+
+    r, lags, n = math.exp(-p_tilde), 80, 400_000
+    x = np.random.default_rng(0).standard_normal((n, lags))  # column k−1: x_{s−k}
+    y = x @ ((1 - r) * r ** np.arange(lags))
+    slope = float(x[:, 0] @ y / (y @ y))
+    left = float(np.mean((x[:, 0] - slope * y) ** 2) / np.mean(x[:, 0] ** 2))
+    fixed = th.literal_fixed_point(np.array([p_tilde]), alpha_star=1.0, w_star=0.49)
+    assert slope == pytest.approx(1 + r, rel=0.01)  # ~3 standard errors at n = 4e5
+    assert left == pytest.approx(float(fixed["g4_floor"][0]), rel=0.03, abs=2e-3)
+    assert float(fixed["w_V1"][0]) == pytest.approx(th.g_star(1.0) * slope, rel=0.01)
+    assert float(fixed["w_KQ"][0]) == pytest.approx(0.49 * math.sqrt(slope), rel=0.01)

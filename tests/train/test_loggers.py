@@ -53,3 +53,19 @@ def test_wandb_offline_run_logs_each_evaluation(tmp_path, monkeypatch):
     assert summary["train/c0"] == pytest.approx(float(metrics.c0.iloc[-2:].mean()))
     assert summary["step_in_stage"] == 30
     assert list(tmp_path.glob("wandb/offline-run-*"))
+
+
+def test_a_logger_gets_each_evaluation_as_step_stage_and_the_means_over_runs():
+    from inductionlab.train.hooks import Logger
+
+    class Rows(Logger):
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def log(self, step, stage, row, stage_index=0) -> None:
+            self.calls.append((step, stage, row, stage_index))
+
+    rows = Rows()
+    metrics = _train([rows])
+    means = metrics.groupby("step").c0.mean()
+    assert rows.calls == [(int(s), "train", {"c0": pytest.approx(float(means[s]))}, 0) for s in means.index]

@@ -4,9 +4,10 @@ import signal
 import pytest
 import torch
 
+from inductionlab import rng
 from inductionlab.models import toy
 from inductionlab.runs import RunContext, load_checkpoint
-from inductionlab.tasks.mixed import MixedTarget, make_generators
+from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.train import optim
 from inductionlab.train import toy as trainer
 from inductionlab.train.loop import Interrupted, NonFiniteError
@@ -85,7 +86,7 @@ def test_sgd_matches_one_manual_step():
     target = MixedTarget.per_run([1.0], [0.49], L)
     cfg = _cfg(stage1_steps=0, stage2_steps=1)
     out = train_toy(cfg, target, toy.init_params(0.01, 1), [5])
-    stream = BatchStream(target, cfg.batch_size, make_generators([5]), "ideal", None, cfg.checkpoint_every)
+    stream = BatchStream(target, cfg.batch_size, [rng.generator(5)], "ideal", None, cfg.checkpoint_every)
     grad = toy.loss_and_grad(toy.init_params(0.01, 1), stream.next(), "ideal", wrt="layer2").grad
     expected = toy.init_params(0.01, 1) - 0.1 * grad * torch.tensor([0, 1, 1, 1, 1, 1.0])
     assert torch.allclose(out.theta, expected, atol=1e-7)

@@ -98,3 +98,20 @@ def phase_times_by_run(layer2: pd.DataFrame, alpha_star: float, w_star: float) -
         }
         for run_id, df in layer2.groupby("run")
     ]
+
+
+def kicked_gap_change(companion: pd.DataFrame) -> float | None:
+    """Lemma 5.4 off the balanced manifold: over Stage II of the companion run (w_Q(0) = kick, w_K(0) = σ_init), the
+    largest |w_Q² − w_K² − its value at the start of Stage II|, relative to that value.  0 under gradient flow; SGD's
+    step changes it by the factor 1 − lr²·G² (G = ∂L/∂(w_Q w_K) on the batch).  None without a gap to follow."""
+    gap = (companion.w_Q**2 - companion.w_K**2).to_numpy(dtype=float)
+    if not len(gap) or gap[0] == 0:  # no companion, or an intervention put it back on the manifold
+        return None
+    return float(np.abs(gap - gap[0]).max() / abs(gap[0]))
+
+
+def balance(layer2: pd.DataFrame) -> float:
+    """Lemma 5.4: w_Q² − w_K² is conserved in Stage II, hence ≡ 0 from θ(0) = σ_init·1.  Its largest |value| over
+    the layer-2 stage and the runs, relative to the largest w_Q² + w_K² (0 exactly when balanced)."""
+    gap = (layer2.w_Q**2 - layer2.w_K**2).abs().max()
+    return float(gap / max(float((layer2.w_Q**2 + layer2.w_K**2).max()), 1e-30))

@@ -1,400 +1,57 @@
-"""Experiments, one file per paper figure, each defining one :class:`~inductionlab.experiments.experiment.Experiment`
-``EXPERIMENT`` (name, description, config whose ``seeds`` field is the run axis, presets, run, plot, claims,
-controls), and the registry that finds them by name, with the experiments of other packages and scripts
-(:func:`register_experiment`, the entry-point group ``inductionlab.experiments``, ``$INDUCTIONLAB_PLUGINS``).  Modules named ``*_common`` hold what
-several experiments share; no experiment imports another (``docs/architecture.md#experiments``).
+"""Experiments, one per paper figure, in four wings: ``wang`` (Wang, Yu, E, Wu), ``chen`` (Chen, Sheen, Wang,
+Yang), ``ren`` (Ren, Wang, Lee) and ``across`` (those that span papers or libraries).  Each experiment is an
+:class:`~inductionlab.experiments.experiment.Experiment` (name, description, config whose ``seeds`` field is the run
+axis, presets, run, plot, claims, controls, and what it declares: laws, loss unit, devices, data), a module of its
+wing or a small package where it needs a companion; a wing's ``_shared`` module serves that wing alone, and no wing
+imports another (``docs/architecture.md#experiments``).  Each wing registers its experiments with
+:func:`register_experiment`, the path plug-ins take (:mod:`inductionlab.experiments.registry`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import hashlib
-import importlib
-import importlib.util
-import json
-import os
-import re
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from importlib.metadata import entry_points
-from pathlib import Path
-from types import ModuleType
-from typing import Any, get_args, get_origin, get_type_hints
-
-from inductionlab.config import ConfigError, dotted, override
-from inductionlab.experiments import (
-    adam_vs_gd_highdim,
-    approx_gihn,
-    approx_ih2,
-    approx_ihn,
-    fast_induction,
-    heads_dims,
-    hf_induction,
-    interventions,
-    joint_training,
-    lazy_to_rich,
-    markov_full,
-    markov_joint,
-    markov_length_generalization,
-    markov_mi,
-    markov_stages,
-    markov_transformer,
-    plateau_scaling,
-    probe,
-    repeated_text,
-    scb_convergence,
-    scb_noise_sim,
-    scb_softmax,
-    scb_transfer,
-    wikitext,
-)
+from inductionlab.experiments import registry
 from inductionlab.experiments.experiment import Experiment
-from inductionlab.runs import config_values
-
-BUILTIN: tuple[Experiment, ...] = (
-    lazy_to_rich.EXPERIMENT,
-    lazy_to_rich.BOOLEAN,  # workshop Fig. 3: Fig. 2 with ±1 tokens, in the same file
-    *(
-        m.EXPERIMENT
-        for m in (
-            plateau_scaling,
-            approx_ih2,
-            approx_ihn,
-            approx_gihn,
-            probe,
-            heads_dims,
-            adam_vs_gd_highdim,
-            joint_training,
-            scb_convergence,
-            scb_softmax,
-            scb_transfer,
-            scb_noise_sim,
-            markov_stages,
-            markov_joint,
-            markov_mi,
-            markov_length_generalization,
-            markov_full,
-            markov_transformer,
-            wikitext,
-            repeated_text,
-            interventions,
-            hf_induction,
-            fast_induction,
-        )
-    ),
+from inductionlab.experiments.registry import (
+    ENTRY_POINTS,
+    PLUGIN_ARGS_ENV,
+    PLUGINS_ENV,
+    REGISTRY,
+    add_plugin_args,
+    all_experiments,
+    configure,
+    ensure_registered,
+    get,
+    import_plugin,
+    load_plugins,
+    plugin_args,
+    plugin_record,
+    recorded,
+    register_experiment,
+    source_of,
 )
-REGISTRY: dict[str, Experiment] = {e.name: e for e in BUILTIN}  # then the plug-ins (docs/own_experiment.md)
-ENTRY_POINTS = "inductionlab.experiments"  # the entry-point group of experiments from other packages
-# Modules or .py files to import first, separated by os.pathsep only (":" on POSIX, ";" on Windows)
-PLUGINS_ENV = "INDUCTIONLAB_PLUGINS"
-PLUGIN_ARGS_ENV = "INDUCTIONLAB_PLUGIN_ARGS"  # the --plugin values, a JSON list (a path is never split)
-Plugin = dict[str, str]  # {"spec": as given, "resolved": a module name or an absolute .py path}
-_loaded: set[str] = set()
-_origin: dict[str, str] = {}  # experiment name → what registered it (a plug-in, or the file defining its run)
-_plugin_of: dict[str, Plugin] = {}  # experiment name → the plug-in whose import registered it
-_loading: list[tuple[str, Plugin | None]] = []  # the plug-ins being imported (what, plug-in), innermost last
 
+with registry.toolkit():  # the wings register their experiments, in the order `list` shows them
+    from inductionlab.experiments import wang, ren, chen, across  # noqa: F401  # isort: skip
 
-def register_experiment(experiment: Experiment, *, replace: bool = False) -> Experiment:
-    """Add ``experiment`` to the registry, so that ``run``, ``sweep``, ``report``, ``list`` and ``reproduce`` know
-    it by its name (docs/own_experiment.md); return it.  The toolkit's own names are refused unless ``replace``; an
-    outside experiment registered again from where it was (a module imported twice, a worker process) replaces the
-    earlier one, and one registered under a name another plug-in or module holds is refused, naming both."""
-    if not isinstance(experiment, Experiment):
-        raise TypeError(f"register_experiment needs an inductionlab.Experiment, got {type(experiment).__name__}")
-    name, origin = experiment.name, _origin_of(experiment)
-    known = REGISTRY.get(name)
-    if known is not None and known is not experiment and not replace:
-        if name in {e.name for e in BUILTIN}:
-            raise ConfigError(
-                f"experiment: {name!r} of {origin} is one of the toolkit's own experiments; choose another name "
-                "(or pass replace=True to shadow it)"
-            )
-        if _origin.get(name, origin) != origin:
-            raise ConfigError(
-                f"experiment: {name!r} is registered by both {_origin[name]} and {origin}; rename one of them "
-                "(or pass replace=True)"
-            )
-    REGISTRY[name], _origin[name] = experiment, origin
-    _plugin_of.pop(name, None)
-    plugin = _loading[-1][1] if _loading else None
-    if plugin:
-        _plugin_of[name] = plugin
-    return experiment
+BUILTIN: tuple[Experiment, ...] = registry.toolkit_experiments()  # the toolkit's own, in that order
 
-
-def _origin_of(experiment: Experiment) -> str:
-    """What registers ``experiment``: the plug-in being imported, else the file of the module defining its run."""
-    if _loading:
-        return _loading[-1][0]
-    module = experiment.run.__module__
-    file = getattr(sys.modules.get(module), "__file__", None)
-    return f"file {Path(file).resolve()}" if file else f"module {module}"
-
-
-def load_plugins() -> None:
-    """Import the experiments of other packages (entry-point group ``inductionlab.experiments``: each names an
-    :class:`Experiment`, or a module defining ``EXPERIMENT`` or calling :func:`register_experiment`), the modules
-    or files listed in ``$INDUCTIONLAB_PLUGINS`` (separated by ``os.pathsep``) and those given with ``--plugin``
-    (``$INDUCTIONLAB_PLUGIN_ARGS``, a JSON list); each once per process.  A plug-in that fails to load, ends the
-    process, defines an ``EXPERIMENT`` that is none, or takes a name already held raises :class:`ConfigError`
-    naming it."""
-    for ep in entry_points(group=ENTRY_POINTS):
-        key = f"ep:{ep.value}"
-        if key not in _loaded:
-            _loaded.add(key)
-            what = f"entry point {ep.name} = {ep.value}"
-            with _importing(what, None):
-                _register_object(_load(ep.load, what), what)
-    specs = [s.strip() for s in os.environ.get(PLUGINS_ENV, "").split(os.pathsep) if s.strip()]
-    listed = [(_plugin(s), PLUGINS_ENV) for s in specs] + [(p, "--plugin") for p in plugin_args()]
-    for plugin, where in listed:
-        if _key(plugin["resolved"]) not in _loaded:
-            _loaded.add(_key(plugin["resolved"]))
-            import_plugin(plugin["resolved"], where, plugin)
-
-
-def plugin_args() -> list[Plugin]:
-    """The ``--plugin`` values of this command (``$INDUCTIONLAB_PLUGIN_ARGS``, a JSON list: each ``{"spec": as
-    given, "resolved": module or absolute path}``, or one string, both at once)."""
-    text = os.environ.get(PLUGIN_ARGS_ENV, "")
-    try:
-        items = json.loads(text) if text else []
-    except json.JSONDecodeError:
-        items = None
-    plugins = [_plugin(i) if isinstance(i, str) else i for i in items] if isinstance(items, list) else None
-    if plugins is None or not all(_is_plugin(p) for p in plugins):
-        raise ConfigError(f"${PLUGIN_ARGS_ENV}: expected a JSON list of modules or .py files, got {text!r}")
-    return plugins
-
-
-def _plugin(spec: str) -> Plugin:
-    return {"spec": spec, "resolved": _key(spec)}
-
-
-def _is_plugin(p: Any) -> bool:
-    return isinstance(p, dict) and set(p) == {"spec", "resolved"} and all(isinstance(v, str) and v for v in p.values())
-
-
-def add_plugin_args(specs: list[str]) -> None:
-    """Add ``--plugin`` values (each one module or one .py file, never split) to ``$INDUCTIONLAB_PLUGIN_ARGS``, which
-    this process and its worker processes import before they look an experiment up; a file must exist."""
-    for spec in specs:
-        if not spec.strip():
-            raise ConfigError("--plugin: expected a module name or a .py file, got an empty value")
-        if spec.endswith(".py") and not Path(spec).expanduser().is_file():
-            raise ConfigError(f"--plugin {spec}: no such file (give a module name or a .py file)")
-    _add_plugins([_plugin(s) for s in specs])
-
-
-def _add_plugins(plugins: list[Plugin]) -> None:
-    os.environ[PLUGIN_ARGS_ENV] = json.dumps([*plugin_args(), *plugins])
-
-
-def _key(spec: str) -> str:
-    return str(Path(spec).expanduser().resolve()) if spec.endswith(".py") else spec
-
-
-def import_plugin(spec: str, where: str = PLUGINS_ENV, plugin: Plugin | None = None) -> None:
-    """Import the module ``spec`` (``mypkg.myexp``) or run the file ``spec`` (``path/to/myexp.py``) as a module,
-    then register its ``EXPERIMENT`` if it defines one (it may also call :func:`register_experiment` itself);
-    ``where`` names the option or variable that listed it; ``plugin``, what the experiments it registers record as
-    their plug-in (:func:`plugin_record`; None: a worker importing the module of an experiment registered in Python)."""
-    if spec.endswith(".py"):
-        path = Path(spec).expanduser().resolve()
-        if not path.is_file():
-            raise ConfigError(f"{where} {spec}: no such file (give a module name or a .py file)")
-        digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]  # two files of one name stay two modules
-        module_name = "inductionlab_plugin_" + re.sub(r"\W", "_", path.stem) + "_" + digest
-        loader = importlib.util.spec_from_file_location(module_name, path)
-        assert loader is not None and loader.loader is not None  # a .py file always gets a source-file loader
-        module = importlib.util.module_from_spec(loader)
-        what = f"plug-in file {spec}"
-        sys.modules[module_name] = module
-        with _importing(what, plugin):
-            try:
-                _load(lambda: loader.loader.exec_module(module), what)
-            except ConfigError:
-                sys.modules.pop(module_name, None)
-                raise
-            _register_object(module, what)
-    else:
-        what = f"plug-in module {spec}"
-        with _importing(what, plugin):
-            _register_object(_load(lambda: importlib.import_module(spec), what), what)
-
-
-@contextmanager
-def _importing(what: str, plugin: Plugin | None) -> Iterator[None]:
-    _loading.append((what, plugin))
-    try:
-        yield
-    finally:
-        _loading.pop()
-
-
-def _load(fn: Any, what: str) -> Any:
-    """``fn()``, the import of a plug-in: anything it raises, or its ending the process, is a :class:`ConfigError`
-    naming ``what`` (Ctrl-C stays an interrupt)."""
-    try:
-        return fn()
-    except KeyboardInterrupt:
-        raise
-    except SystemExit as err:
-        raise ConfigError(
-            f"{what} ended the process (sys.exit({err.code!r})) while loading; a plug-in defines or registers "
-            'experiments (guard a script\'s own run with `if __name__ == "__main__":`)'
-        ) from None
-    except ConfigError as err:
-        raise ConfigError(f"{what} failed to load: {err}") from None
-    except BaseException as err:
-        raise ConfigError(f"{what} failed to load: {type(err).__name__}: {err}") from err
-
-
-def _register_object(obj: Any, what: str) -> None:
-    """Register ``obj``: an :class:`Experiment`, or a module whose ``EXPERIMENT`` (if any) must be one."""
-    if isinstance(obj, Experiment):
-        register_experiment(obj)
-    elif isinstance(obj, ModuleType):
-        if hasattr(obj, "EXPERIMENT"):
-            value = obj.EXPERIMENT
-            if not isinstance(value, Experiment):
-                raise ConfigError(
-                    f"{what}: EXPERIMENT must be an inductionlab.Experiment, got {type(value).__name__} {_short(value)}"
-                )
-            register_experiment(value)
-    else:
-        raise ConfigError(f"{what} names a {type(obj).__name__}; it must name an Experiment or a module")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def source_of(name: str) -> str:
-    """Where a worker process finds experiment ``name`` when the registry of a fresh process lacks it: "" for the
-    toolkit's own and the plug-ins (every process loads them), else the module (or the script file) whose code
-    defines its ``run`` — registering at the top level of that module or script makes it known there too."""
-    exp = get(name)
-    if exp in BUILTIN:
-        return ""
-    module = sys.modules.get(exp.run.__module__)
-    if exp.run.__module__ in ("__main__", "__mp_main__"):
-        return str(getattr(module, "__file__", "") or "")
-    return exp.run.__module__
-
-
-def ensure_registered(name: str, source: str) -> Experiment:
-    """Experiment ``name``, importing ``source`` (:func:`source_of`) first if this process does not know it yet."""
-    if name not in all_experiments() and source:
-        import_plugin(source)
-    if name not in REGISTRY:
-        raise ConfigError(
-            f"experiment: {name!r} is not registered in this worker process; register it at the top level of a module "
-            "or script (or with --plugin / $INDUCTIONLAB_PLUGINS), or run with one worker (docs/own_experiment.md)"
-        )
-    return REGISTRY[name]
-
-
-def all_experiments() -> dict[str, Experiment]:
-    """Every experiment by name: the toolkit's own, then the plug-ins (loaded on first use)."""
-    load_plugins()
-    return REGISTRY
-
-
-def get(name: str) -> Experiment:
-    """The experiment called ``name``; a clear error suggests the closest names and lists the known ones."""
-    known = all_experiments()
-    if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ";"
-        raise ConfigError(f"experiment: unknown experiment {name!r}{hint} known: {', '.join(sorted(known))}")
-    return known[name]
-
-
-def plugin_record(name: str) -> dict[str, list[Plugin]]:
-    """``{"plugins": [the plug-in that registers experiment name]}`` (``--plugin`` or ``$INDUCTIONLAB_PLUGINS``),
-    which a run's config.json and a sweep's sweep.json hold, so that ``report`` and ``--resume`` find it again
-    (docs/own_experiment.md#travel); ``{}`` for the toolkit's own, an entry point's and one registered in Python."""
-    get(name)
-    return {"plugins": [dict(_plugin_of[name])]} if name in _plugin_of else {}
-
-
-def recorded(name: str, plugins: Any, where: str | Path) -> Experiment:
-    """Experiment ``name`` of a saved run or sweep (``where``: its config.json or sweep.json), importing the
-    plug-ins it recorded (``plugins``, :func:`plugin_record`) when this process does not know it — as ``--plugin``
-    values, so that worker processes import them too.  A recorded plug-in that cannot be imported (its file moved,
-    its module gone) or no longer registers ``name`` is a :class:`ConfigError` naming it."""
-    if name in all_experiments():
-        return REGISTRY[name]
-    again = "; give the plug-in that registers it with --plugin MODULE|FILE.py (docs/own_experiment.md#travel)"
-    if not (isinstance(plugins, list) and plugins and all(_is_plugin(p) for p in plugins)):
-        raise ConfigError(f"{where}: experiment {name!r} is unknown here, and no plug-in is recorded for it{again}")
-    named = ", ".join(p["spec"] + (f" ({p['resolved']})" if p["spec"] != p["resolved"] else "") for p in plugins)
-    gone = [p["resolved"] for p in plugins if p["resolved"].endswith(".py") and not Path(p["resolved"]).is_file()]
-    if gone:
-        raise ConfigError(f"{where}: experiment {name!r} comes from the plug-in {named}; {gone[0]} is gone{again}")
-    try:
-        for plugin in plugins:
-            if _key(plugin["resolved"]) not in _loaded:
-                import_plugin(plugin["resolved"], "plug-in", plugin)
-                _loaded.add(_key(plugin["resolved"]))
-    except ConfigError as err:
-        raise ConfigError(f"{where}: experiment {name!r} comes from the plug-in {named}: {err}{again}") from None
-    if name not in REGISTRY:
-        raise ConfigError(f"{where}: the recorded plug-in {named} no longer registers experiment {name!r}{again}")
-    _add_plugins([dict(p) for p in plugins])
-    return REGISTRY[name]
-
-
-def configure(
-    name: str,
-    preset: str | None = None,
-    overrides: dict[str, Any] | None = None,
-    base: Any = None,
-    file: dict[str, Any] | None = None,
-) -> Any:
-    """Experiment ``name``'s CONFIG (or ``base``, a saved run's config), then its ``preset``, then ``file`` (the
-    nested keys of a ``--config`` file), then the dotted-key ``overrides``: each later one wins, and each step is
-    validated."""
-    exp = get(name)
-    cfg = exp.config if base is None else base
-    overrides = dict(overrides or {})
-    if "device" in overrides and not hasattr(cfg, "device"):
-        _cpu_only(name, str(overrides.pop("device")))
-    if preset:
-        if preset not in exp.presets:
-            raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.presets)}")
-        cfg = override(cfg, exp.presets[preset], name)
-    if file:
-        cfg = override(cfg, dotted(config_values(file)), name)
-    cfg = override(cfg, overrides, name)
-    _check_distinct(cfg)
-    return cfg
-
-
-def _check_distinct(cfg: Any, prefix: str = "") -> None:
-    """The lists an experiment compares (the ``tuple[X, ...]`` fields of its own config classes, declared in
-    ``experiments/``: degrees, losses, L values, …) hold distinct values: a repeat would run a setting twice and give
-    its tables two rows of one key.  Library sections (a trainer's per-stage rates) may repeat values."""
-    hints = get_type_hints(type(cfg))
-    for f in dataclasses.fields(cfg):
-        tp, value = hints[f.name], getattr(cfg, f.name)
-        if dataclasses.is_dataclass(value) and type(value).__module__.startswith(__name__):
-            _check_distinct(value, f"{prefix}{f.name}.")
-        elif get_origin(tp) is tuple and get_args(tp)[-1:] == (Ellipsis,) and len(set(value)) != len(value):
-            raise ConfigError(
-                f"{prefix}{f.name}: values must be distinct (a repeat runs a setting twice), got {list(value)}"
-            )
-
-
-def _cpu_only(name: str, device: str) -> None:
-    """Accept ``--device cpu`` for an experiment that has no device switch; refuse another device, saying why
-    and which experiments have one (``docs/conventions.md#devices``)."""
-    if device != "cpu":
-        gpu = sorted(n for n, e in all_experiments().items() if hasattr(e.config, "device"))
-        why = get(name).cpu_only
-        raise ConfigError(f"--device {device}: {name} runs on the CPU only ({why}). With --device: {', '.join(gpu)}")
+__all__ = [
+    "BUILTIN",
+    "ENTRY_POINTS",
+    "PLUGINS_ENV",
+    "PLUGIN_ARGS_ENV",
+    "REGISTRY",
+    "Experiment",
+    "add_plugin_args",
+    "all_experiments",
+    "configure",
+    "ensure_registered",
+    "get",
+    "import_plugin",
+    "load_plugins",
+    "plugin_args",
+    "plugin_record",
+    "recorded",
+    "register_experiment",
+    "source_of",
+]

@@ -10,12 +10,18 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from inductionlab.analysis.claims import Claim, Control
+from inductionlab.config import flatten
 from inductionlab.runs import Results, RunContext
+from inductionlab.theory.laws import Law
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
+NATS = "nats"  # the unit of a cross-entropy (natural log)
+SQUARED = "½ squared error"  # the unit of Wang et al.'s eq. (3) loss
+DEVICES = ("cpu", "cuda")  # the devices an experiment may declare (docs/conventions.md#devices)
+C = TypeVar("C")  # the experiment's config class
 
 
 def no_figures(results: Results, out_dir: Path) -> list[Path]:
@@ -24,7 +30,7 @@ def no_figures(results: Results, out_dir: Path) -> list[Path]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Experiment:
+class Experiment(Generic[C]):
     """One experiment: ``name`` (the CLI's name: lower-case letters, digits, ``-`` and ``_``), a one-line
     ``description``, its default ``config`` (a frozen dataclass instance whose ``seeds`` field, a tuple of ints, is
     the run axis — docs/conventions.md#seeds), ``presets`` (preset name → dotted-key overrides; ``smoke`` and
@@ -32,15 +38,23 @@ class Experiment:
 
     Optional: ``claims`` and ``controls`` (:mod:`inductionlab.analysis.claims`: what ``reproduce`` judges);
     ``figure`` (where in a paper, for ``list``), ``wall`` (its default's wall time, e.g. ``"~3 min"``),
-    ``headline`` (summary keys the CLI prints after a run), ``cpu_only`` (why a config without a ``device``
-    field refuses ``--device cuda``) and ``draws``: for an experiment whose outcome depends on the data it draws,
-    how many data seeds ``reproduce`` runs it at (draw i shifts every seed by i·len(seeds)); each of its claims is
-    then judged on the mean over the draws (``Claim.seeds``, docs/conventions.md#claims)."""
+    ``headline`` (summary keys the CLI prints after a run) and ``draws``: for an experiment whose outcome depends
+    on the data it draws, how many data seeds ``reproduce`` runs it at (draw i shifts every seed by i·len(seeds));
+    each of its claims is then judged on the mean over the draws (``Claim.seeds``, docs/conventions.md#claims).
+
+    What it declares, which the commands read from here and nowhere else: ``laws`` (the scaling laws the papers
+    predict for its grid keys, :class:`inductionlab.theory.laws.Law`, drawn by ``sweep report``), ``loss_unit``
+    (its losses' unit on the report's axes, e.g. ``"nats"``), ``devices`` (where it runs, among ``cpu`` and ``cuda``;
+    beyond the CPU, ``--device`` reaches the run through a config field ``device``; by default ``("cpu", "cuda")``
+    when the config has that field, else ``("cpu",)``; ``cpu_only`` says why a CPU-only experiment refuses another
+    device), ``data`` (the config key of the path of the data it reads, e.g.
+    ``"data.path"``, which ``reproduce --data`` sets, an empty value meaning ``$INDUCTIONLAB_DATA``; "" when it makes
+    its own data) and ``saves_models`` (False for one that trains no model, so ``load_model`` has none to load)."""
 
     name: str
     description: str
-    config: Any
-    run: Callable[[Any, RunContext], Results]
+    config: C
+    run: Callable[[C, RunContext], Results]
     plot: Callable[[Results, Path], list[Path]] = no_figures
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     claims: tuple[Claim, ...] = ()
@@ -50,6 +64,11 @@ class Experiment:
     headline: tuple[str, ...] = ()
     cpu_only: str = "it trains tiny models whose time is Python overhead, not arithmetic"
     draws: int = 1
+    laws: tuple[Law, ...] = ()
+    loss_unit: str = ""
+    devices: tuple[str, ...] = ()  # (): ("cpu", "cuda") with a config field `device`, else ("cpu",)
+    data: str = ""
+    saves_models: bool = True
 
     def __post_init__(self) -> None:
         where = f"experiment {self.name!r}"
@@ -76,6 +95,29 @@ class Experiment:
         object.__setattr__(self, "controls", tuple(self.controls))
         object.__setattr__(self, "headline", tuple(self.headline))
         self._check_claims(where)
+        self._check_declared(where)
+
+    def _check_declared(self, where: str) -> None:
+        object.__setattr__(self, "laws", tuple(self.laws))
+        keys = flatten(self.config)
+        devices = tuple(self.devices) or (DEVICES if "device" in keys else ("cpu",))
+        object.__setattr__(self, "devices", devices)
+        for law in self.laws:
+            if not isinstance(law, Law) or law.key not in keys:
+                raise ValueError(f"{where}: laws: each must be a Law on one of the config's keys, got {law!r}")
+        if not isinstance(self.loss_unit, str):
+            raise ValueError(f"{where}: loss_unit must be a string such as 'nats', got {self.loss_unit!r}")
+        if not set(devices) <= set(DEVICES):
+            raise ValueError(f"{where}: devices must be some of {DEVICES}, got {self.devices!r}")
+        if devices != ("cpu",) and "device" not in keys:
+            raise ValueError(
+                f"{where}: devices {devices!r}: beyond the CPU, --device reaches the run through a config field "
+                "`device`, and this config has none"
+            )
+        if self.data and self.data not in keys:
+            raise ValueError(
+                f"{where}: data names the config key of a data path, e.g. 'data.path'; {self.data!r} is not a key"
+            )
 
     def _check_claims(self, where: str) -> None:
         names = [c.name for c in self.controls]

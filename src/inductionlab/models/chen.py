@@ -39,7 +39,7 @@ shared by the heads.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal, NamedTuple
 
 import torch
@@ -224,6 +224,37 @@ def kernel_table(
         n = sq_norm.clamp_min(torch.finfo(sq_norm.dtype).tiny).sqrt()
         table = table / (n.unsqueeze(-1) * n.unsqueeze(-2))
     return table
+
+
+@dataclass(frozen=True)
+class ChenModelConfig:
+    """The Chen et al. model's keys (docs/conventions.md#chen-3-1; the fields mean what they mean in
+    :class:`ChenConfig`) less the vocabulary, which is the task's: :meth:`build` adds it."""
+
+    n_heads: int = 3  # copier heads H (layer 1)
+    window: int = 3  # RPE window M: the copier sees lags 1..M ("shifted" needs M = 2H − 1)
+    max_degree: int = 2  # FFN degree D: the selector's subsets S of heads have |S| ≤ D (chen-2-2)
+    # shared: every head sees lags 1..M; shifted: M = 2H − 1, head h lags h..h+H−1 (chen-a3)
+    windows: Literal["shared", "shifted"] = "shared"
+    # FFN normalisation: head_l2 (the authors' code), exact (the paper's) or layernorm (chen-a4)
+    norm: Literal["head_l2", "exact", "layernorm"] = "head_l2"
+    # ce: −log y_{x_{L+1}}; softmax_of_probs: the authors' surrogate (chen-a2)
+    loss: Literal["ce", "softmax_of_probs"] = "ce"
+    # simplified (RPE-only copier) or full (per-head W_Q, W_K, W_OV, §5.3)
+    variant: Literal["simplified", "full"] = "simplified"
+    w_plus: float = 3.0  # w_+: head h's initial RPE logit on lag h (chen-3-1)
+    w_minus: float = 0.1  # w_−: the initial RPE logit on every other lag
+    c_init: float = 0.01  # initial selector weights c_S (p_S = c_S²/Σc²)
+    a_init: float = 0.01  # initial classifier scale a
+    proj_init: float = 0.01  # full variant: W_Q, W_K, W_OV start at proj_init·I (the authors' stored run: 0.001)
+    layernorm: Literal["per_head", "shared"] = "per_head"  # norm layernorm: one per head or one for all (the authors')
+
+    def __post_init__(self) -> None:
+        self.build(2)  # validates every field as ChenConfig does
+
+    def build(self, vocab_size: int) -> ChenConfig:
+        """The model over the task's ``vocab_size`` tokens."""
+        return ChenConfig(vocab_size=vocab_size, **{f.name: getattr(self, f.name) for f in fields(self)})
 
 
 class Batch(NamedTuple):

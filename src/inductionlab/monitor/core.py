@@ -31,7 +31,7 @@ from inductionlab.monitor.phase import PhaseChange, phase_change
 from inductionlab.monitor.pick import adapter_for
 from inductionlab.runs import write_json, write_parquet
 from inductionlab.tasks.induction import repeated_random_tokens
-from inductionlab.train.loop import Hook, LoopState, Stage
+from inductionlab.train.hooks import Logger
 
 SCORE_NAMES = (*H.HEAD_NAMES, "prefix_matching")
 FILES = ("monitor_heads.parquet", "monitor_steps.parquet", "monitor_phase.json")
@@ -160,8 +160,9 @@ class Monitor:
     ``model_or_adapter``: anything :func:`~inductionlab.monitor.pick.adapter_for` takes.  ``held_out``: token
     ids (B, L) of real text, L > ``icl_late``, for the in-context-learning score (without it there is no
     ``icl_score`` column).  ``out_dir``: where :meth:`save` writes (after every measurement as well).  ``loggers``:
-    the toolkit's :mod:`inductionlab.train.hooks` loggers (JsonlLogger, TensorBoardLogger, WandbLogger); each
-    measurement reaches their ``on_evaluate`` as one run's block, with a stage named ``monitor``.
+    the toolkit's loggers (:class:`~inductionlab.train.hooks.Logger`: JsonlLogger, TensorBoardLogger, WandbLogger);
+    each measurement reaches their ``log`` as one row of a stage named ``monitor``: the numeric columns of
+    :attr:`steps` and ``induction_l{layer}h{head}`` per head.
     ``on_phase_change``: called once, with the :class:`PhaseChange`, at the first measurement at which a phase
     change is detected (its ``step`` finite): checkpoint, stop or alert there (docs/monitor.md#phase-detection)."""
 
@@ -171,7 +172,7 @@ class Monitor:
         config: MonitorConfig = MonitorConfig(),
         held_out: torch.Tensor | None = None,
         out_dir: str | Path | None = None,
-        loggers: Sequence[Hook] = (),
+        loggers: Sequence[Logger] = (),
         on_phase_change: Callable[[PhaseChange], Any] | None = None,
     ):
         require(isinstance(config, MonitorConfig), "config", f"must be a MonitorConfig, got {type(config).__name__}")
@@ -318,14 +319,10 @@ class Monitor:
         return out
 
     def _log(self, row: dict[str, Any], induction: np.ndarray) -> None:
-        if not self.loggers:
-            return
-        block = {key: np.array([value]) for key, value in row.items()}
-        block |= {f"induction_l{l}h{h}": np.array([v]) for (l, h), v in np.ndenumerate(induction)}
-        stage = Stage("monitor", steps=int(row["step"]), eval_every=self.config.every)
-        state = LoopState(0, stage, int(row["step"]), torch.empty(1, 0))
+        values = {key: float(v) for key, v in row.items() if key != "step" and isinstance(v, numbers.Real)}
+        values |= {f"induction_l{l}h{h}": float(v) for (l, h), v in np.ndenumerate(induction)}
         for logger in self.loggers:
-            logger.on_evaluate(state, block)
+            logger.log(int(row["step"]), "monitor", values)
 
     def phase(self) -> PhaseChange:
         """The phase change detected so far (valid after each measurement)."""

@@ -16,7 +16,6 @@ from typing import Literal
 
 import torch
 
-from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.ops import abs_bound, needs_shift, softmax_average
 from inductionlab.tasks.induction import induction_head
@@ -108,11 +107,6 @@ class MixedTarget:
     def repeat_runs(self, k: int) -> MixedTarget:
         """Each run repeated k times in a row (S·k runs), to match a (S, k, L, B) block of batches."""
         return MixedTarget(self.alpha_star.repeat_interleave(k), self.w_star.repeat_interleave(k), self.L, self.tokens)
-
-
-def make_generators(seeds: Sequence[int]) -> list[torch.Generator]:
-    """One CPU generator per run, so run r of a batched job equals a single run with ``seeds[r]``."""
-    return [rng.generator(int(s)) for s in seeds]
 
 
 def sample_tokens(out: torch.Tensor, generators: Sequence[torch.Generator], tokens: Tokens) -> torch.Tensor:

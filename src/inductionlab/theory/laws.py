@@ -1,13 +1,13 @@
-"""The scaling laws the papers predict for a sweep's grid keys, in one table: for an experiment and a grid key, which
-summary numbers should scale as a power of which function of the key, and where the paper says so.  The sweep
-report (``inductionlab report SWEEP_DIR``) overlays each law on its panel, scaled by a fitted constant, beside a
+"""The scaling laws the papers predict for a sweep's grid keys: for a grid key, which summary numbers should scale as
+a power of which function of the key, and where the paper says so.  An experiment declares the laws that hold for it
+(``Experiment.laws``); the sweep report (``inductionlab report SWEEP_DIR``) overlays each law on its panel, scaled by a fitted constant, beside a
 log-log least-squares fit of the exponent (:func:`inductionlab.analysis.scaling.power_law_fit`).
 
 A law reads  ``metric ≈ C · u(x)^exponent``: x is the grid key's value, u one of :data:`VARIABLES` (L, 1 + α*, w*,
 log(1/σ_init)), and the constant C, which the theory does not give, is fitted.
 
-Toy model on the mixed target (``lazy-to-rich``: Gaussian tokens, Stage II on the t = lr × step axis), Wang et al.
-Theorem 5.5 (docs/conventions.md#wang-5-5): T_I = O(1); T_II, T_III = Θ((1+α*)² L log(1/σ_init) / w*²)
+:data:`THEOREM_5_5`, the toy model on the mixed target (Gaussian tokens, Stage II on the t = lr × step axis, as
+``lazy-to-rich`` runs it), Wang et al. Theorem 5.5 (docs/conventions.md#wang-5-5): T_I = O(1); T_II, T_III = Θ((1+α*)² L log(1/σ_init) / w*²)
 (:func:`inductionlab.theory.mixed.predicted_plateau`); T_50 lies between T_II and T_III, so it scales alike; the
 observation time T_o = Θ(L):
 
@@ -22,7 +22,7 @@ grid key                      summary keys             u(x)            exponent
 ``model.sigma_init``          T_I                      log(1/σ_init)   0
 ============================  =======================  ==============  ========
 
-The theorem is proved for Gaussian tokens, so ``lazy-to-rich-boolean`` has no law here.  A grid key without a row
+The theorem is proved for Gaussian tokens, so ``lazy-to-rich-boolean`` declares no law.  A grid key without a law
 gets the plain plot.
 """
 
@@ -44,39 +44,47 @@ VARIABLES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 @dataclass(frozen=True)
 class Law:
     """``metric ≈ C · u(x)^exponent`` for each metric in ``metrics``, x the value of grid key ``key``, u =
-    :data:`VARIABLES` [``variable``]; ``source`` cites the paper (shown in the figure's legend)."""
+    :data:`VARIABLES` [``variable``], or ``transform`` for a variable of one's own (``variable`` then names it, e.g.
+    ``Law("n", ("T",), "n", 1.0, "my Thm 2", transform=lambda x: x)``); ``source`` cites the paper (shown in the
+    figure's legend)."""
 
     key: str
     metrics: tuple[str, ...]
     variable: str
     exponent: float
     source: str
+    transform: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
-        if self.variable not in VARIABLES:
-            raise ValueError(f"Law.variable {self.variable!r}: expected one of {sorted(VARIABLES)}")
+        if self.transform is None and self.variable not in VARIABLES:
+            raise ValueError(
+                f"Law.variable {self.variable!r}: expected one of {sorted(VARIABLES)}, or give its transform"
+            )
+
+    def formula(self) -> str:
+        """``T_II, T_50 ∝ (1+α*)^2``: the metrics and the power of u(x) they scale as."""
+        base = f"({self.variable})" if "+" in self.variable else self.variable
+        return f"{', '.join(self.metrics)} ∝ {base}^{self.exponent:g}"
 
     def u(self, x) -> np.ndarray:
         """u(x) (NaN where u is undefined or not positive: log(1/σ_init) at σ_init ≥ 1)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            u = VARIABLES[self.variable](np.asarray(x, dtype=float))
+            u = (self.transform or VARIABLES[self.variable])(np.asarray(x, dtype=float))
         return np.where(u > 0, u, np.nan)
 
 
 PLATEAU = ("T_II", "T_50", "T_III")
 THM_5_5 = "Wang et al. Thm 5.5"
-LAWS: dict[str, tuple[Law, ...]] = {
-    "lazy-to-rich": (
-        Law("task.L", (*PLATEAU, "T_o"), "L", 1.0, THM_5_5),
-        Law("task.L", ("T_I",), "L", 0.0, f"{THM_5_5}: T_I = O(1)"),
-        Law("task.alpha_star", PLATEAU, "1+α*", 2.0, THM_5_5),
-        Law("task.w_star", PLATEAU, "w*", -2.0, THM_5_5),
-        Law("model.sigma_init", PLATEAU, "log(1/σ_init)", 1.0, THM_5_5),
-        Law("model.sigma_init", ("T_I",), "log(1/σ_init)", 0.0, f"{THM_5_5}: T_I = O(1)"),
-    ),
-}
+THEOREM_5_5: tuple[Law, ...] = (
+    Law("task.L", (*PLATEAU, "T_o"), "L", 1.0, THM_5_5),
+    Law("task.L", ("T_I",), "L", 0.0, f"{THM_5_5}: T_I = O(1)"),
+    Law("task.alpha_star", PLATEAU, "1+α*", 2.0, THM_5_5),
+    Law("task.w_star", PLATEAU, "w*", -2.0, THM_5_5),
+    Law("model.sigma_init", PLATEAU, "log(1/σ_init)", 1.0, THM_5_5),
+    Law("model.sigma_init", ("T_I",), "log(1/σ_init)", 0.0, f"{THM_5_5}: T_I = O(1)"),
+)
 
 
-def laws_for(experiment: str, key: str) -> dict[str, Law]:
-    """{summary key: its law} for grid key ``key`` of ``experiment`` (empty where the papers give none)."""
-    return {metric: law for law in LAWS.get(experiment, ()) if law.key == key for metric in law.metrics}
+def laws_for(laws: tuple[Law, ...], key: str) -> dict[str, Law]:
+    """{summary key: its law} among ``laws`` (an experiment's) for grid key ``key`` (empty where none is given)."""
+    return {metric: law for law in laws if law.key == key for metric in law.metrics}

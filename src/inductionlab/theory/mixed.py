@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from inductionlab.config import require
 
 SMALL_P = 1e-4  # below this, M and m are summed term by term (the closed forms lose ~ε/p)
@@ -121,3 +123,14 @@ def ih_ratio_lazy(t: float, L: int, alpha_star: float, w_star: float, sigma_init
     A, B, C = _c(v, v), _c(v, w_star**2) / a1, _c(w_star**2, w_star**2) / a1**2
     rest, gap0 = C - B * B / A, A * (sigma_init - B / A) ** 2
     return (rest + gap0 * math.exp(-2 * A * t / n)) / (rest + gap0)
+
+
+def literal_fixed_point(p_tilde: np.ndarray, alpha_star: float, w_star: float) -> dict[str, np.ndarray]:
+    """Where a finite p̃ moves Stage II's fixed point in the literal protocol (docs/conventions.md#wang-5-3).
+
+    With r = e^{−p̃}, y_s = Σ_k (1−r) r^{k−1} x_{s−k} (eq. 5, long context), and E[x_{s−1} | y_s] = (1+r) y_s.
+    The 4-gram head (positive softmax weights) fits g*x_{L−2} at best from y_{L−1} alone: g → g*(1+r), leaving the
+    fraction ``g4_floor`` = r² of L_G4(0).  The induction head's logit w_KQ² x_L y_s best matches w*² x_L x_{s−1}
+    at ``w_KQ`` ≈ w* √(1+r); ``w_V1`` = g*(α*)(1+r)."""
+    r = np.exp(-np.asarray(p_tilde, dtype=float))
+    return {"g4_floor": r**2, "w_V1": g_star(alpha_star) * (1 + r), "w_KQ": w_star * np.sqrt(1 + r)}

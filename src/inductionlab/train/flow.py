@@ -25,10 +25,10 @@ import pandas as pd
 import torch
 from scipy.integrate import solve_ivp
 
-from inductionlab import timing
+from inductionlab import rng, timing
 from inductionlab.config import require
 from inductionlab.models import toy
-from inductionlab.tasks.mixed import MixedTarget, Tokens, make_generators, new_tokens
+from inductionlab.tasks.mixed import MixedTarget, Tokens, new_tokens
 from inductionlab.theory import mixed as th
 from inductionlab.train.toy_batches import make_batch
 
@@ -87,7 +87,7 @@ def closed_form_loss(prob: FlowProblem) -> LossFn:
 def exact_loss(prob: FlowProblem) -> LossFn:
     """Monte-Carlo population loss of the true-softmax toy model on a fixed float64 sample."""
     target = MixedTarget.per_run([prob.alpha_star], [prob.w_star], prob.L, prob.tokens, dtype=torch.float64)
-    x = new_tokens(1, prob.L, prob.mc_samples, make_generators([prob.mc_seed]), prob.tokens, torch.float64)
+    x = new_tokens(1, prob.L, prob.mc_samples, [rng.generator(prob.mc_seed)], prob.tokens, torch.float64)
     batch = make_batch(x, target, "ideal")
     cols = [toy.PARAMS.index(n) for n in STATE]
 

@@ -1,5 +1,7 @@
 """Ready-made hooks for :func:`inductionlab.train.loop.run` (the interface: :class:`~inductionlab.train.loop.Hook`).
 
+* :class:`Logger`: a hook that records each evaluation as one row of means over runs, through :meth:`Logger.log`
+  (the loop calls it at every evaluation; :class:`~inductionlab.monitor.Monitor` at every measurement);
 * :class:`JsonlLogger` appends each evaluation (the mean over runs of every numeric column) to a JSON-lines file;
 * :class:`FreezeColumns` keeps chosen parameter columns at their values during a step range (an intervention);
 * :class:`TensorBoardLogger` and :class:`WandbLogger` send each evaluation (the mean over runs of every numeric
@@ -19,30 +21,42 @@ import torch
 from inductionlab.train.loop import Hook, LoopState
 
 
-def _means(state: LoopState, block: dict[str, np.ndarray]) -> tuple[int, dict[str, float]]:
-    """(step, {"stage/column": mean over runs}) for the numeric columns of one evaluation block."""
+def _means(block: dict[str, np.ndarray]) -> tuple[int, dict[str, float]]:
+    """(step, {column: mean over runs}) for the numeric columns of one evaluation block."""
     step = int(np.asarray(block["step"])[0])
     out = {}
     for key, values in block.items():
         arr = np.asarray(values)
         if key not in ("step", "run") and arr.dtype.kind in "fiu":
-            out[f"{state.stage.name}/{key}"] = float(arr.mean())
+            out[key] = float(arr.mean())
     return step, out
 
 
-class JsonlLogger(Hook):
+class Logger(Hook):
+    """A hook that records each evaluation as one row: :meth:`log` gets the step within the stage, the stage and
+    the mean over runs of every numeric column.  Subclass and implement :meth:`log`."""
+
+    def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
+        step, row = _means(block)
+        self.log(step, state.stage.name, row, state.stage_index)
+
+    def log(self, step: int, stage: str, row: dict[str, float], stage_index: int = 0) -> None:
+        """Record ``row`` (column → mean over runs) of ``step`` within the stage named ``stage``, the
+        ``stage_index``-th of its run."""
+        raise NotImplementedError
+
+
+class JsonlLogger(Logger):
     """One line per evaluation: {"stage", "step", column: mean over runs, ...} for the numeric columns.  A resumed
     run appends after the lines written before its checkpoint (lines written after it are written again)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
-    def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
-        step, means = _means(state, block)
-        row = {"stage": state.stage.name, "step": step, **{k.split("/", 1)[1]: v for k, v in means.items()}}
+    def log(self, step: int, stage: str, row: dict[str, float], stage_index: int = 0) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+            f.write(json.dumps({"stage": stage, "step": step, **row}) + "\n")
 
 
 class FreezeColumns(Hook):
@@ -75,7 +89,7 @@ class FreezeColumns(Hook):
         self._held = state["held"]
 
 
-class TensorBoardLogger(Hook):
+class TensorBoardLogger(Logger):
     """Scalars ``stage/column`` (mean over runs) at each evaluation, x axis the step within the stage, written under
     ``log_dir`` (``tensorboard --logdir DIR`` shows them)."""
 
@@ -86,14 +100,13 @@ class TensorBoardLogger(Hook):
             raise ImportError("--log.tensorboard needs the tensorboard package: pip install -e '.[log]'") from None
         self.writer = SummaryWriter(str(log_dir))
 
-    def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
-        step, means = _means(state, block)
-        for tag, value in means.items():
-            self.writer.add_scalar(tag, value, step)
+    def log(self, step: int, stage: str, row: dict[str, float], stage_index: int = 0) -> None:
+        for column, value in row.items():
+            self.writer.add_scalar(f"{stage}/{column}", value, step)
         self.writer.flush()
 
 
-class WandbLogger(Hook):
+class WandbLogger(Logger):
     """One Weights & Biases row per evaluation: ``stage/column`` (mean over runs), ``stage`` and ``step``; the run
     is started in ``project`` with ``config`` (offline where ``WANDB_MODE=offline``)."""
 
@@ -104,6 +117,5 @@ class WandbLogger(Hook):
             raise ImportError("--log.wandb needs the wandb package: pip install -e '.[log]'") from None
         self.run = wandb.init(project=project, config=config, name=name, reinit="finish_previous")
 
-    def on_evaluate(self, state: LoopState, block: dict[str, np.ndarray]) -> None:
-        step, means = _means(state, block)
-        self.run.log({**means, "stage": state.stage_index, "step_in_stage": step})
+    def log(self, step: int, stage: str, row: dict[str, float], stage_index: int = 0) -> None:
+        self.run.log({**{f"{stage}/{k}": v for k, v in row.items()}, "stage": stage_index, "step_in_stage": step})

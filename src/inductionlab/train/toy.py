@@ -27,7 +27,7 @@ from inductionlab._runtime import compiled, tune_process
 from inductionlab.config import check_memory, check_schedule, require
 from inductionlab.models import toy
 from inductionlab.runs import RunContext
-from inductionlab.tasks.mixed import MixedTarget, make_generators, new_tokens
+from inductionlab.tasks.mixed import MixedTarget, new_tokens
 from inductionlab.train import loop, optim
 from inductionlab.train.toy_batches import BatchStream, EvalSet, make_batch
 
@@ -188,7 +188,7 @@ class ToyStepper:
         self.opt: optim.OptimState | None = None
         self.p_tilde_after_stage1: torch.Tensor | None = None
         self.compiled: bool | None = None  # the current stage's step implementation (compiled or eager)
-        self.gens = make_generators(seeds)
+        self.gens = [rng.generator(s) for s in seeds]
         self.stream: BatchStream | None = None
         self.fixed: toy.Batch | None = None
         self.current = 0  # the stage under way (begin_stage)
@@ -215,7 +215,7 @@ class ToyStepper:
             None if stage.wrt != "layer2" or stage.layer1 == "ideal" else toy.layer1_matrix(theta[:, toy.P_TILDE], L)[0]
         )
         if cfg.optimizer == "gd":
-            gens = make_generators([rng.derive(s, "stage", index) for s in self.seeds])
+            gens = [rng.generator(s, "stage", index) for s in self.seeds]
             self.fixed = make_batch(
                 new_tokens(S, L, cfg.n_samples, gens, self.target.tokens), self.target, stage.layer1, frozen_a
             )

@@ -10,9 +10,10 @@ import threading
 
 import torch
 
+from inductionlab import rng
 from inductionlab.models import toy
 from inductionlab.ops import abs_bound
-from inductionlab.tasks.mixed import MixedTarget, make_generators, mixed_target, new_tokens, sample_tokens
+from inductionlab.tasks.mixed import MixedTarget, mixed_target, new_tokens, sample_tokens
 
 
 def make_batch(x: torch.Tensor, target: MixedTarget, layer1: toy.Layer1, a: torch.Tensor | None = None) -> toy.Batch:
@@ -32,7 +33,7 @@ class EvalSet:
     """Fixed evaluation sample (shared by all runs, drawn from ``eval_seed``) with cached targets."""
 
     def __init__(self, target: MixedTarget, size: int, seed: int, chunk: int = 8192):
-        gen = make_generators([seed])
+        gen = [rng.generator(seed)]
         self.batches = [
             make_batch(new_tokens(1, target.L, min(chunk, size - start), gen, target.tokens), target, "learned")
             for start in range(0, size, chunk)

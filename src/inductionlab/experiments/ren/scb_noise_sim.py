@@ -1,0 +1,371 @@
+"""The Gaussian-noise SGD simulation of Ren, Wang, Lee 2024 (docs/conventions.md#ren-10) for vocabularies too large for real
+mini-batches: exact population gradients plus calibrated Gaussian noise (:func:`gaussian_noise_oracle`),
+the same three stages, prox and normalisation, with and without ℓ1.
+
+For each N, one instance with Q = ``task.Q`` and T = ``T_per_NQ``·N·Q trains three runs on one run axis with
+the same noise draws: Algorithm 1 (proximal), vanilla SGD at η₁ (λ = 0, no rounding) and vanilla SGD at η₁/10.
+σ_V, σ_A are calibrated by Monte Carlo at the truth (P, Q), σ_A scaled by ‖V − μ1ᵀ‖_μ/‖P − μ1ᵀ‖_μ during
+training (see :func:`inductionlab.theory.scb.gaussian_noise_oracle`: at V = μ1ᵀ the A-gradient noise is
+exactly 0).
+
+Choices [P]: T_per_NQ = 10 by default (the proposal is T = 50NQ, ``--preset spec``: T = 7500 at N = 50
+costs ~50 ms a step here); Stage 1 ends when max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50); the batch B of
+the noise model is ``train.batch_size`` = 64 (the paper leaves it open).
+
+**Batch sweep**: at every N the proximal method also trains at each batch of ``sweep_batches`` (the noise scaled
+by B^{-1/2}, one run axis).  ``stage1_exit_step`` (first evaluation in Stage 2, None if never) and
+``min_batch_to_recover`` (the smallest B ending with ‖Ā − Q‖_μ ≤ ``target``) say how the batch that Stage 1
+needs grows with N: the Stage-1 signal is O(Q/T) while the per-step noise is σ_V B^{-1/2}, independent of T.
+
+**Stage 2 in the theorem's regime** (:class:`Regime`; §3.3 and Lemmas E.3–E.4): one more proximal run, at N =
+``regime.N`` with a long context T = ``regime.T`` (Assumption 2.1(d)), a large effective batch, Stage 1 ended at
+max(α, β) ≥ ρ checked every ``regime.eval_every`` steps, then Stage 2 at λ = ``regime.lam``.  Its summary
+``regime`` holds the prox's zeroed entries and negative-branch entries per Stage-2 step (of T·N), and the three
+hypotheses the statement rests on, measured: ``useless_over_threshold`` = ((1 − α)/T)/(η_Aλ) at the rounding (< 1:
+the useless entries lie below the prox's threshold), ``noise_linf_over_lambda`` (< 1: the largest ℓ∞ gradient
+noise over Stage 2 of the noise model, σ_A‖V − μ1ᵀ‖_μ K_P^{-1/2} (B μ_min)^{-1/2} √(2 ln 2TN), below λ) and
+``signal_over_lambda`` = K_Pβ(1 − αβ)q_min/λ at the rounding (> 1: the useful entries still grow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from inductionlab import plots, rng
+from inductionlab.analysis.claims import Between, Claim, Control
+from inductionlab.analysis.scaling import power_law_exponent
+from inductionlab.config import check_schedule, check_seeds, require, set_here
+from inductionlab.experiments.experiment import Experiment
+from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.scb import SCBConfig, random_instance
+from inductionlab.theory.scb import gaussian_noise_oracle, noise_scales
+from inductionlab.train.proximal import SCBTrainConfig, train_scb
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The Stage-2 run in the hypotheses of Thm 3.1's proof (§3.3; docs/conventions.md#ren-10 noise model) [P]:
+    η_Aλ = η₂λ/K_P must exceed the useless entries' (1 − ρ)/T after the rounding and λ the ℓ∞ gradient noise, which
+    at η₂ = η₁/10 needs T ≈ 10⁵; so η₂ = η₁ here and T = 20 000 (T/(NQ) ≈ 670)."""
+
+    N: int = 10  # vocabulary size N
+    T: int = 20_000  # context length T (Assumption 2.1(d): T ≥ poly(N, Q))
+    batch: int = 100_000_000  # effective batch B of the noise model (Lemma E.3: ℓ∞ noise ≪ λ)
+    lam: float = 1e-3  # λ of Stage 2 (between the ℓ∞ noise and the useful entries' signal, Lemma E.4)
+    eta2: float = 0.01  # η₂ of Stage 2 (normalised: η_A = η₂/K_P)
+    steps: int = 1500  # total steps; Stage 2 reaches αβ ≈ 1 by about step 1100
+    eval_every: int = 20  # evaluation (and Stage-1 exit check) period
+    calibration_samples: int = 2048  # Monte-Carlo samples for σ_V, σ_A (per-entry scales, T-independent)
+
+    def __post_init__(self) -> None:
+        require(self.N >= 2 and self.T >= 2, "regime.N", "needs N ≥ 2 and T ≥ 2")
+        require(self.batch >= 1 and self.lam >= 0 and self.eta2 > 0, "regime.lam", "batch ≥ 1, λ ≥ 0, η₂ > 0")
+        require(self.steps >= 1 and self.eval_every >= 1, "regime.steps", "steps and eval_every ≥ 1")
+        require(self.calibration_samples >= 2, "regime.calibration_samples", "must be ≥ 2")
+        check_schedule("regime.steps", self.steps, "regime.eval_every", self.eval_every)
+
+
+@dataclass(frozen=True)
+class Config:
+    task: SCBConfig = field(default_factory=SCBConfig)
+    train: SCBTrainConfig = field(
+        default_factory=lambda: SCBTrainConfig(
+            eta1=0.01, eta2=0.001, steps=6000, stage1_steps=6000, stage1_end="signal", rho=0.1, eval_every=250
+        )
+    )
+    N_values: tuple[int, ...] = (10, 20, 50)  # vocabulary sizes N, one instance each
+    T_per_NQ: int = 10  # context length T = T_per_NQ·N·Q
+    T_fixed: int = 0  # 0: T = T_per_NQ·N·Q; else this T at every N (the control of ren-noise-stage1-poly)
+    calibration_samples: int = 8192  # Monte-Carlo samples calibrating the noise scales σ_V, σ_A
+    small_lr_factor: float = 0.1  # the small-rate SGD run uses η₁ × this
+    # batch sizes B of the proximal batch sweep (noise ∝ B^{-1/2})
+    sweep_batches: tuple[int, ...] = (16, 64, 256, 1024, 4096)
+    target: float = 0.05  # a batch recovers Q if the final ‖Ā − Q‖_μ ≤ target
+    regime: Regime = field(default_factory=Regime)  # the Stage-2 run in the theorem's regime
+    seeds: tuple[int, ...] = (0,)  # one seed (no run axis), for every random draw; for several: sweep --n-seeds K
+
+    def __post_init__(self) -> None:
+        check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"method": "proximal"}, "each compared method")
+        require(self.T_fixed == 0 or self.T_fixed >= self.task.Q, "T_fixed", "0, or a context length T ≥ Q")
+        set_here(self.task, "task", {"N": 5, "T": 500}, "N_values / T_per_NQ")
+        require(len(self.N_values) >= 1 and min(self.N_values) >= 2, "N_values", "give vocabulary sizes ≥ 2")
+        require(
+            self.T_per_NQ >= 1 and self.calibration_samples >= 2, "T_per_NQ", "T_per_NQ ≥ 1, calibration_samples ≥ 2"
+        )
+        require(0 < self.small_lr_factor < 1, "small_lr_factor", "must lie in (0, 1)")
+        require(
+            len(self.sweep_batches) >= 1 and min(self.sweep_batches) >= 1,
+            "sweep_batches",
+            "give at least one batch size, each ≥ 1",
+        )
+        require(self.target > 0, "target", "must be > 0")
+
+
+CONFIG = Config()
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {"N_values": "10,20"},
+    "spec": {"T_per_NQ": 50},
+    "n10": {"N_values": "10", "sweep_batches": "64"},
+    "smoke": {
+        "N_values": (3, 4),
+        "T_per_NQ": 3,
+        "train.steps": 40,
+        "train.stage1_steps": 40,
+        "train.eval_every": 20,
+        "calibration_samples": 64,
+        "sweep_batches": "16,256",
+        "regime.T": 60,
+        "regime.steps": 600,
+        "regime.calibration_samples": 64,
+    },
+}
+
+CONTROLS = (
+    Control(
+        name="no-stage2",
+        breaks="ρ = 1e9: Algorithm 1 never leaves Stage 1 — no rounding, no step-size decay, no prox (vanilla SGD at η₁)",
+        overrides={"train.rho": 1e9},
+        preset="n10",
+    ),
+    Control(
+        name="batch-capped",
+        breaks="the batch sweep capped at B = 64, below what Stage 1 needs at N = 50 (4000 steps: at B = 64 Stage 1 does not "
+        "end within the default 6000)",
+        overrides={"N_values": "50", "sweep_batches": "16,64", "train.steps": 4000, "train.stage1_steps": 4000},
+        preset="quick",
+    ),
+    Control(
+        name="fixed-T",
+        breaks="T held at 300 for every N (T = 10NQ at N = 10): Stage 1's O(Q/T) signal no longer shrinks as N grows",
+        overrides={"T_fixed": 300},
+        preset=None,
+        wall="~3 min",
+    ),
+    Control(
+        name="no-l1",
+        breaks="λ = 0 in the theorem-regime run's Stage 2: the soft threshold that filters the useless entries is gone",
+        overrides={"regime.lam": 0.0},
+        preset="n10",
+    ),
+)
+
+CLAIMS = (
+    Claim(
+        id="ren-noise-prox-n10",
+        paper="ren",
+        where="App. I (Gaussian-noise simulations: 'proximal gradient descent performs better than the vanilla gradient "
+        "descent with a small batch size')",
+        statement="Under gradient noise (N = 10) the proximal method beats vanilla SGD at the same learning rate",
+        key="final.10.proximal.dist_A_norm",
+        expected="better: proximal / SGD(η₁) ≤ 0.8",
+        test=Between(hi=0.8),
+        over="final.10.sgd_large_lr.dist_A_norm",
+        control="no-stage2",
+    ),
+    Claim(
+        id="ren-noise-n50",
+        paper="ren",
+        where="App. I (N = 50 by the Gaussian-noise simulation; the batch 'can be chosen from' a standard set)",
+        statement="At N = 50 the proximal method leaves Stage 1 and recovers Q once the batch B of the noise model is large "
+        "enough (the paper leaves B open; at B = 64 Stage 1's O(Q/T) signal is lost in the noise): the best final "
+        "‖Ā − Q‖_μ over the batches B ≤ 4096 of the sweep (at 1024 Stage 1 does not end within 6000 steps on one data seed of four, 2; at 4096 it ends at step 1000 and lands at 0.004)",
+        key="best_final_dist_A_norm.50",
+        expected="≤ 0.05 (the sweep's target) at some B ≤ 4096",
+        test=Between(hi=0.05),
+        control="batch-capped",
+    ),
+    Claim(
+        id="ren-noise-stage1-poly",
+        paper="ren",
+        where="§3.2 (Stage 1 needs poly(T) samples: an O(Q/T) signal against T-independent noise)",
+        statement="Stage 1 costs poly(T)·poly(N, Q) samples: at T = 10NQ the batch it needs grows polynomially with N. "
+        "This does not separate poly(T) from poly(N, Q): at a fixed T = 300 (the fixed-T run) the slope is the same "
+        "(1.71 at the default), so the claim reads the product, and a sweep over T at fixed N would isolate the first",
+        key="min_batch_log_log_slope",
+        expected="slope of log B against log N ≥ 1 (O(Q/T) signal against T-independent noise: B ∝ T² heuristically)",
+        test=Between(lo=1.0),
+        control="fixed-T",
+        if_failed="open: the smallest batch that recovers is read on a grid of powers of four, so the slope is coarse",
+    ),
+    Claim(
+        id="ren-fig1-prox-zeroes",
+        paper="ren",
+        where="§3.3 (Stage 2); Thm 3.1's regime (App. E)",
+        statement="In the theorem's Stage-2 regime (``regime``: N = 10, T = 20 000, effective batch 10⁸, λ = 1e-3, Stage 1 "
+        "ended at max(α, β) ≥ ρ) the useless (off-support) entries 'will be set to 0 in the proximal step' (§3.3)",
+        key="regime.zeroed_fraction",
+        expected="zeroed entries per Stage-2 step / (T·N) ≥ 0.99 (the off-support share 1 − Q/T is 0.99985)",
+        test=Between(lo=0.99),
+        control="no-l1",
+        if_failed="open: the run is meant to meet the regime (regime.useless_over_threshold and noise_linf_over_lambda "
+        "< 1, signal_over_lambda > 1); outside it, at Fig. 1's λ = 1e-5 below the noise, the prox zeroes 1.5e-5 of T·N",
+    ),
+    Claim(
+        id="ren-fig1-negative-branch",
+        paper="ren",
+        where="§2 (after eq. 6: 'no ã can ever become smaller than −η_Aλ'); Thm 3.1's regime (App. E)",
+        statement="In the theorem's Stage-2 regime (``regime``, as for ren-fig1-prox-zeroes) the negative soft-threshold "
+        "branch never fires",
+        key="regime.negative_fraction",
+        expected="0 entries per Stage-2 step (≤ 1e-3 of T·N)",
+        test=Between(hi=1e-3),
+        control="no-l1",
+        if_failed="open: the run is meant to meet the regime (regime.useless_over_threshold and noise_linf_over_lambda "
+        "< 1, signal_over_lambda > 1); outside it, at Fig. 1's λ = 1e-5 with α = 2.9 at τ₁, it fires on 0.63 of T·N",
+    ),
+)
+
+
+def run(cfg: Config, ctx: RunContext) -> Results:
+    tables, sweeps = [], []
+    summary: dict[str, Any] = {"final": {}, "sigma_V": {}, "sigma_A": {}}
+    t = cfg.train
+    methods = {
+        "proximal": replace(t, method="proximal"),
+        "sgd_large_lr": replace(t, method="sgd"),
+        "sgd_small_lr": replace(t, method="sgd", eta1=t.eta1 * cfg.small_lr_factor),
+    }
+    for N in cfg.N_values:
+        task = replace(cfg.task, N=N, T=cfg.T_fixed or cfg.T_per_NQ * N * cfg.task.Q)
+        inst = random_instance(task, 1, rng.numpy_generator(cfg.seeds[0], N))
+        sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, cfg.calibration_samples, rng.generator(t.seed, "eval"))
+        oracle = gaussian_noise_oracle(sigma_V, sigma_A, t.batch_size)
+        _, _, m = train_scb(list(methods.values()), inst, task.Q, ctx.child(f"N{N}"), oracle=oracle)
+        m = m.assign(N=N, T=task.T, method=np.asarray(list(methods))[m.run])
+        tables.append(m)
+        final = m[m.step == m.step.max()].set_index("method")
+        summary["final"][N] = {
+            k: {c: float(final.loc[k, c]) for c in ("dist_A_norm", "dist_V_star", "loss", "zeroed")} for k in methods
+        }
+        summary["sigma_V"][N], summary["sigma_A"][N] = float(sigma_V[0]), float(sigma_A[0])
+        sweeps.append(_batch_sweep(cfg, inst, sigma_V[0], sigma_A[0], ctx.child(f"N{N}_batches")).assign(N=N))
+    summary["proximal_best_dist_A_norm"] = {
+        N: bool(all(d["proximal"]["dist_A_norm"] <= d[k]["dist_A_norm"] for k in methods))
+        for N, d in summary["final"].items()
+    }
+    sweep = pd.concat(sweeps, ignore_index=True)
+    summary.update(_sweep_summary(sweep, cfg.target), target=cfg.target)
+    regime, summary["regime"] = _theorem_regime(cfg, ctx.child("regime"))
+    out = {"metrics": pd.concat(tables, ignore_index=True), "batch_sweep": sweep, "regime": regime}
+    return Results(out, summary)
+
+
+def _theorem_regime(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Algorithm 1 in the hypotheses of §3.3 / Lemmas E.3–E.4 (:class:`Regime`): the metrics and the prox's
+    zeroed and negative-branch entries per Stage-2 step (of T·N), with the three hypotheses measured."""
+    r = cfg.regime
+    task = replace(cfg.task, N=r.N, T=r.T)
+    inst = random_instance(task, 1, rng.numpy_generator(cfg.seeds[0], r.N))
+    sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, r.calibration_samples, rng.generator(cfg.train.seed, "eval"))
+    t = replace(cfg.train, stage1_end="signal", steps=r.steps, stage1_steps=r.steps, eval_every=r.eval_every)
+    t = replace(t, eta2=r.eta2, lam=r.lam)
+    _, _, m = train_scb(t, inst, task.Q, ctx, oracle=gaussian_noise_oracle(sigma_V, sigma_A, r.batch))
+    TN, K_P = r.T * r.N, float(inst.K_P[0])
+    stage2 = m[m.stage == 2]
+    if stage2.empty:
+        return m, {"stage1_exit_step": None, "zeroed_fraction": None, "negative_fraction": None}
+    start = m[m.step == stage2.step.min() - r.eval_every].iloc[0]  # the evaluation that ended Stage 1
+    noise_scale = float(sigma_A[0]) * np.sqrt((stage2.beta**2 + stage2.delta_V**2 / K_P).max())
+    noise_linf = noise_scale * np.sqrt(2 * np.log(2 * TN) / (r.batch * float(inst.mu.min())))
+    q_min = float(inst.Q[inst.Q > 0].min())
+    per_lambda = {  # a hypothesis measured against λ (None at λ = 0)
+        "useless_over_threshold": (1 - start.alpha) / r.T / (r.eta2 / K_P * r.lam) if r.lam else None,
+        "noise_linf_over_lambda": noise_linf / r.lam if r.lam else None,
+        "signal_over_lambda": K_P * start.beta * (1 - start.alpha * start.beta) * q_min / r.lam if r.lam else None,
+    }
+    return m, {
+        "stage1_exit_step": int(start.step),
+        "alpha_at_exit": float(start.alpha),
+        "beta_at_exit": float(start.beta),
+        "zeroed_fraction": float(stage2.zeroed.mean() / TN),
+        "negative_fraction": float(stage2.negative.mean() / TN),
+        "useless_share": 1 - cfg.task.Q / r.T,
+        **{k: None if v is None else float(v) for k, v in per_lambda.items()},
+        "final_dist_A_norm": float(m.dist_A_norm.iloc[-1]),
+    }
+
+
+def _batch_sweep(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor, ctx: RunContext) -> pd.DataFrame:
+    """The proximal method at each batch of ``sweep_batches`` on one run axis (same noise draws, scaled by
+    B^{-1/2}): its metrics with a ``batch`` column."""
+    batches = torch.tensor(cfg.sweep_batches, dtype=inst.P.dtype)
+    oracle = gaussian_noise_oracle(sigma_V / batches.sqrt(), sigma_A / batches.sqrt(), 1)
+    runs = [replace(cfg.train, method="proximal")] * len(cfg.sweep_batches)
+    _, _, m = train_scb(runs, inst, cfg.task.Q, ctx, oracle=oracle)
+    batch = np.asarray(cfg.sweep_batches)[m.run]
+    return m.assign(batch=batch, samples=m.step * batch)
+
+
+def _sweep_summary(sweep: pd.DataFrame, target: float) -> dict:
+    """Per N and batch: the Stage-1 exit step and the final ‖Ā − Q‖_μ; per N the smallest batch that recovers Q,
+    the best final ‖Ā − Q‖_μ over the batches, and the log-log slope of the smallest batch against N (None with
+    fewer than two N that recover)."""
+    exit_step, final, smallest, best = {}, {}, {}, {}
+    for N, g in sweep.groupby("N"):
+        last = g[g.step == g.step.max()].set_index("batch").dist_A_norm
+        in_stage2 = g[g.stage == 2].groupby("batch").step.min()
+        exit_step[int(N)] = {int(b): (int(in_stage2[b]) if b in in_stage2 else None) for b in last.index}
+        final[int(N)] = {int(b): float(d) for b, d in last.items()}
+        recovered = [int(b) for b, d in last.items() if d <= target]
+        smallest[int(N)] = min(recovered) if recovered else None
+        best[int(N)] = float(last.min())
+    found = {N: b for N, b in smallest.items() if b is not None}
+    slope = power_law_exponent(list(found), list(found.values()))  # NaN with fewer than two
+    return {
+        "stage1_exit_step": exit_step,
+        "final_dist_A_norm_by_batch": final,
+        "min_batch_to_recover": smallest,
+        "best_final_dist_A_norm": best,
+        "min_batch_log_log_slope": None if np.isnan(slope) else slope,
+    }
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    metrics = results.tables["metrics"]
+    Ns = sorted(metrics.N.unique())
+    fig, axes = plots.subplots(len(Ns) + 1, width=3.8, height=3.2)
+    for ax, N in zip(axes, Ns):
+        sub = metrics[metrics.N == N]
+        for method, g in sub.groupby("method", sort=False):
+            ax.semilogy(g.step, g.dist_A_norm, label=method)
+        ax.set_title(f"N = {N}, T = {int(sub['T'].iloc[0])}, B = 64 (Gaussian-noise SGD)", fontsize=9)
+        ax.set_xlabel("step"), ax.set_ylabel(r"$\|\bar A - Q\|_\mu$ (normalised)")
+    axes[0].legend(fontsize=7)
+    sweep = results.tables["batch_sweep"]
+    ax = axes[-1]
+    for N, g in sweep.groupby("N"):
+        last = g[g.step == g.step.max()].sort_values("batch")
+        ax.loglog(last.batch, last.dist_A_norm, marker="o", label=f"N = {N}")
+    target = results.summary["target"]
+    ax.axhline(target, color="0.5", ls=":", lw=1, label=f"target {target:g}")
+    ax.set_xlabel("batch B (noise ∝ $B^{-1/2}$)"), ax.set_ylabel(r"final $\|\bar A - Q\|_\mu$, proximal")
+    ax.set_title("Batch that Stage 1 needs grows with N", fontsize=9)
+    ax.legend(fontsize=7)
+    batches = sorted(sweep.batch.unique())
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.minorticks_off()
+    return [plots.save(fig, Path(out_dir) / "scb_noise_sim.png")]
+
+
+EXPERIMENT = Experiment(
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
+    name="scb-noise-sim",
+    description="Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD",
+    figure="Ren et al. App. I (noise)",
+    wall="~4 min",  # default preset, 2 cores (176 s beside another run at four batches; the sweep at N = 50 is most of it)
+    cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
+    headline=("proximal_best_dist_A_norm",),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)

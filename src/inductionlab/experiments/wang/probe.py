@@ -1,0 +1,158 @@
+"""Fig. 3 of Wang et al. (docs/conventions.md#wang-6-4): a two-layer transformer with H = 8 heads and D = 8 trained on IH_n
+with n = 4, d = 1; a linear probe of the layer-1 output TF^(1)_s(X) ∈ ℝ^D onto the patch X_{s−n+1:s}
+(positions s = n..L, one P ∈ ℝ^{D×n} shared over s and the batch, fitted by least squares, residual
+normalised by Σ‖X_{s−n+1:s}‖², docs/conventions.md#wang-a11).  If training builds the Theorem 4.3 mechanism — layer-1 heads
+copying x_{s−1}, …, x_{s−n+1} into the residual stream — the probe distance falls towards 0.
+
+Defaults the paper leaves open (docs/conventions.md#wang-6-4): residual and DP + RPE in both layers, a learnable slope per
+head, no FFN, square loss, L = 40, x ~ N(0, 1) — as the proposal is — but **W* = I_3 and Adam lr 1e-2**
+instead of the proposed W* = 0.49² I_3 and lr 1e-3.  With the proposed values the IH_4 signal is weak (softmax
+logits of standard deviation ≈ 0.4) and a CPU budget stays on the plateau: measured, lr 1e-3 for 2000 steps
+left the probe distance at 0.61 (from 0.69) and the loss at its plateau; lr 1e-2 for 4000 steps reached
+0.42.  12 000 steps, because the time at which a seed leaves the plateau varies: over seeds 0–6 at the
+default, ≈ 1500 (seed 0), ≈ 2000 (4, 5), ≈ 4000 (6), before 5000 (2, 3) and ≈ 7000–8500 (seed 1, whose probe
+distance is still 0.84 of its start at step 5000, the earlier protocol, and 0.03 at 10 200): the statement is
+about a model that has learned IH_4.  ``--preset spec`` restores the proposed values (with 50 000 steps, for a long run).  The probe is measured at the
+evaluation steps (every ``train.eval_every`` steps plus log-spaced points), which is what Fig. 3's saved
+checkpoints are used for; the run's own checkpoint allows resuming.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inductionlab import plots
+from inductionlab.analysis.claims import Between, Claim, Control
+from inductionlab.analysis.heads import probe_distance
+from inductionlab.config import check_device, check_seeds, require
+from inductionlab.experiments.experiment import SQUARED, Experiment
+from inductionlab.models.transformer import ArchitectureConfig
+from inductionlab.runs import Results, RunContext
+from inductionlab.tasks.induction import InductionTaskConfig
+from inductionlab.train.autograd import TrainConfig
+from inductionlab.train.transformer import fit_induction
+
+
+@dataclass(frozen=True)
+class Config:
+    model: ArchitectureConfig = field(
+        default_factory=lambda: ArchitectureConfig(d_model=8, n_heads=8)
+    )  # tokens: task.d
+    task: InductionTaskConfig = field(default_factory=lambda: InductionTaskConfig(n=4, d=1, L=40, w_scale=1.0))
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(lr=1e-2, steps=12_000, batch_size=128, eval_every=400, eval_log_points=20)
+    )
+    seeds: tuple[int, ...] = (0,)  # the run axis: one model per seed, trained together (docs/conventions.md#seeds)
+    device: str = "cpu"  # cpu, cuda or cuda:i
+    eval_size: int = 1024  # held-out sequences on which the loss and the probe are evaluated
+    probe_size: int = 256  # of those, sequences the linear probe is fitted on (≤ eval_size)
+
+    def __post_init__(self) -> None:
+        check_device(self.device)
+        check_seeds(self.seeds)
+        require(len(self.seeds) >= 1, "seeds", "give at least one seed")
+        require(1 <= self.probe_size <= self.eval_size, "probe_size", "must be in 1..eval_size")
+
+
+CONFIG = Config()
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {"train.steps": 1500},
+    "spec": {"task.w_scale": 0.2401, "train.lr": 1e-3, "train.steps": 50_000, "train.batch_size": 64},
+    "smoke": {
+        "train.steps": 20,
+        "train.eval_every": 10,
+        "eval_size": 32,
+        "probe_size": 16,
+        "task.L": 12,
+        "train.batch_size": 16,
+    },
+}
+
+CONTROLS = (
+    Control(
+        name="no-positions",
+        breaks="no relative positions (model.rpe off, and the model has no other positional signal): layer 1 sees its "
+        "prefix as a set and cannot tell x_{s−1} from x_{s−2}, so it cannot hold X_{s−n+1:s}",
+        overrides={"model.rpe": False},
+        preset=None,  # at quick the intact model fails the check too
+    ),
+)
+
+CLAIMS = (
+    Claim(
+        id="wang-fig3-probe",
+        paper="wang",
+        where='v3 Fig. 3 caption: "the probing loss decreases significantly during training, confirming our key '
+        'construction in Theorem 4.3"',
+        statement="Layer 1 learns to hold the previous n − 1 tokens: the probe distance falls sharply",
+        key="probe_distance_final",
+        expected="falls to a small fraction of its start",
+        test=Between(hi=0.2),
+        over="probe_distance_initial",
+        control="no-positions",
+    ),
+)
+
+
+def run(cfg: Config, ctx: RunContext) -> Results:
+    _, metrics = fit_induction(
+        cfg.model.real_valued(cfg.task.d),
+        cfg.task,
+        cfg.train,
+        cfg.seeds,
+        ctx.child(),
+        cfg.eval_size,
+        probe_size=cfg.probe_size,
+        probe=probe_distance,
+        desc="probe",
+    )
+    per_step = metrics.groupby("step")[["loss", "probe_distance"]].mean()
+    return Results(
+        {"metrics": metrics},
+        {
+            "probe_distance_initial": float(per_step.probe_distance.iloc[0]),
+            "probe_distance_final": float(per_step.probe_distance.iloc[-1]),
+            "loss_initial": float(per_step.loss.iloc[0]),
+            "loss_final": float(per_step.loss.iloc[-1]),
+        },
+    )
+
+
+def plot(results: Results, out_dir: Path) -> list[Path]:
+    metrics, s = results.tables["metrics"], results.summary
+    fig, (ax,) = plots.subplots(1, width=5.5, height=3.8)
+    for seed, g in metrics.groupby("seed"):
+        ax.plot(
+            g.step, g.probe_distance, color="#7570b3", label="probe distance" if seed == metrics.seed.min() else None
+        )
+    ax.set_xlabel("step"), ax.set_ylabel("normalised probe distance", color="#7570b3")
+    lx = ax.twinx()
+    for _, g in metrics.groupby("seed"):
+        lx.semilogy(g.step, g.loss, color="black", alpha=0.7, lw=1)
+    lx.set_ylabel("loss (black)")
+    ax.set_title(
+        f"probe distance {plots.num(s.get('probe_distance_initial')):.3f} → "
+        f"{plots.num(s.get('probe_distance_final')):.3f}",
+        fontsize=9,
+    )
+    return [plots.save(fig, Path(out_dir) / "probe.png")]
+
+
+EXPERIMENT = Experiment(
+    devices=("cpu", "cuda"),
+    loss_unit=SQUARED,
+    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
+    name="probe",
+    description="Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4",
+    figure="Wang et al. Fig. 3",
+    wall="~6 min",  # default preset, one core (12 000 steps; 5000 took 132 s)
+    headline=("probe_distance_initial", "probe_distance_final", "loss_initial", "loss_final"),
+    config=CONFIG,
+    presets=PRESETS,
+    run=run,
+    plot=plot,
+    claims=CLAIMS,
+    controls=CONTROLS,
+)
