@@ -43,9 +43,16 @@ def test_config_values_stand_anywhere_and_may_start_with_a_dash():
     args, values = parse_command(["run", "--task.L", "20", "lazy-to-rich", "--preset", "smoke", "--seed", "-1"])
     assert (args.name, args.preset, args.seed, values) == ("lazy-to-rich", "smoke", -1, {"task.L": "20"})
     argv = ["run", "--task.alpha", "-1", "--data.path=/a b", "probe", "--train.lr=-1e-3", "--x.y", "-1e-3", "--z", "-"]
-    args, values = parse_command(argv)
-    assert args.name == "probe"
-    assert values == {"task.alpha": "-1", "data.path": "/a b", "train.lr": "-1e-3", "x.y": "-1e-3", "z": "-"}
+    args, values = parse_command([*argv, "--w", "-hello", "--threads", "-2"])  # -hello is a value, not -h ello
+    assert args.name == "probe" and args.threads == -2
+    assert values == {
+        "task.alpha": "-1",
+        "data.path": "/a b",
+        "train.lr": "-1e-3",
+        "x.y": "-1e-3",
+        "z": "-",
+        "w": "-hello",
+    }
     args, values = parse_command(["sweep", "markov-mi", "--grid", "task.L=5,10", "--task.L=3", "--n-seeds", "2"])
     assert (args.grid, args.n_seeds, values) == (["task.L=5,10"], 2, {"task.L": "3"})
 

@@ -4,7 +4,6 @@ draws its law and labels its losses in its unit, ``list`` shows them, ``run --de
 and refuses one it does not."""
 
 import json
-import subprocess
 import sys
 import textwrap
 
@@ -12,6 +11,7 @@ import pytest
 
 import inductionlab as il
 from inductionlab import experiments, sweep_report
+from inductionlab.cli import main
 from inductionlab.config import ConfigError
 from inductionlab.theory.laws import Law
 
@@ -98,10 +98,6 @@ def plugin(tmp_path, monkeypatch):
     sys.modules.pop("own_law", None)
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "inductionlab", *args], capture_output=True, text=True, timeout=300)
-
-
 def test_sweep_report_draws_the_declared_law_and_labels_the_loss_in_its_unit(plugin, tmp_path, monkeypatch):
     drawn = []
     overlay = sweep_report._overlay
@@ -136,26 +132,25 @@ def test_run_device_takes_a_declared_device_and_refuses_another(plugin, tmp_path
     assert il.configure("own-declared-cpu", overrides={"device": "cpu"}).device == "cpu"
 
 
-def test_list_shows_what_each_experiment_declares(plugin, tmp_path):
-    done = _cli("--plugin", str(plugin), "list")
-    assert done.returncode == 0, done.stderr
-    line = next(row for row in done.stdout.splitlines() if row.startswith("own-law "))
-    assert "cpu, cuda" in line and "law" in line
-    own = next(row for row in done.stdout.splitlines() if row.startswith("own-cpu "))
-    assert "cuda" not in own
-    keys = _cli("--plugin", str(plugin), "list", "--keys", "own-law")
-    assert keys.returncode == 0, keys.stderr
-    assert "T ∝ L^2 (own Thm 1)" in keys.stdout and "losses in bits" in keys.stdout
-    assert "devices: cpu, cuda" in keys.stdout
+def test_list_shows_what_each_experiment_declares(plugin, capsys):
+    assert main(["list"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    line = next(row for row in rows if row.startswith("own-law "))
+    assert "cpu, cuda" in line and "(laws in L)" in line
+    assert "cuda" not in next(row for row in rows if row.startswith("own-cpu "))
+    assert main(["list", "--keys", "own-law"]) == 0
+    keys = capsys.readouterr().out
+    assert "law in --L: T ∝ L^2 (own Thm 1)" in keys and "losses in bits" in keys and "devices: cpu, cuda" in keys
 
 
-def test_the_command_line_runs_on_a_declared_device(plugin, tmp_path):
+def test_the_command_line_runs_on_a_declared_device_and_refuses_another(plugin, tmp_path, capsys):
     out = tmp_path / "cli-run"
-    done = _cli("--plugin", str(plugin), "run", "own-law", "--device", "cuda", "--out", str(out), "--no-progress")
-    assert done.returncode == 0, done.stderr
+    assert main(["run", "own-law", "--device", "cuda", "--out", str(out), "--no-progress"]) == 0
     assert json.loads((out / "summary.json").read_text())["device"] == "cuda"
-    refused = _cli("--plugin", str(plugin), "run", "own-cpu", "--device", "cuda", "--out", str(tmp_path / "no"))
-    assert refused.returncode != 0 and "own-cpu runs on the CPU only (it counts on one core)" in refused.stderr
+    capsys.readouterr()
+    assert main(["run", "own-cpu", "--device", "cuda", "--out", str(tmp_path / "no")]) == 2
+    assert "own-cpu runs on the CPU only (it counts on one core)" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()  # refused before any work
 
 
 def test_declarations_that_do_not_fit_the_config_fail_when_built():

@@ -171,3 +171,16 @@ def test_entry_point_and_plugin_reach_the_cli(tmp_path):
     assert ran.returncode == 0, ran.stderr
     keys = _cli("--plugin", str(plugin), "list", "--keys", "coin-file")
     assert keys.returncode == 0 and "flips" in keys.stdout
+
+
+def test_a_worker_runs_the_script_that_shadows_a_toolkit_name(tmp_path, registry):
+    """A worker process knows the toolkit's own experiment; the source of a script that shadows its name
+    (``replace=True``) must still be imported there, or the worker would run the original silently."""
+    script = tmp_path / "shadow.py"
+    script.write_text(
+        "import dataclasses\nimport inductionlab as il\nfrom inductionlab import experiments\n"
+        "own = experiments.get('approx-ih2')\n"
+        "il.register_experiment(dataclasses.replace(own, description='shadowed'), replace=True)\n"
+    )
+    assert experiments.get("approx-ih2") in experiments.BUILTIN  # as a fresh worker sees it
+    assert experiments.ensure_registered("approx-ih2", str(script)).description == "shadowed"

@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # the public API, one list: what type checkers see and what _
     from inductionlab.train.autograd import train as train_autograd
     from inductionlab.train.chen import StagedConfig, train_staged
     from inductionlab.train.flow import FlowProblem, solve_flow
-    from inductionlab.train.hooks import FreezeColumns, JsonlLogger, TensorBoardLogger, WandbLogger
+    from inductionlab.train.hooks import FreezeColumns, JsonlLogger, Logger, TensorBoardLogger, WandbLogger
     from inductionlab.train.interventions import AblateHeads, ClampColumns, InterventionConfig
     from inductionlab.train.loop import Hook
     from inductionlab.train.proximal import SCBTrainConfig, train_scb

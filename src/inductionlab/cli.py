@@ -310,10 +310,12 @@ def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     """The command's options, and the config values of ``run`` and ``sweep``: every ``--KEY VALUE`` or
     ``--KEY=VALUE``, before or after the experiment's name, whose ``--KEY`` the command's parser does not declare
     (the parser is the one list of options: what ``parse_known_args`` leaves over is config).  A value may start
-    with ``-`` (``--task.alpha -1``): the pair is taken off before the command's own options are parsed, so it
-    never reads as an option or as the experiment's name (``run --task.L 20 lazy-to-rich``)."""
+    with ``-`` (``--task.alpha -1``, ``--task.label -hello``): the pair is taken off before the command's own options
+    are parsed, so it never reads as an option or as the experiment's name (``run --task.L 20 lazy-to-rich``); a value
+    that is itself one of the command's options (``--task.name --out``) reads as that option."""
     parser = build_parser()
-    first, extras = parser.parse_known_args(argv)
+    # the first pass only finds the undeclared --KEYs: a value such as -1 or -hello stands in as 0, lest it read as -h
+    first, extras = parser.parse_known_args(["0" if re.fullmatch(r"-(?!-|h$).*", a) else a for a in argv])
     if first.command not in ("run", "sweep"):
         return parser.parse_args(argv), {}
     # an unknown --KEY=V holding a space is taken for a positional (argparse): then it stands as the name

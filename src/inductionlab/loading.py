@@ -393,6 +393,6 @@ def to_hooked_transformer(
         model.family == "transformer",
         "run_dir",
         f"{model.experiment}'s model {model.name} is the {model.family} model; TransformerLens takes the general "
-        "transformer (runs of probe, heads-dims, markov-transformer, wikitext, repeated-text, interventions)",
+        "transformer (inductionlab.models.transformer)",
     )
     return tl_export.to_hooked_transformer(model.config, model.params, 0, n_ctx, tokenizer=model.tokenizer)

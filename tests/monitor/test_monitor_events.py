@@ -154,3 +154,7 @@ def test_each_measurement_reaches_a_loggers_log_as_one_row_of_the_monitor_stage(
     expected = {k: float(last[k]) for k in ("loss_repeated", "loss_first", "best_induction", "best_layer", "best_head")}
     heads = {f"induction_l0h{h}": float(monitor.heads.induction.iloc[-2 + h]) for h in (0, 1)}
     assert rows.calls[-1][2] == expected | heads
+    from inductionlab.train.loop import Hook
+
+    with pytest.raises(ConfigError, match="^loggers: each must be a Logger .* got Hook"):
+        Monitor(monitor.adapter, monitor.config, loggers=[Hook()])  # refused when built, not at the first measurement

@@ -1,7 +1,7 @@
 """What an experiment is (docs/architecture.md#experiments): one :class:`Experiment` object per paper figure, built
-in its file and registered by name — the toolkit's own in :mod:`inductionlab.experiments`, a researcher's own with
-:func:`inductionlab.register_experiment` or the entry-point group ``inductionlab.experiments``
-(docs/own_experiment.md)."""
+in its module and registered by name with :func:`inductionlab.register_experiment` — the toolkit's own by their
+wing's ``__init__``, a researcher's own by a script, ``--plugin`` or the entry-point group
+``inductionlab.experiments`` (docs/own_experiment.md)."""
 
 from __future__ import annotations
 

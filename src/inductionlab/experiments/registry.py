@@ -237,9 +237,10 @@ def _short(value: Any) -> str:
 
 
 def source_of(name: str) -> str:
-    """Where a worker process finds experiment ``name`` when the registry of a fresh process lacks it: "" for the
-    toolkit's own and the plug-ins (every process loads them), else the module (or the script file) whose code
-    defines its ``run`` — registering at the top level of that module or script makes it known there too."""
+    """Where a worker process finds experiment ``name`` when the registry of a fresh process lacks it, or holds the
+    toolkit's own under a name a script shadows: "" for the toolkit's own (every process registers them), else the
+    module (or the script file) whose code defines its ``run`` — registering at the top level of that module or
+    script makes it known there too (a plug-in's module: every process loads it first anyway)."""
     exp = get(name)
     if _toolkit.get(name) is exp:
         return ""
@@ -250,8 +251,9 @@ def source_of(name: str) -> str:
 
 
 def ensure_registered(name: str, source: str) -> Experiment:
-    """Experiment ``name``, importing ``source`` (:func:`source_of`) first if this process does not know it yet."""
-    if name not in all_experiments() and source:
+    """Experiment ``name``, importing ``source`` (:func:`source_of`) first if this process does not know it yet, or
+    knows only the toolkit's own experiment that ``source`` shadows (``register_experiment(..., replace=True)``)."""
+    if source and (name not in all_experiments() or REGISTRY[name] is _toolkit.get(name)):
         import_plugin(source)
     if name not in REGISTRY:
         raise ConfigError(

@@ -204,6 +204,12 @@ class Monitor:
             )
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.loggers = tuple(loggers)
+        for logger in self.loggers:
+            require(
+                callable(getattr(logger, "log", None)),
+                "loggers",
+                f"each must be a Logger (inductionlab.train.hooks: log(step, stage, row)), got {type(logger).__name__}",
+            )
         require(
             on_phase_change is None or callable(on_phase_change),
             "on_phase_change",
