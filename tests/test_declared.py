@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 
+import pandas as pd
 import pytest
 
 import inductionlab as il
@@ -113,6 +114,10 @@ def test_sweep_report_draws_the_declared_law_and_labels_the_loss_in_its_unit(plu
     paths = sweep_report.write_report(tmp_path / "sweep")
     assert drawn == [("L", "T", Law("L", ("T",), "L", 2.0, "own Thm 1"))]  # the law on its metric, not on loss
     assert (tmp_path / "sweep" / "sweep_L.png") in paths
+    laws = pd.read_csv(tmp_path / "sweep" / "sweep_laws.csv")  # T = 3 L² (1 + 0.01 seed): the fit finds 2 exactly
+    assert laws[["key", "metric", "exponent", "runs"]].values.tolist() == [["L", "T", 2.0, 6]]
+    assert laws.fitted[0] == pytest.approx(2.0, abs=1e-9)
+    assert "| L | T | ∝ L^2 | 2 ± " in (tmp_path / "sweep" / "sweep_table.md").read_text()
     assert sweep_report.axis_label("loss", "own-law") == "loss (bits)"
     assert sweep_report.axis_label("loss", "own-cpu") == "loss"  # declares no unit
 

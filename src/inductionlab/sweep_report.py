@@ -3,9 +3,10 @@
 (mean and standard deviation over seeds of each summary number, one row per grid point) and one figure per grid key
 (``sweep_<key>.png``: each headline number against that key, mean ± one standard deviation over seeds, the
 other grid keys as colours, axes with units).  A grid key or a number that takes one value across the sweep gets no
-figure or panel of its own: the table's caption and the figures' subtitle name it with its value.  Where the theory predicts a power law for a grid key and a number
-(:mod:`inductionlab.theory.laws`, e.g. the plateau of Wang et al. Thm 5.5 against L), its panel is log-log and
-overlays the law, scaled by a fitted constant, and a least-squares fit with its exponent ± standard error."""
+figure or panel of its own: the table's caption and the figures' subtitle name it with its value.  Where the
+experiment declares a power law for a grid key and a number (``Experiment.laws``, :mod:`inductionlab.theory.laws`,
+e.g. the plateau of Wang et al. Thm 5.5 against L), its panel is log-log and overlays the law, scaled by a fitted constant, and a least-squares fit with its exponent ± standard
+error; ``sweep_table.md`` lists each law's exponent beside the fitted one, and ``sweep_laws.csv`` holds them."""
 
 from __future__ import annotations
 
@@ -115,9 +116,13 @@ def write_report(out: Path) -> list[Path]:
     summary = summary.reset_index() if grid else summary
     atomic_write(out / "sweep_table.csv", lambda tmp: summary.to_csv(tmp, index=False))
     fixed = constants(table, grid + metrics)
-    write_text(out / "sweep_table.md", _markdown(summary, info["experiment"], fixed))
-    paths = [out / "sweep_table.md", out / "sweep_table.csv"]
     varied, shown = [k for k in grid if k not in fixed], [m for m in metrics if m not in fixed]
+    fits = law_fits(table, info["experiment"], varied, shown)
+    write_text(out / "sweep_table.md", _markdown(summary, info["experiment"], fixed) + _laws_markdown(fits))
+    paths = [out / "sweep_table.md", out / "sweep_table.csv"]
+    if len(fits):
+        atomic_write(out / "sweep_laws.csv", lambda tmp: fits.to_csv(tmp, index=False))
+        paths.append(out / "sweep_laws.csv")
     for key in varied if shown else []:
         others = [k for k in varied if k != key]
         paths.append(_figure(table, key, others, shown, out, info["experiment"], fixed))
@@ -153,6 +158,18 @@ def _markdown(summary: pd.DataFrame, experiment: str, fixed: dict[str, object]) 
     ]
     for _, row in summary.iterrows():
         lines.append("| " + " | ".join(_cell(col, v) for col, v in row.items()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _laws_markdown(fits: pd.DataFrame) -> str:
+    if not len(fits):
+        return ""
+    lines = ["", "## Scaling laws", "", "The theory's exponent beside the log-log least-squares fit over the runs.", ""]
+    lines += ["| grid key | number | law | fitted exponent | runs | source |", "|---|---|---|---|---|---|"]
+    for r in fits.itertuples():
+        fitted = f"{r.fitted:.3g} ± {r.stderr:.2g}" if math.isfinite(r.stderr) else f"{r.fitted:.3g} (no s.e.)"
+        fitted = fitted if math.isfinite(r.fitted) else "needs two values"
+        lines.append(f"| {r.key} | {r.metric} | ∝ {r.law} | {fitted} | {r.runs} | {r.source} |")
     return "\n".join(lines) + "\n"
 
 
@@ -227,14 +244,44 @@ def _figure(
 NOTE = {"ha": "right", "va": "bottom", "fontsize": 7, "color": "#666666"}
 
 
+def _law_fit(table: pd.DataFrame, key: str, metric: str, law: Law, others: list[str]):
+    """u(x) of every run, its group (a combination of the ``others``) and the log-log least-squares fit of
+    ``metric`` against u(x): one exponent for all groups (:func:`inductionlab.analysis.scaling.power_law_fit`)."""
+    u = law.u(table[key].to_numpy(dtype=float))
+    group = table.groupby(others).ngroup().to_numpy() if others else np.zeros(len(table), dtype=int)
+    return u, group, power_law_fit(u, table[metric].to_numpy(dtype=float), group)
+
+
+def law_fits(table: pd.DataFrame, experiment: str, varied: list[str], metrics: list[str]) -> pd.DataFrame:
+    """One row per law the experiment declares (``Experiment.laws``) for a varied numeric grid key and a shown
+    metric: the law's exponent beside the exponent fitted on the runs (± its standard error), the other varied keys
+    as groups, as the figures draw them."""
+    rows = []
+    for key in [k for k in varied if pd.api.types.is_numeric_dtype(table[k])]:
+        for metric, law in laws_for(experiments.get(experiment).laws, key).items():
+            if metric in metrics:
+                fit = _law_fit(table, key, metric, law, [k for k in varied if k != key])[2]
+                rows.append(
+                    {
+                        "key": key,
+                        "metric": metric,
+                        "law": law.formula().split(" ∝ ")[1],
+                        "exponent": law.exponent,
+                        "fitted": fit.exponent,
+                        "stderr": fit.stderr,
+                        "runs": fit.n,
+                        "source": law.source,
+                    }
+                )
+    return pd.DataFrame(rows, columns=["key", "metric", "law", "exponent", "fitted", "stderr", "runs", "source"])
+
+
 def _overlay(ax, table: pd.DataFrame, key: str, metric: str, law: Law, others: list[str], colours) -> None:
     """The law C_g · u(x)^exponent (dashed, C_g fitted per colour g with the exponent fixed) and the least-squares
     power law exp(a_g) · u(x)^b (dotted, one b for all colours), on log-log axes; b ± its standard error in the
     legend (:func:`inductionlab.analysis.scaling.power_law_fit`)."""
     x, y = table[key].to_numpy(dtype=float), table[metric].to_numpy(dtype=float)
-    u = law.u(x)
-    group = table.groupby(others).ngroup().to_numpy() if others else np.zeros(len(table), dtype=int)
-    fit = power_law_fit(u, y, group)
+    u, group, fit = _law_fit(table, key, metric, law, others)
     if not np.isfinite(fit.exponent):
         where = {**NOTE, "ha": "left", "va": "top"}
         ax.text(
