@@ -380,12 +380,13 @@ def differences(saved: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
     ]
 
 
+CUDA = re.compile(r"cuda(:\d+)?")  # a CUDA device: cuda or cuda:i
+
+
 def check_device(device: str) -> None:
     """``cpu``, ``cuda`` or ``cuda:i``; a CUDA device must be visible to torch (``docs/conventions.md#devices``)."""
     require(
-        device == "cpu" or re.fullmatch(r"cuda(:\d+)?", device) is not None,
-        "device",
-        f"'cpu', 'cuda' or 'cuda:i', got {device!r}",
+        device == "cpu" or CUDA.fullmatch(device) is not None, "device", f"'cpu', 'cuda' or 'cuda:i', got {device!r}"
     )
     if device != "cpu":
         import torch

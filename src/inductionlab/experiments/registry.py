@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, get_args, get_origin, get_type_hints
 
-from inductionlab.config import ConfigError, dotted, flatten, override
+from inductionlab.config import CUDA, ConfigError, dotted, flatten, override
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.runs import config_values
 
@@ -360,7 +360,7 @@ def _check_distinct(cfg: Any, prefix: str = "") -> None:
 def _check_device(exp: Experiment, device: str) -> None:
     """Refuse ``--device`` beyond the devices ``exp`` declares (``Experiment.devices``), saying why and which
     experiments run there (``docs/conventions.md#devices``); the config's own check then validates the value."""
-    kind = "cpu" if device == "cpu" else "cuda" if re.fullmatch(r"cuda(:\d+)?", device) else device
+    kind = "cpu" if device == "cpu" else "cuda" if CUDA.fullmatch(device) else device
     if kind in exp.devices or (kind not in ("cpu", "cuda") and "cuda" in exp.devices):
         return
     if exp.devices == ("cpu",):
