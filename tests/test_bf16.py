@@ -9,7 +9,7 @@ import math
 import pytest
 
 from inductionlab import experiments, run_experiment
-from inductionlab.analysis.claims import judge
+from inductionlab.analysis.verdicts import judge
 from inductionlab.cli import resolve
 from inductionlab.config import flatten
 

@@ -7,7 +7,8 @@ import functools
 import pytest
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import MISSING, Claim, Control, measure, over_seeds
+from inductionlab.analysis.claims import MISSING, Claim, Control, measure
+from inductionlab.analysis.verdicts import over_seeds
 from inductionlab.runs import RunContext
 from tests.analysis.test_claims import DEFAULT_ONLY
 

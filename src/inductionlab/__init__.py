@@ -23,9 +23,10 @@ from inductionlab._version import __version__
 if TYPE_CHECKING:  # the public API, one list: what type checkers see and what __getattr__ imports when first used
     from inductionlab import cli, experiments, plots, rng
     from inductionlab.analysis.ablation import direct_logit_attribution, head_ablation, patch_heads, patch_layers
-    from inductionlab.analysis.claims import Between, Claim, Control, Is, Near, judge
+    from inductionlab.analysis.claims import Between, Claim, Control, Is, Learned, Near
     from inductionlab.analysis.heads import head_scores, probe_distance
     from inductionlab.analysis.phases import phase_times
+    from inductionlab.analysis.verdicts import judge
     from inductionlab.experiments import configure, register_experiment
     from inductionlab.experiments.experiment import Experiment
     from inductionlab.loading import LoadedModel, load_model, to_hooked_transformer

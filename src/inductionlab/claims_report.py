@@ -23,13 +23,24 @@ import pandas as pd
 from PIL import Image
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import CONTROL_STATUSES, FINDING, PAPERS, SCALE, STATUSES
+from inductionlab.analysis.claims import (
+    CONTROL_STATUSES,
+    DID_NOT_LEARN,
+    FINDING,
+    PAPERS,
+    SCALE,
+    STATUSES,
+    UNEARNED,
+)
 from inductionlab.runs import write_text
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
+OBSERVATIONS = "Observations (not the papers' claims)"
 COLORS = {
     "passed": "#1a7f37",
+    UNEARNED: "#d4a72c",
     "failed": "#cf222e",
+    DID_NOT_LEARN: "#9a6700",
     "undefined": "#8250df",
     SCALE: "#0969da",
     "not run": "#6e7781",
@@ -108,6 +119,8 @@ def _note(r: pd.Series) -> str:
     if r["status"] == "smoke, not judged":
         return ""
     seeds = f'<div class="id">per seed: {_e(r["per_seed"])}</div>' if r.get("per_seed") else ""
+    if r.get("learned"):
+        seeds += f'<div class="id">{_e(r["learned"])}</div>'
     if r["status"] != "failed":
         return _e(r["reason"]) + seeds
     kind, _, why = (r.get("if_failed") or "open: not yet explained.").partition(":")
@@ -222,17 +235,32 @@ def _where(profile: dict[str, float]) -> str:
 def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
     """The whole page as a string."""
     sections = []
-    for paper, title in papers_in(table).items():
-        rows = table[table.paper == paper] if len(table) else table
+    papers, observed = split_observations(table)
+    for paper, title in papers_in(papers).items():
+        rows = papers[papers.paper == paper] if len(papers) else papers
         if not len(rows):
             continue
         blocks = "".join(_block(out, name, g) for name, g in rows.groupby("experiment", sort=False))
         sections.append(f'<h2 id="{paper}">{_e(title)}</h2>{summary_bar(rows)}{blocks}')
+    if len(observed):
+        blocks = "".join(_block(out, name, g) for name, g in observed.groupby("experiment", sort=False))
+        sections.append(
+            f'<h2 id="observations">{_e(OBSERVATIONS)}</h2><p class="meta">The project\'s own observations and '
+            f"robustness notes: counted apart from the papers' claims; no control is asked of them.</p>"
+            f"{summary_bar(observed)}{blocks}"
+        )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>inductionlab: claims</title>'
         f"<style>{STYLE}</style></head><body><h1>inductionlab — the papers' claims, measured</h1>"
-        f"{_header(info)}{summary_bar(table)}{controls_line(table)}{toc(table)}{''.join(sections)}</body></html>\n"
+        f"{_header(info)}{summary_bar(papers)}{controls_line(papers)}{toc(table)}{''.join(sections)}</body></html>\n"
     )
+
+
+def split_observations(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the papers' claims, the project's own observations) of a claims table (docs/conventions.md#claims)."""
+    if not len(table) or "group" not in table:
+        return table, table.iloc[0:0]
+    return table[table.group != "observation"], table[table.group == "observation"]
 
 
 def write_report(out: Path, table: pd.DataFrame, info: dict) -> Path:

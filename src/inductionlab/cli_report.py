@@ -120,8 +120,8 @@ def _print_claims(out: Path) -> int:
     print(", ".join(f"{n} {s}" for s, n in totals(table).items()))
     for _, r in table[table.status == "failed"].iterrows():
         print(f"failed:  {r.id} [{r.kind}]: {r.statement} — {r.reason} (expected {r.expected}; test {r.test})")
-    for _, r in table[table.status == "undefined"].iterrows():
-        print(f"undefined: {r.id}: {r.reason}")
+    for _, r in table[table.status.isin(["undefined", "unearned", "did not learn"])].iterrows():
+        print(f"{r.status}: {r.id}: {r.reason}")
     for _, r in table[table.control_status == "accepts"].iterrows() if "control_status" in table else ():
         print(f"control: {r.id}: its control {r.control} passes the check too (measured {r.control_measured_text})")
     status = table.control_status[table.control != ""] if "control_status" in table else pd.Series(dtype=str)

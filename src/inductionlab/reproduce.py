@@ -32,7 +32,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, Claim, Control, judge, judge_control
+from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, UNEARNED, Claim, Control
+from inductionlab.analysis.verdicts import earn, judge, judge_control
 from inductionlab.config import ConfigError, config_hash, flatten, to_dict, with_seeds
 from inductionlab.runner import clear, saved_config, thread_budget
 from inductionlab.runs import (
@@ -255,7 +256,7 @@ def judge_all(out: Path) -> pd.DataFrame:
                 row = judge(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
                 tag = control_dir(name, claim.control)
                 control_summary = _saved(Path(out) / info.get("controls", {}).get(tag, tag))[0]
-                row |= judge_control(claim, control_summary if claim.control else None, smoke=smoke)
+                row = earn(row | judge_control(claim, control_summary if claim.control else None, smoke=smoke), claim)
                 row["control_breaks"] = controls[claim.control].breaks if claim.control else ""
                 rows.append({**row, "experiment": name, "run_dir": run_dir.name, "figures": _figures(run_dir)})
     return pd.DataFrame(rows)
@@ -316,13 +317,17 @@ def is_reproduce(out: str | Path) -> bool:
 
 
 def exit_status(table: pd.DataFrame) -> int:
-    """0 when every judged claim passed, 1 when one failed or is undefined (a missing value is never a pass)."""
-    return int(bool(table.status.isin(["failed", "undefined"]).any())) if len(table) else 0
+    """0 when every judged claim passed, 1 when one failed, is undefined (a missing value is never a pass) or is
+    unearned (a pass no control has shown able to fail)."""
+    return int(bool(table.status.isin(["failed", "undefined", UNEARNED]).any())) if len(table) else 0
 
 
 def totals(table: pd.DataFrame) -> dict[str, Any]:
-    """Counts per status (every status, zeros included), the failures split by kind (docs/conventions.md#findings)."""
-    counts = table.status.value_counts() if len(table) else pd.Series(dtype=int)
+    """Counts per status of the papers' claims (every status, zeros included), the failures split by kind
+    (docs/conventions.md#findings), and the observations counted apart (#claims)."""
+    observed = table.group == "observation" if len(table) and "group" in table else pd.Series(False, index=table.index)
+    papers = table[~observed]
+    counts = papers.status.value_counts() if len(papers) else pd.Series(dtype=int)
     out = {s: int(counts.get(s, 0)) for s in STATUSES}
-    kinds = table[table.status == "failed"].kind.value_counts() if len(table) else pd.Series(dtype=int)
-    return out | {f"failed ({k})": int(kinds.get(k, 0)) for k in FAILURE_KINDS}
+    kinds = papers[papers.status == "failed"].kind.value_counts() if len(papers) else pd.Series(dtype=int)
+    return out | {f"failed ({k})": int(kinds.get(k, 0)) for k in FAILURE_KINDS} | {"observations": int(observed.sum())}

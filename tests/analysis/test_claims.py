@@ -14,11 +14,9 @@ from inductionlab.analysis.claims import (
     Is,
     Near,
     Reached,
-    judge,
-    judge_control,
     lookup,
-    over_seeds,
 )
+from inductionlab.analysis.verdicts import judge, judge_control, over_seeds
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 # claims whose keys exist only at the default size (the T grid's slopes, the N = 10 and 50 runs)

@@ -85,7 +85,7 @@ def test_the_head_forms_on_exact_repeats_and_not_on_shuffled_ones():
 
 
 def test_the_claims_are_judged_over_the_seeds_and_the_control_rejects_them():
-    from inductionlab.analysis.claims import judge, judge_control
+    from inductionlab.analysis.verdicts import judge, judge_control
 
     passing = {m: {"formed": [True] * 3, "coincides": [True] * 3} for m in ("own", "hf", "tl")}
     one_off = {m: {"formed": [True, False, True], "coincides": [True] * 3} for m in ("own", "hf", "tl")}

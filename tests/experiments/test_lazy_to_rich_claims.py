@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import judge, judge_control
+from inductionlab.analysis.verdicts import judge, judge_control
 from inductionlab.runs import RunContext
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import judge
+from inductionlab.analysis.verdicts import judge
 from inductionlab.models import chen
 from inductionlab.models.chen import copier_attention
 
@@ -61,7 +61,7 @@ def test_heads_1_and_2_attention_is_their_least_attention_on_lags_1_and_2():
 def test_the_bigram_control_leaves_head_2_at_its_initial_attention():
     """The control of chen-thm3.3-copiers-sharpen: on a bigram chain Stage I selects {1}, so head 2 gets no
     gradient and its attention on lag 2 stays at 0.90 (defined, and below the claim's 0.99)."""
-    from inductionlab.analysis.claims import judge_control
+    from inductionlab.analysis.verdicts import judge_control
     from inductionlab.runs import RunContext
 
     name = "markov-stages"

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from inductionlab import experiments
-from inductionlab.analysis.claims import judge
+from inductionlab.analysis.verdicts import judge
 from inductionlab.experiments.wang.adam_vs_gd_highdim import D1, _runs, g4_lead
 from inductionlab.experiments.wang.approx_gihn import _heads_summary
 from inductionlab.experiments.wang.heads_dims import _summary as heads_dims_summary
