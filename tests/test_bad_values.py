@@ -87,6 +87,8 @@ def test_results_that_are_nan_throughout_stop_the_run_and_phase_times_not_reache
     """The last guard behind the config checks: a measure with no finite value is a stop (exit 3), never a result."""
     fine = Results({"metrics": pd.DataFrame({"step": [0, 1], "loss": [1.0, math.nan]})}, {"T_I": None, "final": {}})
     check_results(fine)
+    never = pd.DataFrame({"model": ["own"], "loss_drop_step": [math.nan], "phase_step": [math.nan]})
+    check_results(Results({"phases": never}, {"phases": {"loss_drop_step": math.nan}}))  # a time never reached
     for bad in (
         Results({"scores": pd.DataFrame({"run": [0, 1], "induction_score": [math.nan, math.nan]})}, {}),
         Results({}, {"final": {"val_loss": math.nan}}),

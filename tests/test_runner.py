@@ -61,3 +61,33 @@ def test_a_run_in_one_go_lists_no_segments_and_a_damaged_record_is_not_counted(t
     assert sorted(p.name for p in whole.iterdir() if p.suffix == ".json") == ["config.json", "summary.json"]
     config = json.loads((whole / "config.json").read_text())  # a toolkit run's: its name and values, no plug-in
     assert config == {"experiment": "probe", **json.loads(json.dumps(to_dict(cfg)))}
+
+
+def test_a_run_whose_measure_is_nan_stops_but_what_it_trained_stays(tmp_path, monkeypatch):
+    """Exit 3 for a broken measure never deletes a run that trained (docs/conventions.md#never); a time that was
+    never reached is no broken measure, and the run finishes."""
+    import dataclasses
+    import math
+
+    import pandas as pd
+
+    import inductionlab as il
+    from inductionlab.runner import NaNResultsError
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        seeds: tuple[int, ...] = (0,)
+        broken: bool = False
+
+    def run(cfg, ctx):
+        loss = math.nan if cfg.broken else 0.5
+        table = pd.DataFrame({"step": [0, 1], "loss": [loss, loss], "loss_drop_step": [math.nan, math.nan]})
+        return il.Results({"metrics": table}, {"loss_drop_step": None})
+
+    exp = il.Experiment(name="nan-keeper", description="a time never reached", config=Cfg(), run=run)
+    monkeypatch.setitem(experiments.REGISTRY, exp.name, exp)
+    done = run_experiment(exp.name, Cfg(), tmp_path / "never", threads=1)
+    assert (done / "summary.json").exists()  # loss_drop_step all NaN: never reached, not broken
+    with pytest.raises(NaNResultsError, match="metrics.loss"):
+        run_experiment(exp.name, Cfg(broken=True), tmp_path / "broken", threads=1)
+    assert (tmp_path / "broken" / "metrics.parquet").exists() and (tmp_path / "broken" / "config.json").exists()

@@ -139,8 +139,8 @@ def run_experiment(
                 used = {"threads": n_threads, "threads_from": threads_from}
                 _run_and_save(exp, name, cfg, out, ctx, used, earlier)
         except BaseException:
-            if fresh and not any((out / "checkpoints").glob("*.pt")):
-                clear(out)  # nothing to resume: leave no unfinished run behind
+            if fresh and not any((out / "checkpoints").glob("*.pt")) and not any(out.glob("*.parquet")):
+                clear(out)  # nothing trained and nothing to resume: leave no unfinished run behind
             raise
         finally:
             torch.set_num_threads(before)
@@ -231,12 +231,13 @@ def check_results(results: Results) -> None:
     """Stop (:class:`NaNResultsError`, exit 3) when a measure of the run is NaN throughout: a table column of losses,
     scores, distances or errors with no finite value, or such a summary value that is NaN.  A config value then made the
     numbers meaningless (an empty average, a NaN in the data); the tables stay for a look and the run unfinished.
-    A phase time or fit that was not reached is None, not a measure, and passes."""
+    The time of an event (:func:`is_time`) that was never reached is +inf, NaN or None by design
+    (docs/conventions.md#never), not a broken measure, and passes."""
     empty = [
         f"{name}.{col}"
         for name, df in results.tables.items()
         for col in df.select_dtypes("number").columns
-        if MEASURES.search(str(col)) and len(df) and df[col].isna().all()
+        if _is_measure(str(col)) and len(df) and df[col].isna().all()
     ]
     nan = [k for k, v in _leaves(results.summary) if _is_measure(k) and isinstance(v, float) and math.isnan(v)]
     if empty or nan:
@@ -248,10 +249,18 @@ def check_results(results: Results) -> None:
 
 
 def _is_measure(key: str) -> bool:
-    """A summary key naming a measured value (``final.val_loss``, ``probe_distance_final``), not the time of an
-    event (``t_loss_drop``, ``T_III``)."""
+    """A summary key or column naming a measured value (``final.val_loss``, ``probe_distance_final``), not the time
+    of an event (:func:`is_time`)."""
     name = key.rsplit(".", 1)[-1]
-    return bool(MEASURES.search(name)) and not name.lower().startswith("t_")
+    return bool(MEASURES.search(name)) and not is_time(name)
+
+
+def is_time(name: str) -> bool:
+    """A key or column that holds the time of an event, by the naming rule of docs/conventions.md#never: it starts
+    with ``T_``/``t_`` (``T_III``, ``t_loss_drop``) or ends in ``_step``, ``_time`` or ``_epoch``
+    (``loss_drop_step``)."""
+    lower = name.lower()
+    return lower.startswith("t_") or lower.endswith(("_step", "_time", "_epoch"))
 
 
 def _leaves(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
