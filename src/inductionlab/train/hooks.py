@@ -88,6 +88,9 @@ class FreezeColumns(Hook):
     def load_state_dict(self, state: dict) -> None:
         self._held = state["held"]
 
+    def reset(self) -> None:
+        self._held = None
+
 
 class TensorBoardLogger(Logger):
     """Scalars ``stage/column`` (mean over runs) at each evaluation, x axis the step within the stage, written under

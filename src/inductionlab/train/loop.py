@@ -132,6 +132,10 @@ class Hook:
 
     def load_state_dict(self, state: dict) -> None: ...
 
+    def reset(self) -> None:
+        """Forget what an earlier training held: :func:`run` calls it when each training starts (a hook may serve
+        several trainers of one run, with other parameter shapes), before a resume loads the saved state."""
+
 
 class Stepper(Protocol):
     """A trainer family's step and state on top of the loop.
@@ -236,7 +240,7 @@ class _Run:
                 "done": self.done,
                 "blocks": self.blocks,
                 "stepper": self.stepper.state_dict(),
-                "hooks": [h.state_dict() for h in self.hooks],
+                "hooks": hook_states(self.hooks),
                 "fingerprint": self.ctx.fingerprint,
                 "config": self.ctx.config,
                 "shape": tuple(self.stepper.params.shape),
@@ -258,9 +262,30 @@ class _Run:
         state = _read(path, self.ctx, tuple(self.stepper.params.shape))
         self.stage, self.step, self.done, self.blocks = state["stage"], state["step"], state["done"], state["blocks"]
         self.stepper.load_state_dict(state["stepper"])
-        for h, hs in zip(self.hooks, state["hooks"]):
-            h.load_state_dict(hs)
+        saved = state["hooks"]
+        if isinstance(saved, list):  # a checkpoint written before the states were keyed: by position
+            saved = dict(zip(hook_keys(self.hooks), saved))
+        for h, key in zip(self.hooks, hook_keys(self.hooks)):
+            if saved.get(key):
+                h.load_state_dict(saved[key])
         return True
+
+
+def hook_keys(hooks: Sequence[Hook]) -> list[str]:
+    """Each hook's key in a checkpoint: its class and its place among the hooks of that class, so that a hook added
+    or left out on resume (a logger, a progress hook) moves no other hook's state."""
+    seen: dict[str, int] = {}
+    keys = []
+    for h in hooks:
+        name = f"{type(h).__module__}.{type(h).__qualname__}"
+        keys.append(f"{name}#{seen.get(name, 0)}")
+        seen[name] = seen.get(name, 0) + 1
+    return keys
+
+
+def hook_states(hooks: Sequence[Hook]) -> dict[str, dict]:
+    """The hooks' states that hold anything, by :func:`hook_keys`."""
+    return {key: state for key, h in zip(hook_keys(hooks), hooks) if (state := h.state_dict())}
 
 
 def _read(path: Path, ctx: RunContext, shape: tuple[int, ...]) -> dict:
@@ -301,6 +326,8 @@ def run(stepper: Stepper, ctx: RunContext, hooks: Sequence[Hook] = (), desc: str
         StopFlag() as stop,
         tqdm(total=total, disable=not ctx.progress, desc=names[0], unit="step", mininterval=1.0) as bar,
     ):
+        for h in hooks:
+            h.reset()  # a hook's state belongs to one training
         r = _Run(stepper, ctx, hooks, stop, bar)
         resumed = r.load()
         while not r.done and r.stage < len(stepper.stages):
