@@ -10,7 +10,9 @@ GATE = Learned(key="loss_over_plateau", test=Between(hi=0.2), what="final loss �
 
 
 def _claim(**kw) -> Claim:
-    base = dict(id="x", paper="wang", where="Fig. 3", statement="s", key="score", expected="≥ 0.5", test=Between(lo=0.5))
+    base = dict(
+        id="x", paper="wang", where="Fig. 3", statement="s", key="score", expected="≥ 0.5", test=Between(lo=0.5)
+    )
     return Claim(**(base | kw))  # type: ignore[arg-type]
 
 

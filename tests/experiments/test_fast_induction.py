@@ -84,15 +84,42 @@ def test_the_head_forms_on_exact_repeats_and_not_on_shuffled_ones():
     assert shuffled["final_induction_score"][0] < 0.1 and shuffled["final_loss_repeated"][0] > 3.0
 
 
-def test_the_claims_are_judged_over_the_seeds_and_the_control_rejects_them():
+def _section(formed: list[bool], coincides: list[bool], final: list[float] | None = None) -> dict:
+    """A model's summary section: per seed, the head formed, the drop coincides, and the learned precondition's
+    losses on repeated tokens (start 4.2 nats)."""
+    final = final or [0.8] * len(formed)
+    return {"formed": formed, "coincides": coincides, "final_loss_repeated": final, "initial_loss_repeated": [4.2] * 3}
+
+
+def test_the_claims_are_judged_over_the_seeds_that_learned_and_the_controls_reject_them():
     from inductionlab.analysis.verdicts import judge, judge_control
 
-    passing = {m: {"formed": [True] * 3, "coincides": [True] * 3} for m in ("own", "hf", "tl")}
-    one_off = {m: {"formed": [True, False, True], "coincides": [True] * 3} for m in ("own", "hf", "tl")}
-    broken = {m: {"formed": [False] * 3, "coincides": [False] * 3} for m in ("own", "hf", "tl")}
-    assert len(EXP.claims) == 6 and {c.control for c in EXP.claims} == {"shuffled-copies"}
+    models = ("own", "hf", "tl")
+    passing = {m: _section([True] * 3, [True] * 3) for m in models}
+    one_off = {m: _section([True, False, True], [True] * 3) for m in models}
+    broken = {m: _section([False] * 3, [False] * 3, [3.8] * 3) for m in models}
+    stuck = {m: _section([False] * 3, [False] * 3, [4.19, 0.8, 0.8]) for m in models}  # one seed never moved
+    assert len(EXP.claims) == 6 and all(c.seeds == 3 and c.learned is not None for c in EXP.claims)
+    assert {c.control for c in EXP.claims} == {"shuffled-copies", "drop-without-head"}
     for claim in EXP.claims:
         assert judge(claim, passing)["status"] == "passed"
+        assert judge(claim, stuck)["status"] == "did not learn"  # two of three seeds learned: not judged
         assert judge_control(claim, broken)["control_status"] == "rejects"
     heads = [c for c in EXP.claims if c.key.endswith(".formed")]
     assert all(judge(c, one_off)["status"] == "failed" for c in heads)  # one seed without a head fails the claim
+
+
+def test_the_coincidence_control_keeps_the_head_and_times_a_drop_without_one():
+    """The toolkit's transformer, one seed: its head forms as in the claims' run, and the loss drop of its twin
+    trained on shuffled copies (attention to the context's tokens, no head) comes long before the head's rise."""
+    keys = {"models": "own", "seeds": "0", "own.steps": 250}
+    runs = {
+        drop: EXP.run(
+            experiments.configure("fast-induction", overrides={**keys, "drop_from": drop}), RunContext(threads=1)
+        )
+        for drop in ("same", "shuffled")
+    }
+    same, twin = runs["same"].summary["own"], runs["shuffled"].summary["own"]
+    assert twin["formed"] == same["formed"] == [True] and twin["phase_step"] == same["phase_step"]
+    assert same["coincides"] == [True] and twin["coincides"] == [False]
+    assert twin["loss_drop_step"]["0"] < 60 < same["phase_step"]["0"]

@@ -65,8 +65,9 @@ def test_the_bigram_control_leaves_head_2_at_its_initial_attention():
     from inductionlab.runs import RunContext
 
     name = "markov-stages"
-    overrides = {"task.parents": "1", "train.epochs": "200,200,10", "n_samples": 2000, "n_val": 200}
-    cfg = experiments.configure(name, preset="control", overrides=overrides)
+    control = next(c for c in experiments.get(name).controls if c.name == "bigram")
+    overrides = {**control.overrides, "train.epochs": "200,200,10", "n_samples": 2000, "n_val": 200}
+    cfg = experiments.configure(name, preset=control.preset, overrides=overrides)  # the default's rates
     summary = experiments.get(name).run(cfg, RunContext(threads=1)).summary
     claim = next(c for c in experiments.get(name).claims if c.id == "chen-thm3.3-copiers-sharpen")
     assert summary["copier_attention_12"] == pytest.approx(0.9009, abs=1e-3)

@@ -9,7 +9,16 @@ import torch
 from inductionlab import experiments
 from inductionlab.experiments.ren import scb_transfer
 from inductionlab.experiments.ren.scb_transfer import calibrate_c, the_c
-from inductionlab.experiments.ren.scb_transfer.measures import crossing, median_cost, stage2_cost, support_errors
+from inductionlab.experiments.ren.scb_transfer.measures import (
+    after_start,
+    at_budget,
+    crossing,
+    landings,
+    median_cost,
+    slopes,
+    stage2_cost,
+    support_errors,
+)
 from inductionlab.runs import RunContext
 
 
@@ -29,11 +38,14 @@ def test_crossing_is_where_the_two_log_log_fits_meet():
 
 def test_c_is_the_smallest_of_its_grid_whose_step_recovers_the_support_exactly():
     cfg = experiments.configure(
-        "scb-transfer", preset="smoke", overrides={"batch_per_log_T": 0, "c_grid": "5,20,80,320,1280"}
+        "scb-transfer",
+        preset="smoke",
+        overrides={"batch_per_log_T": 0, "c_grid": "5,20,80,320,1280", "calibration_instances": 8},
     )
     c, tries = calibrate_c(cfg)
     assert [t["c"] for t in tries] == [5.0, 20.0, 80.0, 320.0, 1280.0][: len(tries)]
     assert c == tries[-1]["c"] and [t["batch"] for t in tries] == [round(t["c"] * math.log(20)) for t in tries]
+    assert all(t["failed"] <= 8 for t in tries) and (tries[-1]["failed"] == 0 or c == 1280.0)
     assert all(t["false_positives"] + t["misses"] > 0 for t in tries[:-1])
     assert tries[-1]["false_positives"] + tries[-1]["misses"] == 0 or c == 1280.0
     assert calibrate_c(cfg)[0] == c  # the calibration draw is seeded
@@ -47,7 +59,9 @@ def test_support_errors_count_false_positives_and_misses_of_the_rounding():
 
 
 def test_the_calibrated_c_is_cached_with_the_run_s_fingerprint(tmp_path, monkeypatch):
-    cfg = experiments.configure("scb-transfer", preset="smoke", overrides={"batch_per_log_T": 0, "c_grid": "5,20"})
+    cfg = experiments.configure(
+        "scb-transfer", preset="smoke", overrides={"batch_per_log_T": 0, "c_grid": "5,20", "calibration_instances": 4}
+    )
     ctx = RunContext(run_dir=tmp_path, fingerprint="abc")
     c, tries = the_c(cfg, ctx)
     saved = json.loads((tmp_path / "checkpoints" / "calibration_c.json").read_text())
@@ -62,6 +76,7 @@ def test_the_calibrated_c_is_cached_with_the_run_s_fingerprint(tmp_path, monkeyp
         the_c(cfg, RunContext(run_dir=tmp_path, fingerprint="other"))
     assert the_c(replace(cfg, batch_per_log_T=7.0), RunContext()) == (7.0, [])
     assert the_c(replace(cfg, gamma=0.0), RunContext()) == (None, [])
+    assert the_c(replace(cfg, gamma=0.0, batch_per_log_T=7.0), RunContext()) == (7.0, [])  # the control's budgets
 
 
 def test_without_pretraining_the_transfer_arm_is_training_from_scratch_and_its_values_are_defined():
@@ -71,10 +86,40 @@ def test_without_pretraining_the_transfer_arm_is_training_from_scratch_and_its_v
         overrides={"gamma": 0.0, "train.steps": 400, "train.stage1_steps": 400, "target": 0.3},
     )
     s = experiments.get("scb-transfer").run(cfg, RunContext(threads=1, progress=False)).summary
-    assert s["c"] is None and s["kappa_sweep"] == {} and s["landed_worst_over_T"] is None
+    assert s["c"] == 50.0 and s["kappa_sweep"] == {} and s["landed_false_positives"] == {20: [], 40: []}
     assert s["samples_to_target"]["transfer"] == s["samples_to_target"]["scratch"]
     assert s["log_log_slope"]["transfer"] == s["log_log_slope"]["scratch"]
+    assert s["stage2_log_log_slope"]["transfer"] == s["log_log_slope"]["scratch"]  # everything after the start
     assert s["transfer_over_scratch_at_max_T"] == 1.0
+    assert s["one_step_batch"][40] == [round(50 * math.log(40))] * 2  # scratch read at the same budgets
+    assert s["landed_median_worst_T"] == max(s["landed_median"].values())
+
+
+def test_every_instance_keeps_its_p_at_every_t_and_draws_q_per_t():
+    cfg = experiments.configure("scb-transfer", preset="smoke")
+    a, b = scb_transfer._instances(cfg, 20), scb_transfer._instances(cfg, 40)
+    assert torch.equal(a.P, b.P) and torch.equal(a.mu, b.mu) and a.Q.shape[1] == 20 and b.Q.shape[1] == 40
+    assert not torch.equal(a.P, scb_transfer._instances(cfg, 20, seed=1000).P)
+
+
+def test_landings_report_the_median_per_t_and_the_share_with_exact_support():
+    steps = {
+        250: {"batch": [5, 5], "landed": [0.02, 0.04], "false_positives": [0, 3], "misses": [0, 0]},
+        1000: {"batch": [7, 7], "landed": [0.01, 0.5, 0.03], "false_positives": [0, 0, 9], "misses": [0, 1, 0]},
+    }
+    out = landings(steps, 0.05)
+    assert out["landed_median"] == {250: pytest.approx(0.03), 1000: 0.03}
+    assert out["landed_exact_share"] == {250: 0.5, 1000: pytest.approx(1 / 3)}
+    assert out["landed_within_target"][1000] == pytest.approx(2 / 3)
+    assert out["landed_median_worst_T"] == pytest.approx(0.03) and out["landed_worst_over_T"] == 0.5
+
+
+def test_scratch_is_read_at_a_budget_and_a_censored_median_enters_the_fit_at_its_budget():
+    m = pd.DataFrame(dict(run=[0, 0, 0, 1, 1, 1], samples=[0, 10, 20] * 2, dist_A_norm=[0.9, 0.4, 0.01, 0.8, 0.7, 0.6]))
+    assert at_budget(m, [15, 5]) == [0.4, 0.8]
+    assert after_start(m.assign(start=[5] * 3 + [0] * 3, dist_A_norm=[0.9, 0.04, 0.01] * 2), 0.05) == [5.0, 10.0]
+    fit = slopes({"scratch": {100: 10.0, 1000: None}, "transfer": {100: 10.0, 1000: 10.0}}, {"scratch": 100.0})
+    assert fit["scratch"] == pytest.approx(1.0) and fit["transfer"] == pytest.approx(0.0)
 
 
 def test_stage_two_s_cost_counts_from_the_last_stage_one_evaluation():

@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import torch
 
@@ -44,3 +45,15 @@ def test_init_scale_and_plateau_structure():
     x = torch.randn(4, cfg.L, cfg.d, generator=torch.Generator().manual_seed(1))
     ih = M.forward(cfg, theta, x)[1]
     assert torch.allclose(ih[0], 0.01 * x[:, 1:-1].mean(1), atol=1e-7)
+
+
+def test_the_summed_loss_is_d_times_the_mean_and_gd_on_it_is_gd_at_d_times_the_rate():
+    m = M.HighDimConfig(D=6, L=10)
+    theta = M.init_theta(m, 2, torch.Generator().manual_seed(0)).requires_grad_()
+    x = torch.randn(32, m.L, m.d, generator=torch.Generator().manual_seed(1))
+    want = lifted_target(x, m.alpha_star, m.w_star())
+    grads = []
+    for loss in ("sum", "mean"):
+        g4, ih = M.partial_losses(replace(m, loss=loss), theta, x, want)
+        grads.append(torch.autograd.grad((g4 + ih).sum(), theta)[0])
+    assert torch.allclose(grads[0], m.d * grads[1], rtol=1e-5, atol=1e-9)

@@ -158,3 +158,29 @@ def test_each_measurement_reaches_a_loggers_log_as_one_row_of_the_monitor_stage(
 
     with pytest.raises(ConfigError, match="^loggers: each must be a Logger .* got Hook"):
         Monitor(monitor.adapter, monitor.config, loggers=[Hook()])  # refused when built, not at the first measurement
+
+
+@pytest.mark.parametrize("errors", ["warn", "raise"])
+def test_a_logger_that_raises_loses_no_measurement_and_is_reported_once_by_name(errors, tmp_path, caplog):
+    from inductionlab.monitor.core import LoggerError
+    from inductionlab.train.hooks import Logger
+
+    class Broken(Logger):
+        def log(self, step, stage, row, stage_index=0) -> None:
+            raise OSError("disk full")
+
+    _, monitor = _switch_monitor(loggers=[Broken()], out_dir=tmp_path, logger_errors=errors)
+    for step in (0, 10):
+        if errors == "raise":
+            with pytest.raises(LoggerError, match=f"logger Broken failed at step {step}: disk full"):
+                monitor.maybe(step)
+        else:
+            monitor.maybe(step)
+    assert list(pd.read_parquet(tmp_path / "monitor_steps.parquet").step) == [0, 10]  # saved before the loggers
+    assert monitor.maybe(10) is None  # measured: not taken again
+    if errors == "warn":
+        assert [r.getMessage() for r in caplog.records].count(
+            "monitor: logger Broken failed at step 0 (disk full); the monitor goes on"
+        ) == 1 and not any("step 10" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ConfigError, match="^logger_errors: 'warn' or 'raise'"):
+        _switch_monitor(logger_errors="ignore")

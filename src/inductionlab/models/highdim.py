@@ -5,7 +5,11 @@ The setup is underspecified (docs/conventions.md#wang-a12); both readings are im
 * **A** (default, recommended in docs/conventions.md#wang-a12): tokens x_i ~ N(0, I_D); the IH score is (W_Q x_L)ᵀ(W_K y_s)
   with W_Q, W_K ∈ ℝ^{D×D}; the target's IH_2 uses W* = w_star_scale · I_D / D; output in ℝ^{2D}.
 * **B**: scalar tokens; W_Q, W_K ∈ ℝ^D lift the scalar, so the score is ⟨W_Q, W_K⟩ x_L y_s; the target's
-  coefficient is ⟨w*, w*⟩ = w_star_scale² (the Fig. 2 target).
+  coefficient is ⟨w*, w*⟩ = w_star_scale² (the Fig. 1 target; at D = 1 this is the Fig. 1 toy itself).
+
+The loss is (3), ½E‖TF − f*‖², summed over the d output coordinates of each block as the paper prints it
+(``loss="sum"``), or averaged over them (``loss="mean"``, 1/d of it): GD at rate η on the mean is GD at η/d on the
+sum, Adam is invariant to the scale (docs/conventions.md#wang-6-3).
 
 Both are one formula with W_Q, W_K of shape (r, d): A has r = d = D, B has r = D, d = 1, and the score is
 x_Lᵀ W_Qᵀ W_K y_s.  Layer 1 is the ideal y_s = x_{s−1} (the p̃ → ∞ limit of Stage I, Lemma 5.3; the spine's
@@ -34,6 +38,7 @@ class HighDimConfig:
     alpha_star: float = 1.0  # α*: weight of the 4-gram part relative to the 2-gram part (wang-5-1)
     w_star_scale: float = 0.49  # w*: W* = w*·I/D (reading A) or the score coefficient w*² (reading B)
     sigma_init: float = 0.01  # scalars start here; W_Q, W_K get Frobenius norm sigma_init
+    loss: Literal["sum", "mean"] = "sum"  # loss (3) summed over the d output coordinates (the paper's), or averaged
 
     def __post_init__(self) -> None:
         require(self.reading in ("A", "B"), "model.reading", f"must be 'A' or 'B', got {self.reading!r}")
@@ -41,6 +46,7 @@ class HighDimConfig:
         require(
             self.alpha_star > 0 and self.sigma_init > 0, "model.alpha_star", "alpha_star and sigma_init must be > 0"
         )
+        require(self.loss in ("sum", "mean"), "model.loss", f"must be 'sum' or 'mean', got {self.loss!r}")
 
     @property
     def d(self) -> int:
@@ -95,12 +101,12 @@ def forward(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[t
 def partial_losses(
     cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor, want: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """L_G4 and L_IH2 (S,): ½ E‖block − target‖²/d per block against the target blocks ``want`` (B, d) each
-    (:func:`inductionlab.tasks.mixed.lifted_target`); loss 11, averaged over the d coordinates so that the
-    Fig. 2 learning rate 0.1 stays stable: with the plain sum GD's step on g is d times larger and diverges at
-    D = 100."""
+    """L_G4 and L_IH2 (S,): ½ E‖block − target‖² per block against the target blocks ``want`` (B, d) each
+    (:func:`inductionlab.tasks.mixed.lifted_target`); loss (3), summed over the d coordinates (``cfg.loss="sum"``,
+    the paper's) or averaged over them (``"mean"``)."""
     out = forward(cfg, theta, x)
-    loss_g4, loss_ih2 = (0.5 * (o - w).square().mean(-1).mean(-1) for o, w in zip(out, want))
+    per = [0.5 * (o - w).square() for o, w in zip(out, want)]  # (S, B, d) each
+    loss_g4, loss_ih2 = (p.sum(-1).mean(-1) if cfg.loss == "sum" else p.mean(-1).mean(-1) for p in per)
     return loss_g4, loss_ih2
 
 

@@ -154,6 +154,10 @@ def _held_out(held_out: torch.Tensor | None, config: MonitorConfig, vocab: int) 
     return held_out
 
 
+class LoggerError(RuntimeError):
+    """A logger of the monitor failed, with ``Monitor(logger_errors="raise")``; the measurement was saved."""
+
+
 class Monitor:
     """Measures induction-head formation on any model during training (docs/monitor.md#what-it-measures).
 
@@ -164,7 +168,9 @@ class Monitor:
     each measurement reaches their ``log`` as one row of a stage named ``monitor``: the numeric columns of
     :attr:`steps` and ``induction_l{layer}h{head}`` per head.
     ``on_phase_change``: called once, with the :class:`PhaseChange`, at the first measurement at which a phase
-    change is detected (its ``step`` finite): checkpoint, stop or alert there (docs/monitor.md#phase-detection)."""
+    change is detected (its ``step`` finite): checkpoint, stop or alert there (docs/monitor.md#phase-detection).
+    ``logger_errors``: a logger that raises is reported once, by name, and the monitor goes on (``"warn"``), or
+    its error stops the training (``"raise"``, :class:`LoggerError`); either way the measurement is saved first."""
 
     def __init__(
         self,
@@ -174,6 +180,7 @@ class Monitor:
         out_dir: str | Path | None = None,
         loggers: Sequence[Logger] = (),
         on_phase_change: Callable[[PhaseChange], Any] | None = None,
+        logger_errors: str = "warn",
     ):
         require(isinstance(config, MonitorConfig), "config", f"must be a MonitorConfig, got {type(config).__name__}")
         self.config, self._source = config, model_or_adapter
@@ -216,6 +223,8 @@ class Monitor:
             f"must be a function of the PhaseChange, got {type(on_phase_change).__name__}",
         )
         self.on_phase_change = on_phase_change
+        require(logger_errors in ("warn", "raise"), "logger_errors", f"'warn' or 'raise', got {logger_errors!r}")
+        self.logger_errors, self._failed_loggers = logger_errors, set[str]()
         self.detected: PhaseChange | None = None  # the phase change as first detected (None: not yet)
         self._induction = np.empty((0, 0))  # (n_layers, H): the last measurement's induction scores
         self._head_rows: list[pd.DataFrame] = []  # one table per measurement, joined on demand (and kept)
@@ -264,10 +273,10 @@ class Monitor:
         self._step_rows.append(row)
         self._measured.add(int(step))
         self._induction = scores["induction"]
-        self._log(row, scores["induction"])
         if self.out_dir is not None:
-            self.save()
+            self.save()  # first: a logger that fails loses no measurement
         self._detect()
+        self._log(row, scores["induction"])
         return row
 
     def _detect(self) -> None:
@@ -328,7 +337,15 @@ class Monitor:
         values = {key: float(v) for key, v in row.items() if key != "step" and isinstance(v, numbers.Real)}
         values |= {f"induction_l{l}h{h}": float(v) for (l, h), v in np.ndenumerate(induction)}
         for logger in self.loggers:
-            logger.log(int(row["step"]), "monitor", values)
+            try:
+                logger.log(int(row["step"]), "monitor", values)
+            except Exception as err:
+                name = type(logger).__name__
+                if self.logger_errors == "raise":
+                    raise LoggerError(f"monitor: logger {name} failed at step {row['step']}: {err}") from err
+                if name not in self._failed_loggers:
+                    self._failed_loggers.add(name)
+                    log.error("monitor: logger %s failed at step %s (%s); the monitor goes on", name, row["step"], err)
 
     def phase(self) -> PhaseChange:
         """The phase change detected so far (valid after each measurement)."""

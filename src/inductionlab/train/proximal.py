@@ -112,6 +112,9 @@ class SCBTrainConfig:
     eval_every: int = 200  # evaluate every this many steps
     checkpoint_every: int = 5000  # write a resumable checkpoint every this many steps
     seed: int = 0  # seed of the batch stream (shared by the runs)
+    # > 0: once every run's ‖Ā − Q‖_μ ≤ stop_below at an evaluation, the later steps leave V, A as they are (a
+    # budget, not a change of the path: the evaluations before are those of the full run)
+    stop_below: float = 0.0
 
     def __post_init__(self) -> None:
         require(
@@ -131,6 +134,7 @@ class SCBTrainConfig:
         for name in ("eta1", "eta2"):
             require(getattr(self, name) > 0, f"train.{name}", f"step sizes must be > 0, got {getattr(self, name)}")
         require(self.lam >= 0, "train.lam", f"λ must be ≥ 0, got {self.lam}")
+        require(self.stop_below >= 0, "train.stop_below", f"must be ≥ 0 (0: never stop), got {self.stop_below}")
         for name in ("eta1", "eta2", "lam", "rho", "threshold_C"):
             require(
                 math.isfinite(getattr(self, name)),
@@ -232,6 +236,7 @@ class SCBStepper:
             torch.zeros(S),
             0,
         )
+        self.done = torch.tensor(False)  # every run reached stop_below: the later steps are skipped
 
     @property
     def params(self) -> torch.Tensor:
@@ -261,9 +266,13 @@ class SCBStepper:
         self.zeroed, self.negative, self.since = torch.zeros_like(self.zeroed), torch.zeros_like(self.negative), 0
         start = self.prox & (self.stage == 1) & torch.as_tensor(_stage1_over(base, step, row))
         self.A, self.stage = _enter_stage2(self.A, self.stage, start, row["alpha"], self.inst, base.threshold_C, self.Q)
+        if base.stop_below > 0 and bool((row["dist_A_norm"] <= base.stop_below).all()):
+            self.done = torch.tensor(True)
         return row
 
     def step(self, step: int, tensors: dict) -> None:
+        if bool(self.done):
+            return
         V, A, inst, stage, raw = self.V, self.A, self.inst, self.stage, self.raw
         if self.oracle is None:
             g_v, g_a = _batch_gradients(V, A, self.data_inst, self.base.batch_size, self.gen)
@@ -282,12 +291,12 @@ class SCBStepper:
         self.since += 1
 
     def state_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("V", "A", "stage", "zeroed", "negative", "since")} | {
+        return {k: getattr(self, k) for k in ("V", "A", "stage", "zeroed", "negative", "since", "done")} | {
             "gen": self.gen.get_state()
         }
 
     def load_state_dict(self, state: dict) -> None:
-        for k in ("V", "A", "stage", "zeroed", "negative", "since"):
+        for k in ("V", "A", "stage", "zeroed", "negative", "since", "done"):
             setattr(self, k, state[k])
         self.gen.set_state(state["gen"])
 

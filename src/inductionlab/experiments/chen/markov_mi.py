@@ -63,13 +63,13 @@ CONTROLS = (
         name="parents-13",
         breaks="the chain's parents are {1,3}: {1,2} is no longer the parent set (wrong parent set)",
         overrides={"task.parents": "1,3"},
-        preset="quick",
+        preset=None,
     ),
     Control(
         name="lag-agnostic-heads",
         breaks="copier heads at a lag-agnostic RPE (w_+ = w_− = 0): every head averages lags 1..3, so no subset copies its lags",
         overrides={"copier_logit": 0.0},
-        preset="quick",
+        preset=None,
     ),
 )
 

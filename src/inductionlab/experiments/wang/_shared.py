@@ -9,6 +9,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+import torch
 
 from inductionlab import plots
 from inductionlab._runtime import native_bf16
@@ -18,7 +19,7 @@ from inductionlab.config import check_device, check_seeds, require
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig, TransformerConfig
 from inductionlab.runs import RunContext
-from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
+from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, repeated_chunks, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.interventions import (
     InterventionConfig,
@@ -28,7 +29,7 @@ from inductionlab.train.interventions import (
     transformer_family,
     windows,
 )
-from inductionlab.train.text import EvalConfig, fit_lm
+from inductionlab.train.text import Diagnostics, EvalConfig, _evaluation_data, fit_lm, token_losses
 
 LM_MODEL = ArchitectureConfig(
     d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, init_std=0.01, slope_init=0.01
@@ -85,17 +86,21 @@ def intervention_windows(cfg: Config) -> dict:
 
 
 def train_on_text(
-    cfg: Config, ctx: RunContext, repeated: bool, desc: str, corpus: Corpus | None = None
+    cfg: Config, ctx: RunContext, repeated: bool, desc: str, corpus: Corpus | None = None, plain: bool = False
 ) -> tuple[Corpus, TransformerConfig, tf.Params, pd.DataFrame]:
     """Load the corpus (or take ``corpus``), size the model's vocabulary to it and train
     (:func:`inductionlab.train.text.fit_lm`) with the head diagnostics of
     :func:`inductionlab.analysis.heads.score_columns`; returns the corpus, the model's config, its final parameters
-    (CPU) and the metrics.  The run directory keeps the tokenizer (docs/models.md)."""
+    (CPU) and the metrics.  ``plain`` (with ``repeated``): train on plain chunks of text but measure what a repeated
+    run measures (:func:`repeated_measures`: a control breaks the mechanism, never the measurement,
+    docs/conventions.md#controls).  The run directory keeps the tokenizer (docs/models.md)."""
     corpus = load_corpus(cfg.data) if corpus is None else corpus
     if ctx.run_dir is not None:
         save_tokenizer(corpus.tokenizer, ctx.run_dir)
     model = cfg.model.build(len(corpus.vocab))
     hooks, ablations = build(cfg.intervene, transformer_family(model))
+    measured = forward_hooks(ablations)
+    diagnostics = repeated_measures(cfg, model, corpus.val, ctx.device, measured) if plain else score_columns
     params, metrics = fit_lm(
         model,
         cfg.train,
@@ -105,14 +110,40 @@ def train_on_text(
         cfg.data.L,
         cfg.seeds,
         ctx,
-        repeated=repeated,
+        repeated=repeated and not plain,
         bf16=use_bf16(cfg),
-        diagnostics=score_columns,
+        diagnostics=diagnostics,
         hooks=hooks,
         desc=desc,
-        forward_hooks=forward_hooks(ablations),
+        forward_hooks=measured,
     )
     return corpus, model, params, metrics
+
+
+def repeated_measures(
+    cfg: Config, model: TransformerConfig, val_ids: torch.Tensor, device: str, hooks: tf.Hooks | None
+) -> Diagnostics:
+    """The evaluation of a repeated-text run, for a model that trains on plain chunks: the validation loss on the
+    batches with a repeated half, on and off the repeated positions, and the head diagnostics, on the very batches
+    and tokens that :func:`inductionlab.train.text.fit_lm` draws from ``eval.seed`` for a repeated run."""
+    drawn, score_tokens = _evaluation_data(
+        val_ids, cfg.data.L, cfg.train.batch_size, cfg.eval, repeated_chunks, model.vocab, torch.device(device)
+    )
+    batches = [(x, m) for x, m in drawn if m is not None]  # every repeated batch carries its mask
+
+    def measure(net: TransformerConfig, params: tf.Params, _: torch.Tensor) -> dict[str, np.ndarray]:
+        losses = [(token_losses(net, params, x, hooks), m) for x, m in batches]
+        rep = sum((l * m).sum((1, 2)) for l, m in losses) / sum(m.sum() for _, m in losses)
+        rest = sum((l * ~m).sum((1, 2)) for l, m in losses) / sum((~m).sum() for _, m in losses)
+        whole = torch.stack([l.mean((1, 2)) for l, _ in losses]).mean(0)
+        return {
+            "val_loss": whole.double().cpu().numpy(),
+            "loss_repeated": rep.double().cpu().numpy(),
+            "loss_other": rest.double().cpu().numpy(),
+            **score_columns(net, params, score_tokens),
+        }
+
+    return measure
 
 
 def norm_times(steps: np.ndarray, p_norm: np.ndarray, wkq_norm: np.ndarray) -> dict[str, float]:

@@ -89,7 +89,7 @@ CONTROLS = (
         name="no-copy",
         breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so the FFN and layer 2 get no patch",
         overrides={"copy_previous": False},
-        preset="quick",
+        preset=None,  # the claims' own preset (quick is the default)
     ),
 )
 

@@ -62,7 +62,7 @@ CONTROLS = (
         name="no-copy",
         breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
         overrides={"copy_previous": False},
-        preset="quick",
+        preset=None,  # the claims' own preset (quick is the default)
     ),
 )
 

@@ -23,11 +23,15 @@ gradients (p) still move first.  Adam does not: it normalises every coordinate, 
 gradients of the layer-1 W_K, W_Q made ‖(W_K, W_Q)‖ double by step 163, before ‖p‖ was learned (Adam lr 3e-3:
 the induction head at step ~1040, but the all-layer order lost).  Measured (seed 0): lr 0.6 made the layer-2
 W_K, W_Q grow too fast and the induction head formed only partly (score ≤ 0.29 at 3000 steps).
+
+Controls (docs/conventions.md#controls): ``plain-text`` trains on plain chunks (``--repeat false``) and is measured
+on the same repeated sequences; ``adam`` swaps in Adam, which moves W_K, W_Q as fast as p.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +42,13 @@ import torch.nn.functional as F
 
 from inductionlab import plots, rng
 from inductionlab.analysis.ablation import head_ablation
-from inductionlab.analysis.claims import Between, Claim, Control, Is
+from inductionlab.analysis.claims import Between, Claim, Control, Is, Learned
 from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.wang import _shared
 from inductionlab.experiments.wang._shared import (
     SMOKE,
-    Config,
     intervention_windows,
     norm_times,
     plot_norms,
@@ -59,9 +63,20 @@ from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import TextConfig
 from inductionlab.train.autograd import TrainConfig
 
-MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop
-MIN_ABLATION_COST = 0.01  # nats: below this an ablation changes nothing measurable (float32 noise is ~1e-6)
+MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop, and the least that counts as copying
+ABLATION_FLOOR = 0.5  # of the copying gain (at least MIN_GAIN): an ablation that costs less is not "necessary"
+MARGIN = 0.25  # of the copying gain: how much more the induction head's ablation costs than its layer's others
+LEARNED_TEXT = 0.7  # final loss elsewhere / its start: the model learned the words' statistics at least
 INDUCTION_THRESHOLD = MonitorConfig.threshold  # a head is an induction head once its score reaches this
+
+
+@dataclass(frozen=True)
+class Config(_shared.Config):
+    """The text experiments' config (docs/conventions.md#wang-6-6) and ``repeat``: train on sequences whose second
+    half repeats the first (False: on plain chunks of text, the control ``plain-text``; the evaluation stays the
+    repeated one, :func:`inductionlab.experiments.wang._shared.repeated_measures`)."""
+
+    repeat: bool = True  # train on sequences with a repeated half (False: plain text, the control plain-text)
 
 
 CONFIG = Config(
@@ -82,11 +97,35 @@ PRESETS: dict[str, dict[str, Any]] = {"quick": {"train.steps": 800}, "smoke": SM
 
 CONTROLS = (
     Control(
-        name="layer1-ablated",
-        breaks="every layer-1 head's output zeroed throughout training: no previous-token head, so no induction head",
-        overrides={"intervene.ablate": ("blocks.0.attn",)},
-        preset=None,  # at quick the intact model fails the checks too
+        name="plain-text",
+        breaks="trained on plain chunks of text (--repeat false), measured on the same repeated validation "
+        "sequences: at this budget plain text does not reward copying from the context, so no induction circuit forms",
+        overrides={"repeat": False},
+        preset=None,
+        wall="~5 min",
     ),
+    Control(
+        name="adam",
+        breaks="Adam (lr 3e-3) for SGD: it scales every coordinate's step to about lr, so the small W_K, W_Q move as "
+        "fast as the slopes p and the time-scale separation that gradient descent's steps give is gone",
+        overrides={"train.optimizer": "adam", "train.lr": 3e-3, "train.momentum": 0.0},
+        preset=None,
+        wall="~5 min",
+    ),
+)
+
+TEXT_LEARNED = Learned(
+    key="final.loss_other",
+    over="initial.loss_other",
+    test=Between(hi=LEARNED_TEXT),
+    what=f"final loss off the repeated tokens ≤ {LEARNED_TEXT} of its start",
+    shown="t_half_p_norm",
+)
+COPIES = Learned(
+    key="copy_gain",
+    test=Between(lo=MIN_GAIN),
+    what=f"copying from the context gains ≥ {MIN_GAIN} nats at the end",
+    shown="t_loss_drop",
 )
 
 CLAIMS = (
@@ -98,6 +137,8 @@ CLAIMS = (
         key="p_learned_first",
         expected="p first",
         test=Is(True),
+        control="adam",
+        learned=TEXT_LEARNED,
     ),
     Claim(
         id="wang-fig5r-induction",
@@ -107,7 +148,8 @@ CLAIMS = (
         key="final_induction_score",
         expected="an induction head forms",
         test=Between(lo=0.3),
-        control="layer1-ablated",
+        control="plain-text",
+        learned=TEXT_LEARNED,
     ),
     Claim(
         id="wang-fig5r-drop",
@@ -117,33 +159,39 @@ CLAIMS = (
         key="drop_vs_induction_gap_fraction",
         expected="same time (within 10% of training)",
         test=Between(hi=0.1),
-        control="layer1-ablated",
+        control="plain-text",
+        learned=COPIES,
     ),
     Claim(
         id="mech-ablation-last-layer",
         paper="wang",
         where="§4 (mechanism)",
-        statement="Ablating the last layer's top induction head costs the most copying loss of that layer's heads",
-        key="top_ablation_is_top_induction",
+        statement="Ablating the last layer's top induction head costs the most copying loss of that layer's heads, "
+        f"ahead of the next by at least {MARGIN} of the copying gain",
+        key="induction_ablation_margin",
         expected="the induction head carries the copying",
-        test=Is(True),
+        test=Between(lo=MARGIN),
+        control="plain-text",
+        learned=COPIES,
     ),
     Claim(
         id="mech-ablation-overall",
         paper="wang",
         where="§4.1, Theorem 4.1 and Remark 4.2: layer 1 attends to the adjacent token, layer 2 retrieves with it",
         statement="The circuit needs both of its heads: zero-ablating the layer-1 previous-token head and zero-ablating the "
-        "layer-2 induction head each cost at least half of the larger of the two copying-loss increases",
+        "layer-2 induction head each cost at least half of the larger of the two copying-loss increases and at least "
+        f"{ABLATION_FLOOR / 2:g} of the copying gain",
         key="ablation_smaller_over_larger",
         expected="both heads necessary: smaller / larger ablation cost ≥ 0.5",
         test=Between(lo=0.5),
-        control="layer1-ablated",
+        control="plain-text",
+        learned=COPIES,
     ),
 )
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    corpus, model, params, metrics = train_on_text(cfg, ctx, repeated=True, desc="repeated-text")
+    corpus, model, params, metrics = train_on_text(cfg, ctx, repeated=True, desc="repeated-text", plain=not cfg.repeat)
     ablation, top = _ablation(cfg, model, params)
     mean = metrics.groupby("step").mean(numeric_only=True)
     steps = mean.index.to_numpy(float)
@@ -162,6 +210,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         "t_induction_half": t_ind,
         "final_induction_score": float(mean.induction_score.iloc[-1]),
         "drop_vs_induction_gap_fraction": gap,
+        "copy_gain": float(benefit[-1]),
         "plateau": {"start": start, "end": end},
         **times,
         "p_learned_first": bool(times["t_half_p_norm"] < t_double),
@@ -180,6 +229,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
                 "prefix_matching_score",
             )
         },
+        "initial": {k: float(mean[k].iloc[0]) for k in ("loss_repeated", "loss_other", "val_loss")},
     }
     return Results({"metrics": metrics, "ablation": ablation}, summary | top | intervention_windows(cfg))
 
@@ -187,12 +237,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tuple[pd.DataFrame, dict]:
     """Each head zero-ablated alone (:func:`inductionlab.analysis.ablation.head_ablation`) on repeated random tokens
     (period ``eval.score_period``, drawn from ``eval.seed`` + 1): the loss change overall and on the copyable
-    positions (the second copy), beside the head's induction score; and whether the last-layer head whose ablation
-    costs copying most is the head with the top induction score (run 0).  Compared within the last layer: ablating
-    the layer-1 previous-token head also removes copying (it feeds the induction head's keys), and it costs about
-    as much, so over all heads the top is either of the two: ``ablation_cost`` gives both (the layer-1 head with
-    the top previous-token score, the head with the top induction score) and ``ablation_smaller_over_larger``
-    their ratio, near 1 when the circuit needs both heads."""
+    positions (the second copy), beside the head's scores; and the copying gain of the intact model there, its loss
+    on the first copy (fresh tokens) less its loss on the copyable positions (run 0; the circuit's costs:
+    :func:`_circuit`)."""
     T = cfg.eval.score_period
     tokens = repeated_random_tokens(cfg.eval.score_batch, T, 2, rng.generator(cfg.eval.seed, "eval"), vocab=model.vocab)
     targets = tokens[:, 1:]
@@ -205,6 +252,8 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
     where = torch.zeros(targets.shape, dtype=torch.bool)
     where[:, T:] = True  # x_{i+1} follows an earlier copy of x_i
     result = head_ablation(model, params, tokens[:, :-1].unsqueeze(0), per_position, "zero", where)
+    with torch.no_grad():
+        base = per_position(tf.forward(model, params, tokens[:, :-1].unsqueeze(0))[0])[0]  # run 0: (B, 2T − 1)
     all_scores = head_scores(model, params, tokens, T, rows="matched")
     scores = all_scores["induction"]  # (S, n_layers, H)
     S, n_layers, H = scores.shape
@@ -220,33 +269,42 @@ def _ablation(cfg: Config, model: tf.TransformerConfig, params: tf.Params) -> tu
             "previous_token_score": all_scores["previous_token"].double().numpy().ravel(),
         }
     )
-    first = table[table.run == 0]
-    last = first[first.layer == n_layers - 1]
+    return table, _circuit(table[table.run == 0], float(base[~where].mean() - base[where].mean()))
+
+
+def _circuit(first: pd.DataFrame, gain: float) -> dict:
+    """What ablating the circuit's heads costs in run 0's ablation table ``first``, against the copying ``gain``
+    (floored at MIN_GAIN: a model that does not copy has no copying to lose).  ``ablation_cost``: the layer-1 head with
+    the top previous-token score and the last layer's top induction head; ``ablation_smaller_over_larger``: the
+    smaller over the larger, the larger floored at ABLATION_FLOOR of the gain (a head whose ablation costs less is
+    not necessary, so two heads that do nothing give a ratio near 0, not noise over noise);
+    ``induction_ablation_margin``: what the induction head's ablation costs more than its layer's next head's, over
+    the gain.  Over all layers the top ablation is either circuit head: the previous-token head feeds the induction
+    head's keys (Theorem 4.1), so its ablation also removes copying."""
+    last = first[first.layer == first.layer.max()]
 
     def top(rows: pd.DataFrame, column: str) -> list[int]:
         return rows.loc[rows[column].idxmax(), ["layer", "head"]].astype(int).tolist()
 
-    induction, previous = top(first, "induction_score"), top(first[first.layer == 0], "previous_token_score")
+    induction, previous = top(last, "induction_score"), top(first[first.layer == 0], "previous_token_score")
     cost = {  # the copying loss each of the circuit's two heads costs when ablated
         name: float(first.loss_change_repeated[(first["layer"] == lh[0]) & (first["head"] == lh[1])].iloc[0])
         for name, lh in (("induction", induction), ("previous_token", previous))
     }
-    return table, {
+    scale = max(gain, MIN_GAIN)
+    others = last.loss_change_repeated[last["head"] != induction[1]]
+    return {
+        "ablation_copying_gain": gain,
         "top_previous_token_head": previous,
         "ablation_cost": cost,
-        "ablation_smaller_over_larger": _smaller_over_larger(cost),
+        "ablation_smaller_over_larger": min(cost.values()) / max(*cost.values(), ABLATION_FLOOR * scale),
+        "induction_ablation_margin": (cost["induction"] - float(others.max())) / scale,
         "top_ablation_head": top(first, "loss_change_repeated"),
         "top_ablation_head_last_layer": top(last, "loss_change_repeated"),
         "top_induction_head": induction,
         "top_ablation_is_top_induction": top(last, "loss_change_repeated") == induction,
         "top_ablation_overall_is_top_induction": top(first, "loss_change_repeated") == induction,
     }
-
-
-def _smaller_over_larger(cost: dict[str, float]) -> float:
-    """The smaller ablation cost over the larger, the larger floored at MIN_ABLATION_COST: a head whose ablation
-    costs less than that is not necessary, so where neither reaches it the ratio is near 0, not noise over noise."""
-    return min(cost.values()) / max(*cost.values(), MIN_ABLATION_COST)
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:

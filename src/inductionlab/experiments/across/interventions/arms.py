@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from inductionlab import rng
+from inductionlab.analysis.claims import Claim, Control, Near
 from inductionlab.analysis.heads import score_columns
 from inductionlab.models import chen
 from inductionlab.models import transformer as tf
@@ -24,6 +25,29 @@ from inductionlab.train.text import token_losses
 
 SCORE_TOLERANCE = 0.1  # an ablated run's final induction score within 0.1 of its start: no induction head
 LOSS_TOLERANCE = 0.1  # nats: the first copy's loss (nothing to copy there) the same with and without layer 1
+
+CHEN_CONTROL = Control(
+    name="chen-lag-biased",
+    breaks="the Chen arm that the claim reads keeps the paper's head-to-lag RPE (head h on lag h) frozen instead "
+    "of a lag-agnostic one: the three two-lag subsets no longer look alike to the selector",
+    overrides={"chen_lag_agnostic": False},
+    preset=None,
+    wall="~6.5 min",  # the whole experiment at its default; the Chen arms take well under a minute of it
+)
+CHEN_CLAIM = Claim(
+    id="mech-chen-rpe-frozen",
+    paper="chen",
+    where="§3.2 Stage I (the FFN selector trains with the RPE at its initialisation, head h biased to lag h)",
+    statement="The selector's choice of {1,2} rests on the copier's head-to-lag bias at initialisation: with the RPE "
+    "frozen at a lag-agnostic initialisation (w₊ = w₋) the three two-lag subsets look alike to the selector, "
+    "which splits its mass evenly over them: p_{1,2} = 1/3 instead of → 1",
+    key="chen_rpe_frozen.p_selected_uniform_init_frozen",
+    expected="p_{1,2} = 1/3 ({1,2}, {1,3}, {2,3} indistinguishable)",
+    test=Near(1 / 3, atol=0.01),
+    control="chen-lag-biased",
+    if_failed="open: a lag-agnostic copier gives the three two-lag subsets the same features, so p_{1,2} can "
+    "leave 1/3 only through the smaller subsets keeping mass or through round-off",
+)
 
 
 def transformer_variant(
@@ -118,12 +142,14 @@ def copier_frozen(
     n_samples: int,
     n_val: int,
     ctx: RunContext,
+    lag_agnostic: bool = True,
 ) -> tuple[pd.DataFrame, dict]:
     """The selector's final p_{1,2} trained with the copier's RPE free, frozen at the paper's initialisation, and
-    frozen at a lag-agnostic one (w_+ = w_−) — the metrics of the three (column ``variant``) and a summary."""
+    frozen at a lag-agnostic one (w_+ = w_−; with ``lag_agnostic`` False, the negative control, the third arm keeps
+    the paper's head-to-lag initialisation) — the metrics of the three (column ``variant``) and a summary."""
     tr, va = datasets(task, seeds, n_samples, n_val)
     label = chen.subset_label((0, 1))
-    uniform = replace(model, w_plus=model.w_minus)
+    uniform = replace(model, w_plus=model.w_minus) if lag_agnostic else model
     variants = (("free", model, ()), ("frozen", model, ("copier",)), ("uniform_frozen", uniform, ("copier",)))
     tables, p = [], {}
     for name, variant, freeze in variants:

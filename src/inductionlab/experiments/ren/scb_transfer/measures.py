@@ -3,6 +3,7 @@ transfer and scratch costs, and the figure (Ren et al. §4; docs/conventions.md#
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,37 @@ def first_hit(metrics: pd.DataFrame, target: float) -> list[float]:
     """Per run: the first logged sample count with ‖Ā − Q‖_μ ≤ target (NaN if never; docs/conventions.md#ren-10)."""
     hits = metrics[metrics.dist_A_norm <= target].groupby("run").samples.min()
     return [float(hits.get(r, np.nan)) for r in sorted(metrics.run.unique())]
+
+
+def batches(c: float, T: int, n: int) -> list[int]:
+    """The one-step batch round(c·ln T) for each of ``n`` instances, at least 1 (Lemma H.2's poly(N, Q)·log T at
+    fixed N, Q; docs/conventions.md#ren-8)."""
+    return [max(1, round(c * math.log(T)))] * n
+
+
+def budgets(scratch: float, after: float, batch: list[int] | None) -> tuple[dict[str, float], dict[str, float]]:
+    """Each arm's budget at the largest T — what a censored median is at least — in all and after its start:
+    scratch's steps × B; transfer's median one-step ``batch`` and its Stage-2 steps × B (``after``), or scratch's
+    where nothing was transferred (``batch`` None)."""
+    if not batch:
+        return {"scratch": scratch, "transfer": scratch}, {"scratch": scratch, "transfer": scratch}
+    return {"scratch": scratch, "transfer": float(np.median(batch)) + after}, {"scratch": scratch, "transfer": after}
+
+
+def at_budget(metrics: pd.DataFrame, budgets: list[int]) -> list[float]:
+    """Per run: ‖Ā − Q‖_μ at the last evaluation within its budget of samples (the first evaluation if none is)."""
+    out = []
+    for r, g in metrics.groupby("run"):
+        within = g[g.samples <= budgets[int(r)]]
+        out.append(float((within if len(within) else g.iloc[:1]).dist_A_norm.iloc[-1]))
+    return out
+
+
+def after_start(metrics: pd.DataFrame, target: float) -> list[float]:
+    """Per run: the samples from its ``start`` (the one-step batch, or 0 where it starts from scratch) to the first
+    logged ‖Ā − Q‖_μ ≤ target (NaN if never)."""
+    start = metrics.groupby("run").start.first()
+    return [h - float(start[r]) for r, h in zip(sorted(metrics.run.unique()), first_hit(metrics, target))]
 
 
 def stage2_cost(metrics: pd.DataFrame, target: float) -> list[float]:
@@ -45,24 +77,38 @@ def per_method(at: dict, cost, n: int) -> dict[str, dict]:
     }
 
 
-def landings(steps: dict) -> dict:
-    """The one-step batch and, per instance, the landing ‖Ā₁ − Q‖_μ, false positives and misses of Lemma H.2's step
-    at each T (empty where nothing was transferred), and the worst landing over every T and instance."""
+def landings(steps: dict, target: float) -> dict:
+    """Per T: the one-step batches and, per instance, the landing ‖Ā₁ − Q‖_μ, false positives and misses of Lemma
+    H.2's step (empty where nothing was transferred; at γ = 0 the landing is scratch's after the same budget);
+    the median landing and the share of instances with exact support per T; the largest median over T and the
+    worst landing over every T and instance."""
     every = [x for s in steps.values() for x in s.get("landed", [])]
+    medians = {T: float(np.median(s["landed"])) for T, s in steps.items() if s.get("landed")}
     return {
-        "one_step_batch": {T: s.get("batch", 0) for T, s in steps.items()},
+        "one_step_batch": {T: s.get("batch", []) for T, s in steps.items()},
         "landed_dist_A_norm": {T: s.get("landed", []) for T, s in steps.items()},
         "landed_false_positives": {T: s.get("false_positives", []) for T, s in steps.items()},
         "landed_misses": {T: s.get("misses", []) for T, s in steps.items()},
+        "landed_median": medians,
+        "landed_within_target": {
+            T: float(np.mean(np.asarray(s["landed"]) <= target)) for T, s in steps.items() if s.get("landed")
+        },
+        "landed_exact_share": {
+            T: float(np.mean([f + m == 0 for f, m in zip(s["false_positives"], s["misses"])]))
+            for T, s in steps.items()
+            if s.get("false_positives")
+        },
+        "landed_median_worst_T": max(medians.values()) if medians else None,
         "landed_worst_over_T": max(every) if every else None,
     }
 
 
-def slopes(median: dict[str, dict]) -> dict[str, float]:
-    """Per method: the log-log slope of the median cost against T (left out with fewer than two finite points)."""
+def slopes(median: dict[str, dict], budget: dict[str, float]) -> dict[str, float]:
+    """Per method: the log-log slope of the median cost against T, a censored median (None) entering at the
+    method's ``budget`` (a lower bound of its cost); left out with fewer than two points."""
     out = {}
     for method, d in median.items():
-        slope = power_law_exponent(list(d), [np.nan if n is None else n for n in d.values()])
+        slope = power_law_exponent(list(d), [budget[method] if n is None else n for n in d.values()])
         if not np.isnan(slope):
             out[method] = slope
     return out

@@ -49,6 +49,9 @@ class Config:
     gf_mc_samples: int = 4096  # Monte-Carlo sequences per gradient of the exact-softmax flow
     intervene: InterventionConfig = field(default_factory=InterventionConfig)
     literal: bool = False  # also train the literal protocol (Stage II on the trained layer 1), summarised as literal
+    # the literal run's Stage-II layer 1: as Stage I trained it (the paper's protocol), or ideal y_s = x_{s−1} (the
+    # control literal-ideal: p̃ is still read after Stage I, but Stage II no longer sees its mixing)
+    literal_layer1: Literal["trained", "ideal"] = "trained"
     # w_Q(0) of a companion run on the first seed's data, θ(0) = σ_init·1 otherwise: Lemma 5.4 off the balanced
     # manifold w_Q² = w_K² (0: no companion)
     kick: float = 0.05

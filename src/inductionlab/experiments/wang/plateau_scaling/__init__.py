@@ -4,8 +4,10 @@ Gradient flow (closed forms, :mod:`inductionlab.train.flow`) one factor at a tim
 point — or on the full grid — plus online SGD (idealised Stage II, several configurations trained at
 once on the run axis) at a few points.  Fits the exponents of T_III and T_50 in L, (1+α*) and w*, and
 the linearity of T in log(1/σ_init); compares with the predicted (1+α*)² L log(1/σ_init) / w*².
-This file holds the config, presets, claims and controls; the gradient-flow scan, the phases at one L, Phase I
-up to large L, the SGD points, the fits and the figure are in :mod:`inductionlab.experiments.wang.plateau_scaling.measures`.
+This file holds the config, presets and claims; the gradient-flow scan, the phases at one L, Phase I up to large L,
+the SGD points, the fits and the figure are in :mod:`inductionlab.experiments.wang.plateau_scaling.measures`; the
+mechanism-free learners and the controls that swap them in (``learner``) in
+:mod:`inductionlab.experiments.wang.plateau_scaling.learners`.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from inductionlab.analysis.claims import Between, Claim, Control, Evidence, Near
+from inductionlab.analysis.claims import Between, Claim, Evidence, Near
 from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.experiments.wang.plateau_scaling.learners import CONTROLS, Learner
 from inductionlab.experiments.wang.plateau_scaling.measures import (
     FACTORS,
     fits,
@@ -84,6 +87,8 @@ class Config:
         )
     )
     seeds: tuple[int, ...] = (0,)  # one seed (no run axis); the SGD points' data seeds are seeds[0] + i
+    # the paper's gradient flow, or a mechanism-free baseline for the controls (learners.py, wang-5-5 "Controls")
+    learner: Learner = "gradient-flow"
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
@@ -126,16 +131,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-CONTROLS = (
-    Control(
-        name="sigma-large",
-        breaks="σ_init = 0.1, not ≪ 1 (Theorem 5.5's assumption): w_KQ moves during Phase I, so the induction head is no "
-        "longer lazy while the 4-gram is learned",
-        overrides={"model.sigma_init": 0.1},
-        preset="flow",
-    ),
-)
-
 CLAIMS = (
     Claim(
         id="wang-thm5.5-L",
@@ -145,6 +140,7 @@ CLAIMS = (
         key="exponents.L",
         expected="exponent 1",
         test=Near(1.0, atol=0.15),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-alpha",
@@ -154,6 +150,7 @@ CLAIMS = (
         key="exponents.one_plus_alpha",
         expected="exponent 2",
         test=Near(2.0, atol=0.2),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-wstar",
@@ -163,6 +160,7 @@ CLAIMS = (
         key="exponents.w_star",
         expected="exponent −2",
         test=Near(-2.0, atol=0.2),
+        control="dp-linear",
     ),
     Claim(
         id="wang-thm5.5-sigma",
@@ -172,6 +170,7 @@ CLAIMS = (
         key="log_inv_sigma_r2",
         expected="linear (R² → 1)",
         test=Between(lo=0.99),
+        control="dp-linear",
     ),
     Claim(
         id="wang-thm5.5-L-exact",
@@ -181,6 +180,7 @@ CLAIMS = (
         key="exponents_exact.L",
         expected="exponent 1",
         test=Near(1.0, atol=0.15),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-alpha-exact",
@@ -190,6 +190,7 @@ CLAIMS = (
         key="exponents_exact.one_plus_alpha",
         expected="exponent 2",
         test=Near(2.0, atol=0.2),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-wstar-exact",
@@ -201,6 +202,7 @@ CLAIMS = (
         test=Near(-2.0, atol=0.2),
         if_failed="open: on the exact softmax the local w* exponent over w* ∈ [0.25, 0.49] is "
         "≈ −1.8 (quick: −1.81); the Θ hides w*-dependent factors of the softmax normaliser that eq. 10 drops",
+        control="dp-linear",
     ),
     Claim(
         id="wang-thm5.5-L-sgd",
@@ -212,6 +214,7 @@ CLAIMS = (
         test=Near(1.0, atol=0.15),
         if_failed="open: the exponent needs SGD at two L (default grid.sgd_L = 20, 40); the quick "
         "preset trains L = 20 only",
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-phase1-TI",
@@ -222,6 +225,7 @@ CLAIMS = (
         key="phases.T_I_exponent",
         expected="T_I = O(1) in L: exponent 0",
         test=Near(0.0, atol=0.05),
+        control="g4-slow",
     ),
     Claim(
         id="wang-thm5.5-phase1-ih",
@@ -232,6 +236,7 @@ CLAIMS = (
         key="phase1.ih_ratio_at_L.40000",
         expected="L_IH2(T_I)/L_IH2(0) ≥ 0.99 (our closed form: 1 − ratio ≈ 1.86·T_I/(L − 2), 0.9905 at L = 4·10⁴)",
         test=Between(lo=0.99),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-phase1-ih-1overL",
@@ -243,6 +248,7 @@ CLAIMS = (
         key="phase1.one_minus_ratio_slope",
         expected="1 − ratio ≈ 2(B²/C)·T_I/(L − 2) (the small-t expansion of theory.mixed.ih_ratio_lazy): slope −1",
         test=Near(-1.0, atol=0.05),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-phase1-ih-L40",
@@ -255,6 +261,7 @@ CLAIMS = (
         test=Between(lo=0.99),
         if_failed="a finding about the paper: at L = 40 the ratio is 0.072, since T_I ≈ 205 does not shrink with L while "
         "w_V2's fit removes 93% of L_IH2(0) on the time scale L − 2; the bound needs L ≈ 3.8/(ε_G·ε_IH) ≈ 3.8·10⁴",
+        control="ih-fast",
         evidence=Evidence(
             sentence="Dynamics paper (wang2025_get_rich_dynamics), §3.2, Theorem 4, hypotheses: “Let α* = Ω(1) and "
             "w* = O(1), and we consider the regime of small initialization (0 < σ_init ≪ 1) and long input sequences "
@@ -290,6 +297,7 @@ CLAIMS = (
         key="phases.T_o_exponent",
         expected="T_o = Θ(L): exponent 1",
         test=Near(1.0, atol=0.1),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-wkq-rate",
@@ -300,6 +308,7 @@ CLAIMS = (
         key="phases.wkq_rate_spread",
         expected="w_KQ(t) = σ_init exp(Θ(w*²t/((1+α*)²L))): rate × (1+α*)²L/w*² constant in L",
         test=Between(1.0, 1.2),
+        control="ih-fast",
     ),
     Claim(
         id="wang-thm5.5-phase4-g4",
@@ -309,6 +318,7 @@ CLAIMS = (
         key="phases.g4_loglog_slope",
         expected="L_G4 = O(1/t): slope −1",
         test=Near(-1.0, atol=0.05),
+        control="rpe-frozen",
     ),
     Claim(
         id="wang-thm5.5-phase4-ih",
@@ -319,6 +329,7 @@ CLAIMS = (
         key="phases.ih_rate_spread",
         expected="L_IH2 = O(exp(−Ω(w*²t/((1+α*)²L)))): rate × (1+α*)²L/w*² constant in L",
         test=Between(1.0, 1.2),
+        control="ih-fast",
     ),
 )
 
@@ -331,22 +342,23 @@ def _points(cfg: Config, full_grid: bool) -> list[dict]:
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     g, base, seed = cfg.grid, base_point(cfg), cfg.seeds[0]
+    learner = cfg.learner
     rows = [
-        flow_row(point, "gf", g.horizon, g.exact_mc_samples, seed)
+        flow_row(point, "gf", g.horizon, g.exact_mc_samples, seed, learner)
         for point in tqdm(_points(cfg, g.full_grid), desc="gradient flow", disable=not ctx.progress)
     ]
     exact = []
     if g.exact_mc_samples:
         for point in tqdm(_points(cfg, False), desc="exact-softmax flow", disable=not ctx.progress):
-            exact.append(flow_row(point, "exact", g.horizon, g.exact_mc_samples, seed))
+            exact.append(flow_row(point, "exact", g.horizon, g.exact_mc_samples, seed, learner))
     for L in g.sgd_L:
-        rows += sgd_rows(L, base, g.sgd_sigma_init, g.horizon, cfg.train, seed, ctx)
+        rows += sgd_rows(L, base, g.sgd_sigma_init, g.horizon, cfg.train, seed, ctx, learner)
     table, exact_table = pd.DataFrame(rows), pd.DataFrame(exact)
-    phases = pd.DataFrame([phase_row(L, base, g.horizon) for L in g.L_values])
+    phases = pd.DataFrame([phase_row(L, base, g.horizon, learner) for L in g.L_values])
     summary = {
         **fits(base, pd.concat([table, exact_table], ignore_index=True)),
         "phases": phase_fits(phases),
-        "phase1": phase1_fits(g.phase1_L, base, g.phase1_t_end, g.phase1_slope_from),
+        "phase1": phase1_fits(g.phase1_L, base, g.phase1_t_end, g.phase1_slope_from, learner),
     }
     tables = {"results": table, "phases": phases} | ({"exact": exact_table} if exact else {})
     return Results(tables, summary)

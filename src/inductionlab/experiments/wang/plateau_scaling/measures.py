@@ -17,6 +17,7 @@ import torch
 from inductionlab import plots
 from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.analysis.scaling import linear_fit, power_law_exponent
+from inductionlab.experiments.wang.plateau_scaling.learners import Learner, Preconditioned, share_ratio, solve
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.theory.mixed import ih_ratio_lazy, predicted_plateau
@@ -28,16 +29,16 @@ TIMES = ("T_I", "T_o", "T_II", "T_III", "T_50")
 EPS_G = 0.01  # T_I's tolerance, L_G4(T_I) = 0.01·L_G4(0) (Theorem 5.5, Phase I; the event of train.flow)
 
 
-def phase_row(L: int, base: dict[str, float], horizon: float) -> dict:
-    """Theorem 5.5's phases I, III, IV at one L (base α*, w*, σ_init), closed-form gradient flow (eqs. 7, 10):
+def phase_row(L: int, base: dict[str, float], horizon: float, learner: Learner = "gradient-flow") -> dict:
+    """Theorem 5.5's phases I, III, IV at one L (base α*, w*, σ_init), closed-form flow (eqs. 7, 10) of ``learner``:
     T_I, T_o; L_IH2(T_I)/L_IH2(0) (solved to T_I exactly) and its lazy closed form; the growth rate of log w_KQ
     while 2σ_init < w_KQ < w*/4; after T_III the log–log slope of L_G4 and the rate of log L_IH2 (down to 1e-8 of
     L_IH2(T_o))."""
     a, ws, s = base["alpha_star"], base["w_star"], base["sigma_init"]
     prob = FlowProblem(L, a, ws, s, t_end=horizon * predicted_plateau(L, a, ws, s))
-    res = solve_flow(prob, n_points=400)
+    res = solve(prob, learner, n_points=400)
     c, ph = res.curve, res.phases
-    ratio = ih_ratio_at(prob, ph.T_I)
+    ratio = ih_ratio_at(prob, ph.T_I, learner)
     grow = (c.w_KQ > 2 * s) & (c.w_KQ < ws / 4) & (c.t < ph.T_III)
     ref = float(np.interp(ph.T_o, c.t, c.loss_IH2))
     late = c[c.t > ph.T_III]
@@ -56,15 +57,18 @@ def phase_row(L: int, base: dict[str, float], horizon: float) -> dict:
     }
 
 
-def ih_ratio_at(prob: FlowProblem, t_i: float) -> float:
-    """L_IH2(T_I)/L_IH2(0) on the flow ``prob``, solved to T_I exactly (NaN where T_I is not a positive time)."""
+def ih_ratio_at(prob: FlowProblem, t_i: float, learner: Learner = "gradient-flow") -> float:
+    """L_IH2(T_I)/L_IH2(0) on the flow ``prob`` of ``learner``, solved to T_I exactly (NaN where T_I is not a
+    positive time)."""
     if not (math.isfinite(t_i) and t_i > 0):
         return math.nan
-    at_t_i = solve_flow(replace(prob, t_end=t_i), n_points=4).curve.loss_IH2
+    at_t_i = solve(replace(prob, t_end=t_i), learner, n_points=4).curve.loss_IH2
     return float(at_t_i.iloc[-1] / at_t_i.iloc[0])
 
 
-def phase1_fits(L_values: tuple[int, ...], base: dict[str, float], t_end: float, slope_from: int) -> dict:
+def phase1_fits(
+    L_values: tuple[int, ...], base: dict[str, float], t_end: float, slope_from: int, learner: Learner = "gradient-flow"
+) -> dict:
     """Theorem 5.5's Phase I (dynamics paper Thm 4) at each L of grid.phase1_L, closed-form flow (eqs. 7, 10) only
     up to T_I (the flow to ``t_end`` locates it): T_I, L_IH2(T_I)/L_IH2(0) (also keyed by L), the log–log slope of
     1 − ratio against L over L ≥ ``slope_from`` (NaN unless every such 1 − ratio is a positive number), and the c
@@ -73,8 +77,8 @@ def phase1_fits(L_values: tuple[int, ...], base: dict[str, float], t_end: float,
     t_i, ratio = [], []
     for L in L_values:
         prob = FlowProblem(L, base["alpha_star"], base["w_star"], base["sigma_init"], t_end=t_end)
-        t_i.append(float(solve_flow(prob, n_points=4).phases.T_I))
-        ratio.append(ih_ratio_at(prob, t_i[-1]))
+        t_i.append(float(solve(prob, learner, n_points=4).phases.T_I))
+        ratio.append(ih_ratio_at(prob, t_i[-1], learner))
     gap = np.array([(L, 1 - r) for L, r in zip(L_values, ratio) if L >= slope_from], dtype=float).reshape(-1, 2)
     defined = len(gap) >= 2 and bool(np.all(np.isfinite(gap[:, 1]) & (gap[:, 1] > 0)))
     L_top, gap_top = max(zip(L_values, (1 - r for r in ratio)))
@@ -101,12 +105,14 @@ def scan_points(base: dict[str, float], values: dict[str, tuple], full_grid: boo
     return list(pts.values())
 
 
-def flow_row(point: dict, method: str, horizon: float, mc_samples: int, seed: int) -> dict:
-    """Phase times of one gradient flow to ``horizon`` × the predicted plateau: "gf" on the closed forms (eqs. 7,
-    10), "exact" on the exact-softmax loss (Monte Carlo over ``mc_samples`` sequences, seed ``seed``)."""
+def flow_row(
+    point: dict, method: str, horizon: float, mc_samples: int, seed: int, learner: Learner = "gradient-flow"
+) -> dict:
+    """Phase times of one flow of ``learner`` to ``horizon`` × the predicted plateau: "gf" on the closed forms (eqs.
+    7, 10), "exact" on the exact-softmax loss (Monte Carlo over ``mc_samples`` sequences, seed ``seed``)."""
     pred = predicted_plateau(point["L"], point["alpha_star"], point["w_star"], point["sigma_init"])
     kw: dict[str, Any] = {"loss": "exact", "mc_samples": mc_samples, "mc_seed": seed} if method == "exact" else {}
-    res = solve_flow(FlowProblem(**point, t_end=horizon * pred, **kw), n_points=40)
+    res = solve(FlowProblem(**point, t_end=horizon * pred, **kw), learner, n_points=40)
     return {**point, "method": method, "predicted": pred, **{k: getattr(res.phases, k) for k in TIMES}}
 
 
@@ -142,10 +148,11 @@ def sgd_rows(
     train: ToyTrainConfig,
     seed: int,
     ctx: RunContext,
+    learner: Learner = "gradient-flow",
 ) -> list[dict]:
     """SGD at (L, base α*, w*) for every σ in ``sigma_values`` (grid.sgd_sigma_init) — one batched job on the run
     axis, data seeds ``seed`` + i, trained for twice the gradient-flow T_III (the exact-softmax emergence comes
-    ~1.3× later than eq. 10's)."""
+    ~1.3× later than eq. 10's); each update preconditioned by ``learner``'s P(θ) (:class:`Preconditioned`)."""
     sigmas = list(sigma_values)
     S = len(sigmas)
     a, ws = base["alpha_star"], base["w_star"]
@@ -159,9 +166,9 @@ def sgd_rows(
     steps = int(math.ceil(2 * t_gf / train.lr))
     train_cfg = replace(train, stage2_steps=steps)
     target = MixedTarget.per_run([a] * S, [ws] * S, L)
-    _, layer2 = train_from(
-        train_cfg, target, torch.tensor(sigmas), [seed + i for i in range(S)], ctx.child(f"sgd_L{L}")
-    )
+    hooks = () if learner == "gradient-flow" else (Preconditioned(learner, [share_ratio(L, a, ws, s) for s in sigmas]),)
+    job = ctx.child(f"sgd_L{L}", hooks=(*ctx.hooks, *hooks))
+    _, layer2 = train_from(train_cfg, target, torch.tensor(sigmas), [seed + i for i in range(S)], job)
     per_run = phase_times_by_run(layer2, a, ws)
     rows = []
     for times in per_run:
