@@ -97,13 +97,17 @@ def test_the_shuffled_wikitext_control_keeps_the_tokens_and_the_validation_split
 def test_the_heads_dims_contrast_is_judged_over_four_seeds_and_fails_when_the_pairs_are_alike():
     claims = {c.id: c for c in experiments.get("heads-dims").claims}
     contrast, small = claims["wang-fig4-heads-dims"], claims["wang-fig4-small-fails"]
-    fits = {"late_loss": {"8x8": [0.005] * 4, "2x2": [0.05] * 4}, "start_loss": {"2x2": [0.065] * 4}}
-    alike = {"late_loss": {"8x8": [0.05] * 4, "2x2": [0.05] * 4}, "start_loss": {"2x2": [0.065] * 4}}
+    learned = {"late_over_plateau": {"8x8": [0.1] * 4}}
+    fits = {"late_loss": {"8x8": [0.005] * 4, "2x2": [0.05] * 4}, "start_loss": {"2x2": [0.065] * 4}, **learned}
+    alike = {"late_loss": {"8x8": [0.05] * 4, "2x2": [0.05] * 4}, "start_loss": {"2x2": [0.065] * 4}, **learned}
     assert judge(contrast, fits)["status"] == "passed" and judge(contrast, alike)["status"] == "failed"
     assert judge(small, fits)["status"] == "passed"
     assert judge(small, {**fits, "late_loss": {"2x2": [0.005] * 4}})["status"] == "failed"
-    two = {"late_loss": {"8x8": [0.005] * 2, "2x2": [0.05] * 2}}
-    assert judge(contrast, two)["status"] == "undefined"
+    two = {"late_loss": {"8x8": [0.005] * 2, "2x2": [0.05] * 2}, "late_over_plateau": {"8x8": [0.1] * 2}}
+    assert judge(contrast, two)["status"] == "undefined"  # fewer seeds than the claim asks, learned or not
+    stuck = {**fits, "late_over_plateau": {"8x8": [0.1, 0.9, 0.9, 0.1]}, "escape_step": {"8x8": [900, None, None, 800]}}
+    row = judge(contrast, stuck)
+    assert row["status"] == "did not learn" and "2 of 4 seeds learned" in row["learned"]
 
 
 def test_the_wikitext_order_claim_is_not_judged_on_a_cpu():

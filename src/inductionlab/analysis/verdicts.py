@@ -170,6 +170,13 @@ def _verdict_learned(claim: Claim, sources: list[dict[str, Any] | None]) -> tupl
     need = min(MIN_LEARNED, claim.seeds) if claim.seeds else 1
     if not rows:
         return "undefined", MISSING, f"the summary has no key {claim.key!r}", {"learned": note}
+    if len(rows) < claim.seeds:  # too few draws to judge, learned or not
+        return (
+            "undefined",
+            MISSING,
+            f"{len(rows)} seeds, the claim is judged over at least {claim.seeds}",
+            {"learned": note},
+        )
     if len(kept) < need:
         return DID_NOT_LEARN, MISSING, f"{note}: judged on at least {need} that learned", {"learned": note}
     status, value, why, seeds = _verdict(

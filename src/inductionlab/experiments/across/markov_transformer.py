@@ -106,7 +106,7 @@ CONTROLS = (
         breaks="every layer-1 head's output zeroed: no previous-token information reaches layer 2 (and layer 1 gets no "
         "gradient), so no in-context bigram or n-gram statistic can be formed",
         overrides={"intervene.ablate": "blocks.0.attn", "compare": ""},
-        preset="quick",
+        preset=None,  # the claims' own budget (docs/conventions.md#controls)
     ),
 )
 

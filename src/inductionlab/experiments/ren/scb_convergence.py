@@ -74,20 +74,20 @@ CONTROLS = (
         name="no-decay",
         breaks="Stage 2 keeps Stage 1's large step (η₂ = η₁): the step-size decay that carries Algorithm 1 is gone",
         overrides={"train.eta2": 0.03},
-        preset="quick",
+        preset=None,  # the claims' own budget (docs/conventions.md#controls)
     ),
     Control(
         name="no-l1",
         breaks="λ = 0 in Algorithm 1's Stage 2: no ℓ1 prox, the step-size decay and the rounding kept — the run compared "
         "against becomes the same algorithm",
         overrides={"train.lam": 0.0},
-        preset="quick",
+        preset=None,  # the claims' own budget (docs/conventions.md#controls)
     ),
     Control(
         name="inert-lambda",
         breaks="the high-noise comparison's λ set to the paper's 1e-5, at which the prox zeroes almost nothing",
         overrides={"active_lambda": 1e-5},
-        preset="quick",
+        preset=None,  # the claims' own budget (docs/conventions.md#controls)
     ),
 )
 

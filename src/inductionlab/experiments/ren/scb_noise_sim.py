@@ -136,6 +136,8 @@ CONTROLS = (
         breaks="ρ = 1e9: Algorithm 1 never leaves Stage 1 — no rounding, no step-size decay, no prox (vanilla SGD at η₁)",
         overrides={"train.rho": 1e9},
         preset="n10",
+        cheaper="the claim reads the N = 10 runs alone, whose instance (seed, N), noise scales and batch stream do not "
+        "depend on the other N nor on the batch sweep, which this preset leaves out",
     ),
     Control(
         name="no-stage2-n50",
@@ -152,6 +154,8 @@ CONTROLS = (
         "below the drift of the useless entries ((1 − α)/T, Lemma E.4's lower bound), so it no longer holds them at 0",
         overrides={"regime.lam": 1e-5},
         preset="n10",
+        cheaper="the claims read the theorem-regime run alone (its own N, T, instance and batches: Regime), which the "
+        "N values and the batch sweep this preset cuts do not enter",
     ),
 )
 

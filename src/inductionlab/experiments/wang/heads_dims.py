@@ -72,7 +72,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.batch_size": 64,
         "train.eval_every": 500,
     },
-    "smoke": {"train.steps": 10, "train.eval_every": 5, "eval_size": 16, "task.L": 10, "train.batch_size": 8},
+    "smoke": {
+        "train.steps": 10,
+        "train.eval_every": 5,
+        "eval_size": 16,
+        "task.L": 10,
+        "train.batch_size": 8,
+        "plateau": "0,5",  # the default's window lies past the smoke run's 10 steps
+    },
 }
 
 CONTROLS = (

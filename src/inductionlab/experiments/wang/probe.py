@@ -101,6 +101,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "probe_size": 16,
         "task.L": 12,
         "train.batch_size": 16,
+        "plateau": "0,10",  # the default's window lies past the smoke run's 20 steps
     },
 }
 

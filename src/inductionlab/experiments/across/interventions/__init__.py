@@ -169,7 +169,7 @@ CONTROLS = (
         breaks="every toy and transformer variant trains as its unintervened baseline (layer 1 free, w_KQ free, layer 1 "
         "not ablated), so each check compares a run with itself; the Chen section is cut to 5 epochs",
         overrides={"act": False, "chen_train.epochs": "5", "chen_n_samples": 120, "chen_n_val": 20},
-        preset="quick",
+        preset=None,  # the claims' own budget (docs/conventions.md#controls)
         wall="~4.5 min",
     ),
     CHEN_CONTROL,

@@ -40,9 +40,9 @@ import pandas as pd
 import torch
 
 from inductionlab import rng
-from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.experiments.ren.scb_transfer.claims import CLAIMS, CONTROLS
 from inductionlab.experiments.ren.scb_transfer.measures import (
     after_start,
     at_budget,
@@ -141,77 +141,6 @@ PRESETS = {
         "kappa_mixes": "1,0.5",
     },
 }
-CONTROLS = (
-    Control(
-        name="no-pretraining",
-        breaks="γ = 0: V₀ = μ1ᵀ carries no pretrained signal (β₀ = 0), so there is no one-step boost and the transfer "
-        "arm must run Algorithm 1's Stage 1 — it becomes training from scratch, read at the same sample budgets",
-        overrides={"gamma": 0.0},
-        preset=None,
-        wall="~5 min",  # the default's scratch arm alone (estimated from its share of the default, not measured)
-    ),
-)
-
-_OPEN_SCRATCH = "open: at a fixed η₁ = 0.01 scratch's cost over T = 250–16 000 grows little faster than log T"
-CLAIMS = (
-    Claim(
-        id="ren-s4-transfer-slower",
-        paper="ren",
-        where="§4 ('bypass the initial sample-intensive signal-boosting stage'), Thm 4.1; §3.2 (scratch: poly(T))",
-        statement="Transfer's cost (one-step batch and Stage 2) grows more slowly with T than training from scratch "
-        "(poly(N, Q)·log T against poly(T)); the same (P, P̄) at every T",
-        key="log_log_slope.transfer",
-        expected="slope(transfer) / slope(scratch) ≤ 0.8 over T = 250–16 000 (log T has 0.135, so scratch must exceed "
-        "0.17; 1 where both arms are the same algorithm)",
-        test=Between(hi=0.8),
-        over="log_log_slope.scratch",
-        control="no-pretraining",
-        if_failed=_OPEN_SCRATCH,
-    ),
-    Claim(
-        id="ren-s4-transfer-cheaper",
-        paper="ren",
-        where="§4, Thm 4.1",
-        statement="At the largest T of the grid transfer needs fewer samples than training from scratch",
-        key="transfer_over_scratch_at_max_T",
-        expected="transfer < scratch once poly(T) exceeds poly(N, Q)·log T: ratio ≤ 0.9 (1 without transfer); where "
-        "scratch does not reach the target within its budget the value is an upper bound (transfer / budget)",
-        test=Between(hi=0.9),
-        control="no-pretraining",
-        if_failed="open: the one-step batch c·ln T that recovers the support exactly on 32 calibration instances "
-        "costs more than scratch's whole run at T = 16 000",
-    ),
-    Claim(
-        id="ren-s4-one-c",
-        paper="ren",
-        where="App. H, Lemma H.2 (one step with poly(N, Q)·log T samples recovers the support with α₁ = Θ(1))",
-        statement="One c for every T: with the batch c·ln T (c fixed on 32 calibration instances at the smallest T) "
-        "the one step lands the rounded attention within the target at every T — the median landing per T, the "
-        "same (P, P̄) at every T",
-        key="landed_median_worst_T",
-        expected="median ‖Ā₁ − Q‖_μ over the instances ≤ 0.05 at every T (exact support gives 0.01–0.04; scratch "
-        "after the same samples has not left Stage 1 at large T); the share with exact support per T is reported",
-        test=Between(hi=0.05),
-        control="no-pretraining",
-        if_failed="open: the median landing grows above the target at a larger T, so c·ln T does not keep the ℓ∞ "
-        "noise of the step below the threshold there",
-    ),
-    Claim(
-        id="ren-s3-stage2-logT",
-        paper="ren",
-        where="§3.3 and Thm 3.1 (after τ₁, poly(N, Q, 1/ε)·log T samples); Thm H.3 (transfer, then Algorithm 1 "
-        "from Stage 2)",
-        statement="Stage 2 needs only log T samples: after the transfer step, Algorithm 1 from Stage 2 reaches the "
-        "target with samples growing at most half as fast in T as Algorithm 1 from scratch",
-        key="stage2_log_log_slope.transfer",
-        expected="slope(Stage 2 after the step) / slope(scratch) ≤ 0.5 (log T has 0.135; 1 where the arm starts "
-        "from scratch, the control)",
-        test=Between(hi=0.5),
-        over="log_log_slope.scratch",
-        control="no-pretraining",
-        if_failed=_OPEN_SCRATCH,
-    ),
-)
 
 
 def _pretrain(cfg: Config, inst, mix: float) -> torch.Tensor:

@@ -76,34 +76,34 @@ CONTROLS = (
         breaks="w_Q and w_K held at σ_init = 0.01 through Stage II: the dot product cannot grow, so no induction head "
         "forms (p and the values still learn)",
         overrides={"intervene.clamp": ("w_KQ=0.01",), "gf": "none", "literal": False},
-        preset="quick",
+        preset=None,  # the claim's own budget (docs/conventions.md#controls)
     ),
     Control(
         name="wkq-late",
         breaks="w_Q and w_K held at σ_init for the first 10 000 Stage-II steps (t < 1000), then trained: SGD's w_KQ "
         "does not follow the gradient the flow integrates for that window",
         overrides={"intervene.clamp": ("w_KQ=0.01@0:10000",)},
-        preset="quick",
+        preset=None,  # the claim's own budget (docs/conventions.md#controls)
     ),
     Control(
         name="wkq-grown",
         breaks="w_Q = w_K = 0.4 (≈ 0.8 w*) at the start of Stage II: the induction head needs no slow exponential escape "
         "from σ_init (Thm 5.5 Phase II), so it is learned on the time scale of the 4-gram",
         overrides={"intervene.clamp": ("w_KQ=0.4@0:1",), "gf": "none", "literal": False},
-        preset="quick",
+        preset=None,  # the claim's own budget (docs/conventions.md#controls)
     ),
     Control(
         name="other-w-star",
         breaks="the target's w* moved from 0.49 to 0.6: a w_KQ fitted to the target must leave 0.49",
         overrides={"task.w_star": 0.6, "gf": "none", "literal": False},
-        preset="quick",
+        preset=None,  # the claim's own budget (docs/conventions.md#controls)
     ),
     Control(
         name="layer2-decay",
         breaks="weight decay λ = 1e-4 on layer 2 in Stage II: the loss is invariant under (w_Q, w_K) → (c w_Q, w_K/c), "
         "the decay is not, and d/dt (w_Q² − w_K²) = −2λ(w_Q² − w_K²) (Lemma 5.4's proof, App. C.3)",
         overrides={"weight_decay": 1e-4, "gf": "none", "literal": False},
-        preset="quick",
+        preset=None,  # the claim's own budget (docs/conventions.md#controls)
     ),
     Control(
         name="value-flipped-stage1",
@@ -111,6 +111,8 @@ CONTROLS = (
         "(App. C.2), changes sign, so Stage I trains p̃ down",
         overrides={"intervene.clamp": ("w_V1=-0.01@0:100000",), "kick": 0},
         preset="stage1",
+        cheaper="the claim reads p̃ at the end of Stage I, which this preset keeps at the default's 100 000 steps and "
+        "data; it shortens only Stage II and the evaluations, which come after and do not enter p̃ then",
     ),
     Control(
         name="literal-ideal",
