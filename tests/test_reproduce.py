@@ -54,7 +54,9 @@ def test_the_report_is_one_self_contained_page_with_every_claim_once(smoke):
         assert pixels.ndim == 3 and pixels.shape[0] > 100
     for section in ("Wang, Yu, E &amp; Wu", "Chen, Sheen, Wang &amp; Yang", "Ren, Wang &amp; Lee"):
         assert section in page
-    assert f"{len(ALL_IDS)} claims:" in page and "torch" in page and "wall time" in page
+    observed = sum(c.observation for e in experiments.REGISTRY.values() for c in e.claims)
+    assert f"{len(ALL_IDS) - observed} claims:" in page and "torch" in page and "wall time" in page  # the papers'
+    assert f"{observed} claims:" in page and 'id="observations"' in page  # the project's own, counted apart
     runs = sum(json.loads(p.read_text())["wall_seconds"] for p in out.glob("*/summary.json"))
     assert f"the runs' own wall times add up to {runs / 60:.1f} min" in page
 
@@ -134,7 +136,8 @@ def test_controls_are_planned_at_their_own_preset_and_only_picks_experiments(tmp
     jobs = [j for j in jobs if "draw" not in j.overrides]  # the data draws: test_a_stochastic_experiment_…
     controls = {c.name: c for c in experiments.get("lazy-to-rich").controls}
     assert [j.experiment for j in jobs] == ["lazy-to-rich"] * (1 + len(controls))
-    for job in jobs[1:]:
+    assert len([j for j in jobs if "control" not in j.overrides]) == 1
+    for job in [j for j in jobs if "control" in j.overrides]:  # longest first: a control may come before the run
         control = controls[job.overrides["control"]]
         assert job.dir.endswith(f"lazy-to-rich@{control.name}")
         expected = experiments.configure("lazy-to-rich", preset=control.preset, overrides=dict(control.overrides))
@@ -251,3 +254,22 @@ def test_a_slurm_option_without_its_executor_is_refused_before_any_work(tmp_path
     assert main(argv) == 2
     assert "--slurm-cpus: acts only with --executor slurm" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_calibrate_runs_every_job_on_the_calibration_seeds_apart_from_the_judged_ones(tmp_path):
+    """``--calibrate``: the experiment and its draws on their seeds + 1000 (docs/conventions.md#calibration), none of
+    them a judged seed, and no control; the page says that it judges no paper."""
+    from inductionlab.claims_report import _header
+    from inductionlab.reproduce import CALIBRATION_SHIFT
+
+    name = "scb-convergence"
+    judged, _ = plan("ren", "quick", tmp_path, only=(name,))
+    calibration, _ = plan("ren", "quick", tmp_path, only=(name,), calibrate=True)
+    assert [j.dir for j in calibration] == [j.dir for j in judged if "control" not in j.overrides]
+    seeds = {j.dir: list(j.config["seeds"]) for j in judged}
+    for job in calibration:
+        assert list(job.config["seeds"]) == [s + CALIBRATION_SHIFT for s in seeds[job.dir]]
+    assert not {s for j in calibration for s in j.config["seeds"]} & {s for v in seeds.values() for s in v}
+    page = _header({"paper": "ren", "budget": "quick", "calibration": True})
+    assert "--calibrate" in page and "say nothing about the papers" in page
+    assert "Calibration" not in _header({"paper": "ren", "budget": "quick"})

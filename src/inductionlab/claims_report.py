@@ -189,21 +189,31 @@ def toc(table: pd.DataFrame) -> str:
     return f'<h2>Contents</h2><ul class="toc">{"".join(items)}</ul>'
 
 
-def _block(out: Path, name: str, rows: pd.DataFrame) -> str:
+def _block(out: Path, name: str, rows: pd.DataFrame, shown: frozenset[str] = frozenset()) -> str:
+    """One experiment's table of claims beside its run's figures (those of an experiment in ``shown``, whose
+    figures the page already holds, are pointed to, not embedded twice)."""
     exp = experiments.get(name)
     figures = [f for f in rows.figures.iloc[0].split(",") if f]
     run_dir = out / rows.run_dir.iloc[0]
     imgs = "".join(embed_png(run_dir / f) for f in figures if (run_dir / f).exists())
+    if name in shown:
+        imgs = f'<p class="meta">figures: <a href="#{_e(name)}">above</a></p>' if imgs else ""
     head = (
         "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th>"
         "<th>negative control</th><th>note</th></tr>"
     )
     return (
-        f'<h3 id="{_e(name)}">{_e(name)} <span class="meta">— {_e(exp.figure)}; run directory <code>{_e(name)}/</code>'
+        f'<h3 id="{_e(name + ("-observations" if name in shown else ""))}">{_e(name)} <span class="meta">— {_e(exp.figure)}; run directory <code>{_e(name)}/</code>'
         f"</span></h3>"
         f'<div class="block"><table>{head}{"".join(_row(r) for _, r in rows.iterrows())}</table>'
         f'<div class="figs">{imgs or "<p class=meta>no figure</p>"}</div></div>'
     )
+
+
+_CALIBRATION = (
+    '<p class="meta"><b>Calibration seeds</b> (every seed + 1000): this page chooses protocols before the judged '
+    "draws (docs/conventions.md#calibration); its verdicts say nothing about the papers.</p>"
+)
 
 
 def _header(info: dict) -> str:
@@ -211,8 +221,9 @@ def _header(info: dict) -> str:
     versions = " · ".join(f"{_e(k)} {_e(v)}" for k, v in info.get("versions", {}).items())
     skipped = "".join(f"<li><code>{_e(k)}</code>: {_e(v)}</li>" for k, v in info.get("skipped", {}).items())
     return (
-        f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
-        f"{_e(info['budget'])}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
+        (_CALIBRATION if info.get("calibration") else "")
+        + f'<p class="meta">Made by <code>inductionlab reproduce --paper {_e(info["paper"])} --budget '
+        f"{_e(info['budget'])}{' --calibrate' if info.get('calibration') else ''}</code> on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; wall time "
         f"{'—' if wall is None else f'{wall / 60:.1f} min'} (runs it reused cost nothing; the runs' own wall "
         f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min, the other data draws' to "
         f"{info.get('draws_wall_seconds', 0.0) / 60:.1f} min, the negative controls' to "
@@ -243,7 +254,8 @@ def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
         blocks = "".join(_block(out, name, g) for name, g in rows.groupby("experiment", sort=False))
         sections.append(f'<h2 id="{paper}">{_e(title)}</h2>{summary_bar(rows)}{blocks}')
     if len(observed):
-        blocks = "".join(_block(out, name, g) for name, g in observed.groupby("experiment", sort=False))
+        shown = frozenset(papers.experiment) if len(papers) else frozenset[str]()
+        blocks = "".join(_block(out, name, g, shown) for name, g in observed.groupby("experiment", sort=False))
         sections.append(
             f'<h2 id="observations">{_e(OBSERVATIONS)}</h2><p class="meta">The project\'s own observations and '
             f"robustness notes: counted apart from the papers' claims; no control is asked of them.</p>"

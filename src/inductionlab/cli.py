@@ -232,6 +232,12 @@ def _reproduce_options(rr: argparse.ArgumentParser) -> None:
     rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
     rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
     rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
+    rr.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="the experiments and their draws on their seeds + 1000 (no control), the calibration seeds on which protocols "
+        "are chosen before the judged draws (docs/conventions.md#calibration); its page judges no paper",
+    )
     threads_option(rr)
     executor_options(rr)
 

@@ -105,7 +105,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
     slurm = executor_parameters(args)
     reproduce(
-        args.paper, args.budget, args.out, args.workers, args.data or "", only, args.executor, slurm, args.threads
+        args.paper,
+        args.budget,
+        args.out,
+        args.workers,
+        args.data or "",
+        only,
+        args.executor,
+        slurm,
+        args.threads,
+        args.calibrate,
     )
     return _print_claims(Path(args.out))
 

@@ -55,6 +55,9 @@ Budget = Literal["smoke", "quick", "full"]
 BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": None}
 INFO = REPRODUCE_INFO
 CLAIMS_FILE = "claims.parquet"
+# ``--calibrate`` adds this to every run's seeds: the calibration seeds, apart from every judged one
+# (docs/conventions.md#calibration)
+CALIBRATION_SHIFT = 1000
 
 
 def claims_of(name: str) -> tuple[Claim, ...]:
@@ -87,11 +90,15 @@ def experiments_for(paper: str) -> list[str]:
 
 
 def plan(
-    paper: str, budget: Budget, out: Path, data: str = "", only: tuple[str, ...] = ()
+    paper: str, budget: Budget, out: Path, data: str = "", only: tuple[str, ...] = (), calibrate: bool = False
 ) -> tuple[list[Job], dict[str, str]]:
     """The jobs (one per experiment, its preset for ``budget``, and one per negative control its claims name) and,
     per experiment that cannot run here, why.  ``only``: these experiments alone.  Without ``data`` (nor
-    $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is an error."""
+    $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is an error.
+    ``calibrate``: the experiments and their draws on their seeds + :data:`CALIBRATION_SHIFT`, the calibration
+    seeds on which a protocol is chosen before the judged draws (docs/conventions.md#calibration); no control runs,
+    the controls are judged with the claims."""
+    shift = CALIBRATION_SHIFT if calibrate else 0
     if budget not in BUDGETS:
         raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
     if data and not Path(data).exists():
@@ -106,7 +113,7 @@ def plan(
         key = experiments.get(name).data  # the config key of the data path it reads ("" when it makes its own)
         extra = {key: data} if key and data else {}
         preset = BUDGETS[budget] if BUDGETS[budget] in experiments.get(name).presets else None  # else its default
-        cfg = experiments.configure(name, preset=preset, overrides=extra)
+        cfg = _shifted(experiments.configure(name, preset=preset, overrides=extra), shift)
         path = (flatten(cfg)[key] or os.environ.get(DATA_ENV, "")) if key else ""
         if key and not (path and Path(path).exists()):
             skipped[name] = f"no text data here: pass --data DIR (WikiText-2) or set {DATA_ENV}"
@@ -121,14 +128,21 @@ def plan(
                 meta = {"budget": budget, "draw": str(i)}
                 jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
                 cost[dir_] = expected_minutes(name, preset)
-        for control in controls_of(name, paper).values():
-            cfg = experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra})
+        for control in () if calibrate else controls_of(name, paper).values():  # a calibration chooses protocols
+            cfg = _shifted(
+                experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra}), shift
+            )
             if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
                 meta = {"budget": budget, "control": control.name}
                 dir_ = str(out / control_dir(name, control.name))
                 jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_, source=source))
                 cost[dir_] = expected_minutes(name, control.preset, control.wall)
     return sorted(jobs, key=lambda j: -cost[j.dir]), skipped  # the longest first: the workers finish together
+
+
+def _shifted(cfg: Any, shift: int) -> Any:
+    """``cfg`` with its seeds moved up by ``shift`` (0: as it is)."""
+    return with_seeds(cfg, cfg.seeds[0] + shift) if shift else cfg
 
 
 def expected_minutes(name: str, preset: str | None, wall: str = "") -> float:
@@ -179,20 +193,23 @@ def reproduce(
     executor: Executor = "local",
     slurm: dict[str, Any] | None = None,
     threads: int | None = None,
+    calibrate: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
     ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout.
     ``executor`` and ``slurm`` (submitit's parameters) as for a sweep: on a cluster every job is its own;
-    ``threads`` per job as for a sweep (:func:`inductionlab.sweep.execute`)."""
+    ``threads`` per job as for a sweep (:func:`inductionlab.sweep.execute`).  ``calibrate``: on the calibration
+    seeds (:func:`plan`); the page then says that it chooses protocols and judges no paper."""
     out = Path(out)
     thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
-    jobs, skipped = plan(paper, budget, out, data, only)
+    jobs, skipped = plan(paper, budget, out, data, only, calibrate)
     with claim_dir(out, INFO, "reproduce", ConfigError):
         jobs = _place(jobs, out)
         start = time.perf_counter()
         info: dict[str, Any] = {
             "paper": paper,
             "budget": budget,
+            "calibration": calibrate,
             "experiments": [j.experiment for j in jobs if not {"control", "draw"} & set(j.overrides)],
             "dirs": {j.experiment: Path(j.dir).name for j in jobs if not {"control", "draw"} & set(j.overrides)},
             "draws": {
