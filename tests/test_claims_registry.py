@@ -20,6 +20,7 @@ from inductionlab.reproduce import BUDGETS
 from tests.test_controls import sets_its_measure
 
 CONVENTIONS = Path(__file__).parents[1] / "docs" / "conventions.md"
+PENDING = "pending"  # a calibration row not yet run (docs/conventions.md#calibration says which and why)
 PAPER_CLAIMS = [
     (name, claim)
     for name, exp in experiments.REGISTRY.items()
@@ -54,6 +55,9 @@ def calibration_rows(text: str) -> dict[str, tuple[set[int], str]]:
         if len(cells) < 3 or not re.fullmatch(r"`[a-z0-9-]+`", cells[0]):
             continue
         seeds: set[int] = set()
+        if cells[1] == PENDING:  # not yet run: the row says why, and the test marks it xfail
+            rows[cells[0].strip("`")] = (set(), cells[2])
+            continue
         for part in filter(None, (p.strip() for p in cells[1].split(","))):
             found = re.fullmatch(r"(\d+)\s*[–-]\s*(\d+)|(\d+)", part)
             assert found, f"docs/conventions.md#calibration, {cells[0]}: seeds {part!r} are not N, N–M or a list"
@@ -76,6 +80,8 @@ STOCHASTIC = [n for n, e in experiments.REGISTRY.items() if e.claims and (e.draw
 def test_the_calibration_table_parses_ranges_and_lists():
     text = '<a id="calibration"></a>\n| `probe` | 1000–1002, 1010 | escapes by 4000 |\n| x | y | z |\n'
     assert calibration_rows(text) == {"probe": ({1000, 1001, 1002, 1010}, "escapes by 4000")}
+    pending = '<a id="calibration"></a>\n| `probe` | pending | costs 30 core-minutes |\n'
+    assert calibration_rows(pending) == {"probe": (set(), "costs 30 core-minutes")}
 
 
 @pytest.mark.parametrize("name", STOCHASTIC)
@@ -83,6 +89,8 @@ def test_every_stochastic_experiment_names_calibration_seeds_apart_from_its_judg
     rows = calibration_rows(CONVENTIONS.read_text(encoding="utf-8"))
     assert name in rows, f"docs/conventions.md#calibration: no row for {name}"
     seeds, showed = rows[name]
+    if not seeds and showed:
+        pytest.xfail(f"{name}: calibration pending ({showed})")
     assert seeds, f"{name}: no calibration seeds"
     assert not seeds & judged_seeds(name), f"{name}: calibration seeds {sorted(seeds & judged_seeds(name))} are judged"
     assert len(showed) > 20, f"{name}: say what the calibration seeds showed"
