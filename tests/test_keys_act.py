@@ -29,7 +29,7 @@ IGNORED_FILES = {dataclasses.__file__, C.__file__, "<string>"}  # "<string>": da
 LR_COSINE = {"train.schedule": "cosine"}  # train.lr_final_fraction: the floor of the cosine schedule
 BRANCHES = {
     "lazy-to-rich": {"train.optimizer": "gd"},  # train.n_samples: GD's finite sample
-    "lazy-to-rich-boolean": {"train.optimizer": "gd"},
+    "lazy-to-rich-boolean": {"train.optimizer": "gd", "literal": True},  # literal_layer1: the literal protocol's
     "joint-training": {"train.optimizer": "gd"},  # train.n_samples: GD's finite sample
     "interventions": {"train.optimizer": "gd", "tf_train.schedule": "cosine"},
     "plateau-scaling": {"train.optimizer": "gd"},
@@ -52,6 +52,7 @@ SET_HERE = {
     "plateau-scaling": {"train.stage2_steps": 50, "task.tokens": "uniform"},  # the closed forms are Gaussian
     "adam-vs-gd-highdim": {"train.optimizer": "adam", "train.lr": 0.2},
     "heads-dims": {"model.n_heads": 2, "model.d_model": 4, "train.seed": 3},  # seeds set each run's data stream
+    "probe": {"train.seed": 3},  # the first seed sets the data stream
     "joint-training": {"train.schedule": "joint", "train.stage2_layer1": "ideal", **NO_ABLATION},
     "interventions": {"train.schedule": "joint", "train.stage2_layer1": "trained"},
     "markov-stages": {"model.max_degree": 3, "model.loss": "softmax_of_probs", **NO_ABLATION},

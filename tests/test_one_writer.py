@@ -86,9 +86,9 @@ def test_reproduce_never_removes_a_run_it_did_not_write(tmp_path, caplog):
 
 
 def test_a_failure_after_the_tables_leaves_the_run_for_resume_to_finish(tmp_path, monkeypatch):
-    """A run with checkpoints that fails in its figures is unfinished (no summary) and ``--resume`` completes it; a
-    run without one leaves nothing behind, so the same command runs again."""
-    for name, overrides, kept in (("markov-stages", {"degrees": "2", "losses": "ce"}, True), ("markov-mi", {}, False)):
+    """A run that fails in its figures is unfinished (no summary) and ``--resume`` completes it: one with checkpoints,
+    and one without any whose tables were written (nothing that was computed is deleted)."""
+    for name, overrides, kept in (("markov-stages", {"degrees": "2", "losses": "ce"}, True), ("markov-mi", {}, True)):
         exp, out = experiments.get(name), tmp_path / name
         cfg = resolve(name, "smoke", overrides)
 

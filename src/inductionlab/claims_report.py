@@ -211,7 +211,7 @@ def _block(out: Path, name: str, rows: pd.DataFrame, shown: frozenset[str] = fro
 
 
 _CALIBRATION = (
-    '<p class="meta"><b>Calibration seeds</b> (every seed + 1000): this page chooses protocols before the judged '
+    '<p class="meta"><b>Calibration seeds</b> (every seed moved up by 1000): this page chooses protocols before the judged '
     "draws (docs/conventions.md#calibration); its verdicts say nothing about the papers.</p>"
 )
 

@@ -235,7 +235,7 @@ def _reproduce_options(rr: argparse.ArgumentParser) -> None:
     rr.add_argument(
         "--calibrate",
         action="store_true",
-        help="the experiments and their draws on their seeds + 1000 (no control), the calibration seeds on which protocols "
+        help="the experiments and their draws with their seeds moved up by 1000 (no control), the calibration seeds on which protocols "
         "are chosen before the judged draws (docs/conventions.md#calibration); its page judges no paper",
     )
     threads_option(rr)

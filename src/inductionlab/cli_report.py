@@ -63,6 +63,9 @@ def executor_parameters(args: argparse.Namespace) -> dict:
     return params
 
 
+MISSING_KEY = object()  # a headline key the summary lacks
+
+
 def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> list[str]:
     """``key = value`` lines of the numbers an experiment declares as its headline (default: its top-level
     scalars), then the wall time; a declared number that is missing or NaN reads "not reached at this size"."""
@@ -70,11 +73,18 @@ def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> li
     if keys is None:
         keys = tuple(k for k, v in summary.items() if k not in VOLATILE and isinstance(v, (int, float, bool)))[:10]
     lines = []
+    never = set(summary.get("not_reached", ()))  # times that never came (docs/conventions.md#never)
     for key in keys:
         value: Any = summary
         for part in key.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, float) and math.isnan(value) or value is None and explicit:
+            value = value.get(part, MISSING_KEY) if isinstance(value, dict) else MISSING_KEY
+        if value is MISSING_KEY:
+            lines.append(
+                f"  {key}: not in this run's summary (the experiment's headline names a key it does not write)"
+            )
+        elif value is None and key in never:
+            lines.append(f"  {key} = never (not reached in this run)")
+        elif isinstance(value, float) and math.isnan(value) or value is None and explicit:
             lines.append(f"  {key} = not reached at this size")
         elif isinstance(value, float):
             lines.append(f"  {key} = {value:.6g}")

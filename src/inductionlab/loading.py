@@ -22,6 +22,7 @@ refused with :class:`RunFileError`, naming the file; the files are only read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -338,7 +339,8 @@ def kept_steps(run_dir: str | Path, name: str | None = None) -> tuple[str, list[
     at which it kept a checkpoint (``--keep-checkpoints``, docs/models.md#checkpoints-over-time), in order."""
     run_dir = Path(run_dir)
     path = _checkpoint(run_dir, _run_config(run_dir)["experiment"], name)
-    return path.stem, sorted(int(p.stem.removeprefix("step-")) for p in path.with_suffix("").glob("step-*.pt"))
+    steps = (re.fullmatch(r"step-([0-9]+)", p.stem) for p in path.with_suffix("").glob("step-*.pt"))
+    return path.stem, sorted(int(m[1]) for m in steps if m)  # a stray step-x.pt is none of the toolkit's
 
 
 def load_model(run_dir: str | Path, run: int = 0, name: str | None = None, step: int | None = None) -> LoadedModel:

@@ -11,8 +11,8 @@ import pytest
 from inductionlab import experiments
 from inductionlab.analysis.claims import DID_NOT_LEARN
 from inductionlab.analysis.verdicts import judge
+from inductionlab.experiments.wang._shared import learning
 from inductionlab.experiments.wang.heads_dims import _summary as heads_dims_summary
-from inductionlab.experiments.wang.probe import learning
 from inductionlab.runs import RunContext
 
 STEPS = np.array([0, 100, 200, 400, 800, 1600, 3200])

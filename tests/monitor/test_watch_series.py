@@ -94,3 +94,40 @@ def test_a_toolkit_run_that_kept_its_checkpoints_is_a_series(tmp_path):
         found, {s: (m.config, m.params) for s in steps for m in [load_model(out, name="parents_1", step=s)]}
     )
     assert main(["watch", str(out), "--name", "parents_1", "--run", "3"]) == 2  # one run: refused by name, no work
+
+
+def test_a_step_comes_from_the_checkpoints_record_or_a_name_read_whole_and_two_at_one_step_are_refused(tmp_path):
+    """step-1e3 is not step 3, v1.0 and v2.0 are not both step 0, step-2 and step-02 are not two rows at step 2: a
+    folder's trainer_state.json global_step wins, a name must be a step as a whole, duplicates are refused, and a
+    name without a digit is simply not part of the series."""
+    from inductionlab.monitor.series import numbered
+
+    made = iter(range(100))
+
+    def series(*names, states=None):
+        root = tmp_path / f"series{next(made)}"
+        for name in names:
+            (root / name).mkdir(parents=True)
+            (root / name / "config.json").write_text("{}")
+            if states and name in states:
+                (root / name / "trainer_state.json").write_text(json.dumps({"global_step": states[name]}))
+        (root / "notes").mkdir()
+        return root
+
+    def steps(root):
+        return [(s, p.name) for s, p in numbered(root, lambda p: (p / "config.json").is_file(), global_step)]
+
+    from inductionlab.monitor.series import global_step
+
+    assert steps(series("step-10", "ckpt_200", "300")) == [(10, "step-10"), (200, "ckpt_200"), (300, "300")]
+    assert steps(series("v1.0", "v2.0", states={"v1.0": 1000, "v2.0": 2000})) == [(1000, "v1.0"), (2000, "v2.0")]
+    for names, match in ((("step-1e3",), "step-1e3 is not named by its step"), (("v1.0", "v2.0"), "v1.0 is not")):
+        with pytest.raises(ConfigError, match=match):
+            steps(series(*names))
+    with pytest.raises(ConfigError, match="step-02 and .*step-2 are both step 2"):
+        steps(series("step-2", "step-02"))
+    with pytest.raises(ConfigError, match="are both step 5"):
+        steps(series("a-5", "b-9", states={"b-9": 5}))
+    root = series("step-1e3")
+    code = main(["watch", str(root)])
+    assert code == 2 and (root / "step-1e3").is_dir()  # refused before any work, nothing removed

@@ -18,6 +18,7 @@ from inductionlab.runs import Results, RunContext
 from inductionlab.theory.laws import Law
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
+WALL = re.compile(r"~?\s*[0-9]+(\.[0-9]+)?\s*(min|s)")  # a wall time as list shows it and reproduce schedules by
 NATS = "nats"  # the unit of a cross-entropy (natural log)
 SQUARED = "½ squared error"  # the unit of Wang et al.'s eq. (3) loss
 DEVICES = ("cpu", "cuda")  # the devices an experiment may declare (docs/conventions.md#devices)
@@ -93,11 +94,29 @@ class Experiment(Generic[C]):
             claims = tuple(c if c.seeds else dataclasses.replace(c, seeds=self.draws) for c in claims)
         object.__setattr__(self, "claims", claims)
         object.__setattr__(self, "controls", tuple(self.controls))
-        object.__setattr__(self, "headline", tuple(self.headline))
+        if not isinstance(self.headline, str):
+            object.__setattr__(self, "headline", tuple(self.headline))
         self._check_claims(where)
         self._check_declared(where)
 
+    def _check_shown(self, where: str) -> None:
+        """The fields ``list`` and ``run`` show: strings, summary keys, a flag (docs/own_experiment.md)."""
+        for name in ("description", "figure", "wall", "cpu_only", "loss_unit", "data"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{where}: {name} must be a string, got {getattr(self, name)!r}")
+        if self.wall and not WALL.fullmatch(self.wall):
+            raise ValueError(f"{where}: wall is the default's wall time such as '~3 min' or '~30 s', got {self.wall!r}")
+        if isinstance(self.headline, str) or not all(isinstance(k, str) and k for k in self.headline):
+            raise ValueError(f"{where}: headline is a tuple of summary keys such as ('T_50',), got {self.headline!r}")
+        if not isinstance(self.saves_models, bool):
+            raise ValueError(f"{where}: saves_models must be True or False, got {self.saves_models!r}")
+        if isinstance(self.devices, str) or len(set(self.devices)) != len(tuple(self.devices)):
+            raise ValueError(
+                f"{where}: devices is a tuple of distinct names such as ('cpu', 'cuda'), got {self.devices!r}"
+            )
+
     def _check_declared(self, where: str) -> None:
+        self._check_shown(where)
         object.__setattr__(self, "laws", tuple(self.laws))
         keys = flatten(self.config)
         devices = tuple(self.devices) or (DEVICES if "device" in keys else ("cpu",))

@@ -22,7 +22,10 @@ from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext
 from inductionlab.train.autograd import pack
 
-STEP = re.compile(r"(\d+)$")  # the step a folder's or file's name ends in
+# a name that is a step as a whole: a prefix without digits, then the step (step-100, ckpt_100, 100); step-1e3,
+# v1.0 or epoch2-step100 are not, whatever digits they end in
+STEP = re.compile(r"[^0-9]*?([0-9]+)")
+KEPT = re.compile(r"step-([0-9]+)")  # a checkpoint the toolkit kept (--keep-checkpoints): step-STEP.pt
 STATE_DICTS = (".pt", ".pth")
 TL_KEYS = {"n_layers", "d_model", "d_head", "n_ctx", "d_vocab"}  # a TransformerLens HookedTransformerConfig's
 
@@ -38,14 +41,37 @@ class Series:
     incomplete: Callable[[Path], str | None]
 
 
-def numbered(directory: Path, keep: Callable[[Path], bool]) -> list[tuple[int, Path]]:
-    """The entries of ``directory`` that ``keep`` accepts and whose name (without suffix) ends in a step, by step."""
-    found = []
-    for entry in directory.iterdir() if directory.is_dir() else ():
-        match = STEP.search(entry.stem if entry.is_file() else entry.name)
-        if match and keep(entry):
-            found.append((int(match[1]), entry))
-    return sorted(found)
+def numbered(
+    directory: Path, keep: Callable[[Path], bool], record: Callable[[Path], int | None] = lambda p: None
+) -> list[tuple[int, Path]]:
+    """The entries of ``directory`` that ``keep`` accepts, with their step, by step: the step the entry records
+    itself (``record``: a ``trainer_state.json``'s ``global_step``), else its name (without suffix) read whole as a
+    step (:data:`STEP`).  An entry without a digit in its name and no record is not part of the series; one whose
+    name holds digits but is not a step (``v1.0``, ``step-1e3``), or two entries at one step, are refused, naming
+    them (docs/monitor.md#the-watch-command)."""
+    found: dict[int, Path] = {}
+    for entry in sorted(directory.iterdir()) if directory.is_dir() else ():
+        if not keep(entry):
+            continue
+        name = entry.stem if entry.is_file() else entry.name
+        step, match = record(entry), STEP.fullmatch(name)
+        if step is None and match is None:
+            require(
+                not re.search("[0-9]", name),
+                "directory",
+                f"{entry} is not named by its step (a prefix without digits, then the step: step-100) and records "
+                "none (no trainer_state.json with a global_step): rename it or move it out of the series",
+            )
+            continue
+        step = int(match[1]) if step is None and match is not None else step
+        assert step is not None
+        require(
+            step not in found,
+            "directory",
+            f"{found.get(step)} and {entry} are both step {step}: keep one of them in the series",
+        )
+        found[step] = entry
+    return sorted(found.items())
 
 
 @contextlib.contextmanager
@@ -66,6 +92,16 @@ def load_hf(folder: Path) -> Any:
     """A ``save_pretrained`` folder as a causal LM with eager attention (the monitor needs its weights)."""
     with quiet_transformers() as transformers:
         return transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager")
+
+
+def global_step(folder: Path) -> int | None:
+    """The ``global_step`` a Trainer wrote in the folder's ``trainer_state.json`` (None: no such file, or no
+    readable step in it)."""
+    try:
+        step = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
+    return step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
 def _tl_template(directory: Path, template: Any) -> Any:
@@ -131,7 +167,7 @@ def _toolkit_series(directory: Path, name: str | None, run: int) -> Series | Non
     if not ((directory / "config.json").is_file() and any((directory / "checkpoints").glob("*/step-*.pt"))):
         return None
     folder = directory / "checkpoints" / _kept_model(directory, name)
-    items = sorted((int(p.stem.removeprefix("step-")), p) for p in folder.glob("step-*.pt"))
+    items = numbered(folder, lambda p: p.is_file() and KEPT.fullmatch(p.stem) is not None)
     read_kept(items[-1][1], run)  # a bad ``run`` fails here, naming the field, before any measurement
     return Series(f"kept checkpoints of {folder.name}", items, lambda path: read_kept(path, run), lambda path: None)
 
@@ -154,7 +190,7 @@ def find_series(
     toolkit = _toolkit_series(directory, name, run)
     if toolkit is not None:
         return toolkit
-    folders = numbered(directory, lambda p: p.is_dir() and (p / "config.json").is_file())
+    folders = numbered(directory, lambda p: p.is_dir() and (p / "config.json").is_file(), global_step)
     if folders:
         return Series("save_pretrained folders", folders, load_hf, incomplete)
     return _tl_series(directory, template)

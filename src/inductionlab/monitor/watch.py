@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from inductionlab.config import ConfigError
+from inductionlab.config import ConfigError, require
 from inductionlab.monitor.adapters import AdapterError
 from inductionlab.monitor.core import Monitor, MonitorConfig
 from inductionlab.monitor.figure import plot_monitor
@@ -26,7 +26,7 @@ from inductionlab.monitor.pick import adapter_for
 from inductionlab.monitor.series import Series, find_series, no_series
 from inductionlab.runs import write_parquet
 
-CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
 FILES = ("watch_heads.parquet", "watch_steps.parquet", "watch.png")
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 log = logging.getLogger(__name__)
@@ -53,12 +53,14 @@ def checkpoints(directory: str | Path) -> list[tuple[int, Path]]:
     """The ``checkpoint-STEP`` folders of a Trainer output directory as (step, folder), by step; the step is the
     ``global_step`` of the folder's ``trainer_state.json`` when it has a readable one, else the number in its name.
     Complete or not: :func:`incomplete` says why a folder cannot be measured."""
-    found = []
-    for folder in Path(directory).iterdir() if Path(directory).is_dir() else ():
+    found: dict[int, Path] = {}
+    for folder in sorted(Path(directory).iterdir()) if Path(directory).is_dir() else ():
         match = CHECKPOINT.fullmatch(folder.name)
         if match and folder.is_dir():
-            found.append((_step(folder, int(match[1])), folder))
-    return sorted(found)
+            step = _step(folder, int(match[1]))
+            require(step not in found, "directory", f"{found.get(step)} and {folder} are both step {step}: keep one")
+            found[step] = folder
+    return sorted(found.items())
 
 
 def _safetensors_gap(path: Path) -> str | None:

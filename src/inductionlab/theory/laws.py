@@ -56,6 +56,19 @@ class Law:
     transform: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
+        for name in ("key", "variable", "source"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"Law.{name}: a non-empty string, got {getattr(self, name)!r}")
+        if not (
+            isinstance(self.metrics, tuple) and self.metrics and all(isinstance(m, str) and m for m in self.metrics)
+        ):
+            raise ValueError(f"Law.metrics: a tuple of summary keys such as ('T_50',), got {self.metrics!r}")
+        if isinstance(self.exponent, bool) or not isinstance(self.exponent, (int, float)):
+            raise ValueError(f"Law.exponent: a number, got {self.exponent!r}")
+        if not np.isfinite(self.exponent):
+            raise ValueError(f"Law.exponent: a finite number, got {self.exponent!r}")
+        if self.transform is not None and not callable(self.transform):
+            raise ValueError(f"Law.transform: a function of x, got {type(self.transform).__name__}")
         if self.transform is None and self.variable not in VARIABLES:
             raise ValueError(
                 f"Law.variable {self.variable!r}: expected one of {sorted(VARIABLES)}, or give its transform"

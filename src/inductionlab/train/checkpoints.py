@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from inductionlab.config import differences
 from inductionlab.runs import RunContext, load_checkpoint
 
-if TYPE_CHECKING:
-    from inductionlab.train.loop import Hook
+Hook = Any  # a train.loop.Hook: its state_dict and load_state_dict (the loop imports this module)
 
 
 class CheckpointError(RuntimeError):

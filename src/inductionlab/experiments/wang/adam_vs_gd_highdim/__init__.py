@@ -36,7 +36,7 @@ import torch
 from inductionlab import plots, rng
 from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment
-from inductionlab.experiments.wang.adam_vs_gd_claims import CLAIMS, CONTROLS, STUCK, STUCK_EVERYWHERE
+from inductionlab.experiments.wang.adam_vs_gd_highdim.claims import CLAIMS, CONTROLS, STUCK, STUCK_EVERYWHERE
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import lifted_target
