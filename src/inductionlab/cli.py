@@ -348,6 +348,10 @@ def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
 
 def _dispatch(argv: list[str]) -> int:
     args, values = parse_command(take_plugins(argv))
+    if args.command in ("run", "sweep", "reproduce", "watch"):
+        from inductionlab import environ
+
+        environ.check()  # a bad switch fails before any work (docs/conventions.md#environment)
     if args.command == "list":
         return cmd_list(args)
     if args.command == "report":

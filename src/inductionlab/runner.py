@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from inductionlab import experiments, timing
+from inductionlab import environ, experiments, timing
 from inductionlab.config import ConfigError, config_hash, differences, to_dict
 from inductionlab.runs import (
     CONFIG,
@@ -78,16 +78,13 @@ def thread_budget(threads: int | None = None) -> tuple[int, str]:
     affinity: a container's or a scheduler's limit, not the machine's count).  A value that is not an integer
     ≥ 1 fails, naming where it came from."""
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ConfigError(f"--threads: must be an integer ≥ 1, got {threads!r}")
-        return threads, "--threads"
+        if isinstance(threads, bool) or not isinstance(threads, int):
+            raise ConfigError(f"--threads: must be an integer, got {threads!r}")
+        return environ.count(str(threads), "--threads"), "--threads"
     for var in THREAD_SOURCES:
         value = os.environ.get(var, "").strip()
-        if value:
-            first = value.split(",")[0].strip()  # OMP_NUM_THREADS may list one count per nesting level
-            if not first.isdigit() or int(first) < 1:
-                raise ConfigError(f"{var}: must be an integer ≥ 1 (the torch threads of a run), got {value!r}")
-            return int(first), var
+        if value:  # OMP_NUM_THREADS may list one count per nesting level: the first is the run's
+            return environ.count(value.split(",")[0], var), var
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return cores, "CPU affinity"
 

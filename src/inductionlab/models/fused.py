@@ -6,15 +6,18 @@ with the strictly causal mask from ``key_start``, the RPE slope (paper eq. 2) an
 through W_O — without the (S, B, H, L', L) score and pattern tensors, which eager autograd writes and reads some
 twenty times per step.  The projections write q, k and v batch-last (the kernel's vector lanes are sequences).
 
-* Built on first use by the C compiler (``$CC``, else ``gcc``, else ``cc``: the one Inductor needs) into
+* Built on first use by the C compiler (``$CC``, else ``gcc``, else ``cc``: the one Inductor needs; a compile
+  has :data:`BUILD_TIMEOUT` seconds) into
   ``$XDG_CACHE_HOME/inductionlab/fused`` (``~/.cache``), one library per source, flags, compiler and CPU
   (its ``/proc/cpuinfo`` flags and torch's CPU capability: ``ATEN_CPU_CAPABILITY=avx2`` builds for AVX2), written
-  atomically.  Without a compiler, or when the build fails, it is unavailable: one log line, and the eager path.
+  atomically; an entry that fails to load is removed and built again once, and killed builds' temporaries are
+  swept.  Without a compiler, or when the build fails, it is unavailable: one log line, and the eager path.
 * Checked against the eager path, outputs and gradients, at the first call of each configuration (query rows,
   keys, head size, ``key_start``, scale) on inputs of its own; a disagreement logs one warning and turns it off
   for the process (:func:`inductionlab._runtime._disagreement`, float32 tolerances).
 * Used for float32 tensors on the CPU, outside ``torch.compile`` and ``torch.func`` transforms, and unless
-  ``INDUCTIONLAB_FUSED=0`` or inside ``enabled(False)``.  Several torch threads split the tasks between them.
+  ``INDUCTIONLAB_FUSED`` is off (0, false, no, off) or inside ``enabled(False)``.  Several torch threads split the
+  tasks between them.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ import functools
 import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +39,7 @@ from typing import Any
 
 import torch
 
-from inductionlab import rng
+from inductionlab import environ, rng
 from inductionlab._runtime import _disagreement
 
 SOURCE = Path(__file__).with_name("fused_attention.c")
@@ -69,38 +72,69 @@ class Kernel:
     lanes: int
 
 
+BUILD_TIMEOUT = 300  # seconds a compile may take before it counts as failed (the build takes a few)
+STALE = 3600  # seconds after which a build's leftover temporary (a killed build's) is swept
+
+
 @functools.cache
 def library() -> Kernel | None:
-    """The built kernel, or None (logged once) when it cannot be built or loaded."""
-    if os.environ.get("INDUCTIONLAB_FUSED", "1") == "0":
+    """The built kernel, or None (logged once) when it cannot be built or loaded.  ``INDUCTIONLAB_FUSED`` and
+    ``CC`` are read strictly (:mod:`inductionlab.environ`): a value it cannot read fails, naming the variable."""
+    if not environ.flag("INDUCTIONLAB_FUSED", True):
         return None
-    cc = next((c for c in (os.environ.get("CC"), "gcc", "cc") if c and shutil.which(c)), None)
+    cc = environ.compiler()
     if cc is None:
         _log.warning("fused attention unavailable (no C compiler: set CC); the transformer runs its eager attention")
         return None
     flags = ["-O3", "-ffast-math", "-fno-finite-math-only", "-fPIC", "-shared", *_arch_flags()]
     try:
-        version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+        version = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60).stdout
         key = hashlib.sha256("\0".join([SOURCE.read_text(), *flags, version, _cpu_flags()]).encode()).hexdigest()
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inductionlab" / "fused"
         path = cache / f"fused-{key[:16]}.so"
-        if not path.exists():
-            cache.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
-            os.close(fd)
-            done = subprocess.run([cc, *flags, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True)
-            if done.returncode:
-                os.unlink(tmp)
-                raise OSError(f"{cc} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
-            os.replace(tmp, path)
-        lib = ctypes.CDLL(str(path))
-    except (OSError, subprocess.SubprocessError) as err:
+        _sweep(cache)
+        try:
+            lib = _load(cc, flags, path)
+        except (OSError, AttributeError):  # a damaged entry (a truncated file): removed and built again, once
+            path.unlink(missing_ok=True)
+            lib = _load(cc, flags, path)
+    except (OSError, AttributeError, subprocess.SubprocessError) as err:
         _log.warning("fused attention unavailable (%s); the transformer runs its eager attention", err)
         return None
-    i64, i32, f32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-    lib.fused_forward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 6]
-    lib.fused_backward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 11]
     return Kernel(lib.fused_forward, lib.fused_backward, lib.fused_lanes())  # lanes: 16 on AVX-512, else 8
+
+
+def _sweep(cache: Path) -> None:
+    """Remove the temporaries that killed builds left in ``cache`` (older than :data:`STALE` seconds)."""
+    now = time.time()
+    for tmp in cache.glob("tmp*.so") if cache.is_dir() else ():
+        with contextlib.suppress(OSError):
+            if now - tmp.stat().st_mtime > STALE:
+                tmp.unlink()
+
+
+def _load(cc: list[str], flags: list[str], path: Path) -> ctypes.CDLL:
+    """The library at ``path``, built there first when absent: into a temporary of this process, then renamed in
+    place, so that two processes building at once never read each other's half-written file."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
+        os.close(fd)
+        try:
+            done = subprocess.run(
+                [*cc, *flags, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True, timeout=BUILD_TIMEOUT
+            )
+            if done.returncode:
+                raise OSError(f"{cc[0]} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    lib = ctypes.CDLL(str(path))
+    i64, i32, f32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    lib.fused_forward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 6]  # AttributeError: not this library
+    lib.fused_backward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 11]
+    return lib
 
 
 def _kernel() -> Kernel:

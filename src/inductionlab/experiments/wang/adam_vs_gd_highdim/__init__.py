@@ -297,13 +297,19 @@ def g4_lead(loss_g4: np.ndarray, loss_ih: np.ndarray) -> float | None:
 def plot(results: Results, out_dir: Path) -> list[Path]:
     metrics, s = results.tables["metrics"], results.summary
     fig, (ax, kx) = plots.subplots(2, width=4.8, height=3.6)
-    styles = iter(["-", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))])
+    styles = iter(["-", "-.", (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1))])  # one per GD reading; Adam and D = 1 apart
     for (name, reading), g in metrics.groupby(["optimizer", "reading"], sort=False):
-        style = {"Adam": "--", D1: ":"}.get(name) or next(styles)
+        style = {"Adam": (0, (6, 2)), D1: ":"}.get(name) or next(styles)
+        width = 2.0 if name == "Adam" else 1.3
         label = name if name != "GD" else f"GD {reading}"
-        ax.semilogy(g.step, g.loss_G4, ls=style, color=plots.CURVE_COLORS["loss_G4"], label=f"L_G4, {label}")
-        ax.semilogy(g.step, g.loss_IH2, ls=style, color=plots.CURVE_COLORS["loss_IH2"], label=f"L_IH2, {label}")
-        kx.semilogy(g.step, g.kq_error, ls=style, color=plots.CURVE_COLORS["w_KQ"], label=label)
+        if not (name == "GD" and reading in READINGS and READINGS[reading].ih_only):  # its 4-gram part is not trained
+            ax.semilogy(
+                g.step, g.loss_G4, ls=style, lw=width, color=plots.CURVE_COLORS["loss_G4"], label=f"L_G4, {label}"
+            )
+        ax.semilogy(
+            g.step, g.loss_IH2, ls=style, lw=width, color=plots.CURVE_COLORS["loss_IH2"], label=f"L_IH2, {label}"
+        )
+        kx.semilogy(g.step, g.kq_error, ls=style, lw=width, color=plots.CURVE_COLORS["w_KQ"], label=label)
     ax.axhline(s["ih_plateau_loss"], color="gray", lw=0.8, ls=":", label="IH plateau (D = model.D)")
     ax.set_xlabel("step"), ax.set_ylabel("partial loss per output coordinate")
     ends = ", ".join(f"{r} {plots.num(v.get('ih_fraction_of_plateau')):.2g}" for r, v in s.get("gd", {}).items())
