@@ -80,7 +80,7 @@ CASES = [  # (case, argv, words the message must contain)
     ("force-foreign", [*MI, "--out", "{run}", "--force"], ["my_notes.txt", "did not write"]),
     ("config-missing", ["run", "--config", "{tmp}/nothing/config.json"], ["--config", "no such file"]),
     ("report-missing", ["report", "{tmp}/nothing"], ["not a run directory"]),
-    ("summary-garbage", ["report", "{run}"], ["summary.json", "not valid JSON"]),
+    ("summary-garbage", ["report", "{run}"], ["summary.json", "is damaged or not a run's summary"]),
     ("summary-empty", ["report", "{run}"], ["summary.json"]),
     ("table-truncated", ["report", "{run}"], ["mi.parquet", "damaged"]),
     ("table-deleted", ["report", "{run}"], ["do not fit", "--force"]),

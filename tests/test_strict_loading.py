@@ -86,7 +86,7 @@ CASES = {
     "list config.json": (
         "probe",
         lambda r, _: (r / "config.json").write_text("[1, 2]") and r / "config.json",
-        "not an inductionlab config",
+        "holds no JSON object, so it is not a run.s config",
     ),
     "garbage vocab.json": (
         "repeated-text",

@@ -5,7 +5,6 @@ command prints of it: a run's headline numbers and files, a reproduce directory'
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 from pathlib import Path
@@ -97,7 +96,9 @@ def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> li
 
 def print_outputs(run_dir: Path, keys: tuple[str, ...] | None) -> None:
     """Print a run's headline numbers (``keys``, :func:`headline`), its summary and its figures."""
-    summary = json.loads((run_dir / "summary.json").read_text())
+    from inductionlab.runs import read_json
+
+    summary = read_json(run_dir / "summary.json", "a run's summary")
     print(f"{summary.get('experiment', '')} in {run_dir}:")
     print("\n".join(headline(summary, keys)))
     print(f"summary: {run_dir / 'summary.json'}")

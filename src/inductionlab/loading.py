@@ -35,7 +35,7 @@ from inductionlab.analysis import tl_export
 from inductionlab.config import ConfigError, differences, require
 from inductionlab.models import chen, highdim, linear, toy
 from inductionlab.models import transformer as tf
-from inductionlab.runs import CONFIG, SUMMARY, RunContext, config_values
+from inductionlab.runs import CONFIG, SUMMARY, RunContext, RunFileError, config_values, read_json, why
 from inductionlab.tasks.text import TOKENIZER_FILES, BPETokenizer, TextTokenizer, WordTokenizer
 from inductionlab.train.autograd import pack
 
@@ -144,32 +144,10 @@ FORWARD: dict[str, Callable[[LoadedModel, torch.Tensor], torch.Tensor]] = {
 }
 
 
-class RunFileError(ConfigError):
-    """A file of a run directory is missing, damaged, or not this toolkit's (``path``: the file); the message names
-    it and what to do.  A :class:`~inductionlab.config.ConfigError`, so that the command line exits with status 2."""
-
-    def __init__(self, message: str, path: str | Path | None = None):
-        super().__init__(message)
-        self.path = Path(path) if path is not None else None
-
-
-def _why(err: BaseException) -> str:
-    """``Type: first line`` of an exception, at most 160 characters."""
-    line = (str(err).splitlines() or [""])[0]
-    return f"{type(err).__name__}: {line[:160]}".rstrip(": ")
-
-
 def _plain(obj: Any) -> Any:
     """A config as JSON reads it back (tuples as lists, NaN and ±inf as None), for comparing a checkpoint's with
     config.json."""
     return json.loads(json.dumps(obj, default=str), parse_constant=lambda _: None)
-
-
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise RunFileError(f"{path} is damaged or not {what} ({_why(err)}); re-run the experiment", path) from None
 
 
 def _run_config(run_dir: Path) -> dict[str, Any]:
@@ -183,7 +161,7 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
             f"{run_dir} is an unfinished run (no {SUMMARY}); finish it with `inductionlab run ... --resume` first"
         )
     path = run_dir / CONFIG
-    config = _read_json(path, "a run's config (JSON)")
+    config = read_json(path, "a run's config (JSON)")
     if not isinstance(config, dict) or not isinstance(config.get("experiment"), str):
         raise RunFileError(
             f"{path} is not an inductionlab config (a JSON object with an 'experiment' name, got "
@@ -224,7 +202,7 @@ def _read_checkpoint(path: Path, config: dict[str, Any], kept: bool = False) -> 
         ck = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001 - any failure to read means the file is damaged or not a checkpoint
         raise RunFileError(
-            f"checkpoint {path} is damaged or not a checkpoint ({_why(err)}); re-run the experiment (--force)", path
+            f"checkpoint {path} is damaged or not a checkpoint ({why(err)}); re-run the experiment (--force)", path
         ) from None
     ours = isinstance(ck, dict) and {"done", "stepper"} <= set(ck)
     ours = ours and isinstance(ck["stepper"], dict) and isinstance(ck["done"], bool)
@@ -249,16 +227,16 @@ def _read_checkpoint(path: Path, config: dict[str, Any], kept: bool = False) -> 
 
 def _model_of(ck: dict[str, Any], path: Path) -> tuple[str, Any, dict[str, torch.Tensor]]:
     """:func:`_family` of a checked checkpoint; parameters that do not fit the model it records are refused."""
-    why = ""
+    reason = ""
     try:
         family, cfg, params = _family(ck["stepper"], path)
     except ConfigError:
         raise
     except Exception as err:  # noqa: BLE001 - a record or parameters of another shape: not this toolkit's model
-        why, params = f" ({_why(err)})", {}
+        reason, params = f" ({why(err)})", {}
     if not params or not all(isinstance(v, torch.Tensor) and v.dim() >= 1 for v in params.values()):
         raise RunFileError(
-            f"{path}: its parameters do not fit the model it records{why}; it is not a checkpoint of this toolkit's "
+            f"{path}: its parameters do not fit the model it records{reason}; it is not a checkpoint of this toolkit's "
             "models: re-run the experiment (--force)",
             path,
         )
@@ -266,7 +244,7 @@ def _model_of(ck: dict[str, Any], path: Path) -> tuple[str, Any, dict[str, torch
 
 
 def _word_tokenizer(path: Path) -> WordTokenizer | None:
-    saved = _read_json(path, "a word tokenizer (JSON)")
+    saved = read_json(path, "a word tokenizer (JSON)")
     words = saved.get("vocab") if isinstance(saved, dict) else None
     if isinstance(words, list) and all(isinstance(w, str) for w in words) and len(set(words)) == len(words):
         return WordTokenizer(words)
@@ -282,7 +260,7 @@ def _bpe_tokenizer(path: Path) -> BPETokenizer:
         return BPETokenizer(tokenizers.Tokenizer.from_str(path.read_text(encoding="utf-8")))
     except Exception as err:  # noqa: BLE001 - the tokenizers package's errors name no file
         raise RunFileError(
-            f"{path} is damaged or not a BPE tokenizer ({_why(err)}); re-run the experiment", path
+            f"{path} is damaged or not a BPE tokenizer ({why(err)}); re-run the experiment", path
         ) from None
 
 

@@ -19,7 +19,6 @@ so that the workers finish together.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -43,6 +42,7 @@ from inductionlab.runs import (
     claim_dir,
     config_values,
     lock_dir,
+    read_json,
     versions,
     write_json,
     write_parquet,
@@ -55,6 +55,7 @@ Budget = Literal["smoke", "quick", "full"]
 BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": None}
 INFO = REPRODUCE_INFO
 CLAIMS_FILE = "claims.parquet"
+REMAKE = "re-run `inductionlab reproduce` into this directory to remake it"  # what to do with a damaged run file
 # ``--calibrate`` adds this to every run's seeds: the calibration seeds, apart from every judged one
 # (docs/conventions.md#calibration)
 CALIBRATION_SHIFT = 1000
@@ -255,7 +256,7 @@ def _failures(out: Path) -> dict[str, str]:
 def judge_all(out: Path) -> pd.DataFrame:
     """One row per claim of the experiments in ``out``'s reproduce.json, judged against their saved runs, with
     its negative control's verdict beside it."""
-    info = json.loads((Path(out) / INFO).read_text())
+    info = read_json(Path(out) / INFO, "a reproduce run's record", fix=REMAKE)
     failures, rows = _failures(Path(out)), []
     names = [*info["experiments"], *info.get("skipped", {})]
     smoke = info["budget"] == "smoke"
@@ -281,9 +282,8 @@ def judge_all(out: Path) -> pd.DataFrame:
 
 def _saved(run_dir: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """A run directory's summary (None where it has none) and config ({} where it has none)."""
-    summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).exists() else None
-    config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
-    return summary, config
+    summary = read_json(run_dir / SUMMARY, "a run's summary", {}, REMAKE) or None
+    return summary, read_json(run_dir / CONFIG, "a run's config", {}, REMAKE)
 
 
 def _figures(run_dir: Path) -> str:
@@ -300,7 +300,7 @@ def render(out: str | Path) -> pd.DataFrame:
         raise FileNotFoundError(f"{out}: no {INFO} — not a reproduce directory (run `inductionlab reproduce`)")
     table = judge_all(out)
     write_parquet(out / CLAIMS_FILE, table)
-    info = json.loads((out / INFO).read_text())
+    info = read_json(out / INFO, "a reproduce run's record", fix=REMAKE)
     info.setdefault("versions", versions())  # an interrupted reproduce: this process's versions and host
     info.setdefault("host", host())
     info["runs_wall_seconds"] = sum(_run_wall(out / info.get("dirs", {}).get(n, n)) for n in info["experiments"])
@@ -314,8 +314,7 @@ def render(out: str | Path) -> pd.DataFrame:
 
 def _run_wall(run_dir: Path) -> float:
     """The run's own wall time (its summary's), 0 where it has none."""
-    path = run_dir / SUMMARY
-    return float(json.loads(path.read_text()).get("wall_seconds", 0.0)) if path.exists() else 0.0
+    return float(read_json(run_dir / SUMMARY, "a run's summary", {}, REMAKE).get("wall_seconds", 0.0))
 
 
 def profile_of(out: Path, dirs: list[str]) -> dict[str, float]:
@@ -323,8 +322,7 @@ def profile_of(out: Path, dirs: list[str]) -> dict[str, float]:
     first."""
     total: dict[str, float] = {}
     for name in dirs:
-        path = out / name / SUMMARY
-        for part, seconds in (json.loads(path.read_text()).get("profile", {}) if path.exists() else {}).items():
+        for part, seconds in read_json(out / name / SUMMARY, "a run's summary", {}, REMAKE).get("profile", {}).items():
             total[part] = total.get(part, 0.0) + seconds
     return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 

@@ -42,6 +42,8 @@ from typing import Any
 import pandas as pd
 import torch
 
+from inductionlab.config import ConfigError
+
 CONFIG, SUMMARY, WALL = "config.json", "summary.json", "wall.json"
 # config.json's keys that are no config values: the experiment's name and, for a plug-in's experiment, the plug-in
 # that registers it ([{"spec": as given, "resolved": module or absolute .py path}], docs/own_experiment.md#travel)
@@ -68,6 +70,37 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+class RunFileError(ConfigError):
+    """A file of a run directory is missing, damaged, or not this toolkit's (``path``: the file); the message names
+    it and what to do.  A :class:`~inductionlab.config.ConfigError`, so that the command line exits with status 2."""
+
+    def __init__(self, message: str, path: str | Path | None = None):
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
+
+
+def why(err: BaseException) -> str:
+    """``Type: first line`` of an exception, at most 160 characters."""
+    line = (str(err).splitlines() or [""])[0]
+    return f"{type(err).__name__}: {line[:160]}".rstrip(": ")
+
+
+def read_json(path: Path, what: str, default: Any = None, fix: str = "re-run the experiment") -> Any:
+    """The one reader of a run's JSON files (summary.json, config.json, reproduce.json, …): its object, ``default``
+    when the file does not exist (None: it must), or :class:`RunFileError` naming the file, what it should hold and
+    ``fix`` when it cannot be read or holds no JSON object."""
+    path = Path(path)
+    if default is not None and not path.exists():
+        return default
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RunFileError(f"{path} is damaged or not {what} ({why(err)}); {fix}", path) from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{path} holds no JSON object, so it is not {what}; {fix}", path)
+    return data
 
 
 class WriteError(OSError):
@@ -299,15 +332,7 @@ def load_results(run_dir: Path) -> Results:
                 f"{path} cannot be read ({type(err).__name__}); the run's table is damaged: "
                 "re-run the experiment (--force)"
             ) from None
-    try:
-        summary = json.loads((run_dir / SUMMARY).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise FileNotFoundError(
-            f"{run_dir / SUMMARY} is not valid JSON; the run's summary is damaged: re-run the experiment (--force)"
-        ) from None
-    if not isinstance(summary, dict):
-        raise FileNotFoundError(f"{run_dir / SUMMARY} holds no summary; re-run the experiment (--force)")
-    return Results(tables, summary)
+    return Results(tables, read_json(run_dir / SUMMARY, "a run's summary", fix="re-run the experiment (--force)"))
 
 
 @dataclass
@@ -324,7 +349,7 @@ class LoadedRun:
 def load_run(run_dir: str | os.PathLike) -> LoadedRun:
     """Load a run directory: ``run = load_run("runs/lazy-to-rich"); run.metrics.plot(x="t", y="loss_IH2")``."""
     res = load_results(Path(run_dir))
-    config = json.loads((Path(run_dir) / CONFIG).read_text())
+    config = read_json(Path(run_dir) / CONFIG, "a run's config", fix="re-run the experiment (--force)")
     return LoadedRun(Path(run_dir), config, res.tables.get("metrics"), res.summary, res.tables)
 
 

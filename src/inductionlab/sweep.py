@@ -35,7 +35,7 @@ from inductionlab import experiments
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import RunDirError, run_experiment, thread_budget
-from inductionlab.runs import SUMMARY, SWEEP_INFO, claim_dir, write_json, write_parquet
+from inductionlab.runs import SUMMARY, SWEEP_INFO, claim_dir, read_json, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -323,7 +323,7 @@ def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:
         path = Path(job.dir) / SUMMARY
         if not path.exists():
             continue
-        summary = json.loads(path.read_text())
+        summary = read_json(path, "a run's summary", fix="re-run the sweep into this directory to remake it")
         row: dict[str, Any] = {"dir": Path(job.dir).name, "hash": job.hash}
         for key in job.overrides:
             if key != "seed":

@@ -19,7 +19,7 @@ import torch
 
 from inductionlab.config import ConfigError, require
 from inductionlab.models import transformer as tf
-from inductionlab.runs import RunContext
+from inductionlab.runs import RunContext, RunFileError, why
 from inductionlab.train.autograd import pack
 
 # a name that is a step as a whole: a prefix without digits, then the step (step-100, ckpt_100, 100); step-1e3,
@@ -120,7 +120,12 @@ def _tl_template(directory: Path, template: Any) -> Any:
 
     with warnings.catch_warnings():  # 3.x announces HookedTransformer's removal in 4.0; the tl extra pins < 4
         warnings.filterwarnings("ignore", "HookedTransformer is deprecated", DeprecationWarning)
-        return HookedTransformer(HookedTransformerConfig(**fields))
+        try:
+            return HookedTransformer(HookedTransformerConfig(**fields))
+        except (TypeError, ValueError, AssertionError) as err:
+            raise RunFileError(
+                f"{path} is no HookedTransformerConfig TransformerLens can build ({why(err)})", path
+            ) from None
 
 
 def _tl_series(directory: Path, template: Any) -> Series | None:
@@ -151,7 +156,10 @@ def _kept_model(directory: Path, name: str | None) -> str:
 def read_kept(path: Path, run: int = 0) -> tuple[tf.TransformerConfig, tf.Params]:
     """The general transformer of run ``run`` in a checkpoint kept at an evaluation (``--keep-checkpoints``,
     docs/models.md#checkpoints-over-time): (config, parameters with a run axis of length 1)."""
-    state = torch.load(path, map_location="cpu", weights_only=False)["stepper"]
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)["stepper"]
+    except Exception as err:  # noqa: BLE001 - any failure to read: a damaged or foreign file
+        raise RunFileError(f"{path} is damaged or not a kept checkpoint ({why(err)})", path) from None
     record = state.get("model") or {}
     family = record.get("family", "unrecorded")
     require(family == "transformer", "name", f"{path} holds the {family} model; the monitor measures transformers")
@@ -168,7 +176,10 @@ def _toolkit_series(directory: Path, name: str | None, run: int) -> Series | Non
         return None
     folder = directory / "checkpoints" / _kept_model(directory, name)
     items = numbered(folder, lambda p: p.is_file() and KEPT.fullmatch(p.stem) is not None)
-    read_kept(items[-1][1], run)  # a bad ``run`` fails here, naming the field, before any measurement
+    for _, path in reversed(items):  # a bad ``run`` fails here, naming the field, before any measurement
+        with contextlib.suppress(RunFileError):  # a damaged one is skipped (and reported) where it is measured
+            read_kept(path, run)
+            break
     return Series(f"kept checkpoints of {folder.name}", items, lambda path: read_kept(path, run), lambda path: None)
 
 
