@@ -58,11 +58,16 @@ def test_config_values_stand_anywhere_and_may_start_with_a_dash():
 
 
 def test_no_option_is_abbreviated_or_extended(monkeypatch, tmp_path, capsys):
-    args, values = parse_command(["run", "lazy-to-rich", "--pres", "smoke", "--out.x", "5", "--out=o"])
-    assert (args.preset, args.out, values) == (None, "o", {"pres": "smoke", "out.x": "5"})
+    for near, option in (("--pres", "--preset"), ("--out.x", "--out")):  # refused naming the option, never taken
+        with pytest.raises(
+            ConfigError, match=f"{near}: no option and no config key of lazy-to-rich. Did you mean the option {option}"
+        ):
+            parse_command(["run", "lazy-to-rich", near, "smoke", "--out=o"])
+    args, values = parse_command(["run", "lazy-to-rich", "--seeds", "1,2", "--out=o"])  # a config key near --seed
+    assert (args.out, values) == ("o", {"seeds": "1,2"})
     monkeypatch.chdir(tmp_path)
     assert main(["run", "lazy-to-rich", "--pres", "smoke"]) == 2
-    assert "unknown key" in capsys.readouterr().err
+    assert "Did you mean the option --preset?" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # reproduce takes no config values: an unknown option is argparse's error
         parse_command(["reproduce", "--bud", "smoke"])
 
@@ -86,3 +91,24 @@ def test_a_stray_short_option_or_positional_is_argparses_error(capsys):
         with pytest.raises(SystemExit) as stop:
             parse_command(argv)
         assert stop.value.code == 2 and f"unrecognized arguments: {argv[-1]}" in capsys.readouterr().err
+
+
+GUESSES = [
+    (
+        ["--keep-checkpoint", "--out", "{out}"],
+        "--keep-checkpoint: no option and no config key of probe. Did you mean the option --keep-checkpoints?",
+    ),
+    (["--outt", "{out}"], "--outt: no option and no config key of probe. Did you mean the option --out?"),
+    (["--task.w_scale", "--out", "{out}"], "--task.w_scale: missing value: the next argument, --out, is an option"),
+    (["--task.label", "-h", "--out", "{out}"], "task.label: unknown key"),  # -h after a --KEY is its value, not help
+]
+
+
+@pytest.mark.parametrize("extra,said", GUESSES, ids=[g[0][0] for g in GUESSES])
+def test_the_command_line_never_guesses_an_option_or_a_value(extra, said, tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["run", "probe", "--preset", "smoke", *(a.format(out=out) for a in extra)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and "Traceback" not in captured.err and "usage:" not in captured.out
+    assert not out.exists()  # nothing started

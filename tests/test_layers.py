@@ -22,7 +22,7 @@ LAYERS = [
     {"monitor"},
     {"experiments"},
     {"runner", "sweep", "sweep_report", "claims_report", "reproduce", "loading"},
-    {"cli", "cli_errors", "cli_plugins", "cli_report", "__main__", "__init__"},
+    {"cli", "cli_errors", "cli_parse", "cli_plugins", "cli_report", "__main__", "__init__"},
 ]
 
 

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
-from inductionlab.cli_errors import exit_code, message
+from inductionlab.cli_errors import exit_code, said
+from inductionlab.cli_parse import near, no_near_miss, option_strings, stand_in
 from inductionlab.cli_plugins import recorded_experiment, take_plugins
 from inductionlab.cli_report import (
     cmd_report,
     cmd_reproduce,
+    cmd_watch,
     executor_options,
     executor_parameters,
     print_outputs,
@@ -297,21 +299,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
-    """Measure a series of checkpoints, or a Trainer's under each seed's folder (an hf-induction run of several
-    seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
-    from inductionlab.monitor.phase import phase_line
-    from inductionlab.monitor.watch import trainer_dirs, watch
-
-    dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
-    for directory in dirs:
-        monitor, paths = watch(directory, every=args.every, name=args.name, run=args.run)
-        print(("" if len(dirs) == 1 else f"{directory.name}: ") + phase_line(monitor.phase()))
-        for path in paths:
-            print(f"wrote {path}")
-    return 0
-
-
 def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     """The command's options, and the config values of ``run`` and ``sweep``: every ``--KEY VALUE`` or
     ``--KEY=VALUE``, before or after the experiment's name, whose ``--KEY`` the command's parser does not declare
@@ -320,12 +307,15 @@ def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     are parsed, so it never reads as an option or as the experiment's name (``run --task.L 20 lazy-to-rich``); a value
     that is itself one of the command's options (``--task.name --out``) reads as that option."""
     parser = build_parser()
-    # the first pass only finds the undeclared --KEYs: a value such as -1 or -hello stands in as 0, lest it read as -h
-    first, extras = parser.parse_known_args(["0" if re.fullmatch(r"-(?!-|h$).*", a) else a for a in argv])
+    declared = option_strings(parser)
+    # the first pass only finds the undeclared --KEYs: a value such as -1, -hello, or -h after an undeclared --KEY,
+    # stands in as 0, lest it read as an option or as help
+    first, extras = parser.parse_known_args([stand_in(argv, i, declared) for i in range(len(argv))])
     if first.command not in ("run", "sweep"):
         return parser.parse_args(argv), {}
     # an unknown --KEY=V holding a space is taken for a positional (argparse): then it stands as the name
     config = {a.partition("=")[0] for a in [*extras, first.name or ""] if a.startswith("--") and len(a) > 2}
+    no_near_miss(config, declared, first.name)
     own: list[str] = []
     values: dict[str, str] = {}
     i = 0
@@ -340,6 +330,11 @@ def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
             if not eq:
                 if i + 1 >= len(argv):
                     raise ConfigError(f"{key}: missing value (config values are given as --KEY VALUE)")
+                if argv[i + 1].partition("=")[0] in declared - {"-h"}:  # -h after a --KEY is its value
+                    raise ConfigError(
+                        f"{key}: missing value: the next argument, {argv[i + 1]}, is an option (config values are "
+                        f"given as --KEY VALUE){near(key, declared)}"
+                    )
                 value, i = argv[i + 1], i + 1
             values[key[2:]] = value
         i += 1
@@ -363,21 +358,6 @@ def _dispatch(argv: list[str]) -> int:
     return {"run": cmd_run, "sweep": cmd_sweep}[args.command](args, values)
 
 
-def _said(err: BaseException) -> str:
-    """The line for ``err``; for a run file that could not be written (a full disk), what the failure left, looked
-    at after the run gave up: the last good checkpoint, or nothing where the unfinished run was removed."""
-    runs, path = sys.modules.get("inductionlab.runs"), Path(str(getattr(err, "filename", None)))
-    if not (runs and isinstance(err, runs.WriteError)) or (path.suffix != ".pt" and path.parent.exists()):
-        return message(err)
-    if path.is_file():
-        left = f"the last good checkpoint, {path.name}, is kept; --resume continues from it"
-    elif not path.parent.exists():
-        left = "nothing of the run is left: it had no checkpoint yet, so its unfinished directory was removed"
-    else:
-        left = "no checkpoint of it was written yet: --resume starts that training over"
-    return f"cannot write {path} ({err.strerror}); {left}. Free space, or choose another --out"
-
-
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")  # other libraries' notes stay quiet
     logging.getLogger("inductionlab").setLevel(logging.INFO)
@@ -395,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         err_code = exit_code(err)
         if err_code is None:
             raise
-        print(f"inductionlab: {'stopped' if err_code == 3 else 'error'}: {_said(err)}", file=sys.stderr)
+        print(f"inductionlab: {'stopped' if err_code == 3 else 'error'}: {said(err)}", file=sys.stderr)
         return err_code
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import sys
+from pathlib import Path
 
 from inductionlab.config import ConfigError
 
@@ -61,3 +62,18 @@ def message(err: BaseException) -> str:
         first = line if len(line) <= 160 else line[:160].rsplit(" ", 1)[0] + " …"
         return f"out of memory ({first}); lower the largest size (batch size, sample or evaluation size, model size)"
     return str(err)
+
+
+def said(err: BaseException) -> str:
+    """The line for ``err``; for a run file that could not be written (a full disk), what the failure left, looked
+    at after the run gave up: the last good checkpoint, or nothing where the unfinished run was removed."""
+    runs, path = sys.modules.get("inductionlab.runs"), Path(str(getattr(err, "filename", None)))
+    if not (runs and isinstance(err, runs.WriteError)) or (path.suffix != ".pt" and path.parent.exists()):
+        return message(err)
+    if path.is_file():
+        left = f"the last good checkpoint, {path.name}, is kept; --resume continues from it"
+    elif not path.parent.exists():
+        left = "nothing of the run is left: it had no checkpoint yet, so its unfinished directory was removed"
+    else:
+        left = "no checkpoint of it was written yet: --resume starts that training over"
+    return f"cannot write {path} ({err.strerror}); {left}. Free space, or choose another --out"

@@ -184,3 +184,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         ) from None
     print_outputs(run_dir, exp.headline)
     return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Measure a series of checkpoints, or a Trainer's under each seed's folder (an hf-induction run of several
+    seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
+    from inductionlab.monitor.phase import phase_line
+    from inductionlab.monitor.watch import trainer_dirs, watch
+
+    dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
+    for directory in dirs:
+        monitor, paths = watch(directory, every=args.every, name=args.name, run=args.run)
+        print(("" if len(dirs) == 1 else f"{directory.name}: ") + phase_line(monitor.phase()))
+        for path in paths:
+            print(f"wrote {path}")
+    return 0

@@ -1,0 +1,43 @@
+"""How ``run`` and ``sweep`` tell their options from config keys (``cli.parse_command``): the command line's option
+strings, the stand-ins of the first pass, and the near misses of an option refused by name."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+
+from inductionlab.config import ConfigError
+
+
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of the command line: the main parser's and each command's."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices.values()
+    return {o for p in (parser, *commands) for a in p._actions for o in a.option_strings}
+
+
+def stand_in(argv: list[str], i: int, declared: set[str]) -> str:
+    """``argv[i]`` for the first pass: a value that starts with ``-`` (``-1``, ``-hello``, and ``-h`` after an
+    undeclared ``--KEY``) as ``0``, so that it never reads as an option or as help."""
+    arg, before = argv[i], argv[i - 1] if i else ""
+    after_key = before.startswith("--") and "=" not in before and before not in declared
+    return "0" if re.fullmatch(r"-(?!-|h$).*", arg) or (arg == "-h" and after_key) else arg
+
+
+def near(key: str, declared: set[str]) -> str:
+    """`` Did you mean the option --X?`` for a key that is a near miss of an option ("" when none is)."""
+    close = difflib.get_close_matches(key, sorted(o for o in declared if o.startswith("--")), n=1, cutoff=0.8)
+    return f". Did you mean the option {close[0]}?" if close else ""
+
+
+def no_near_miss(keys: set[str], declared: set[str], name: str | None) -> None:
+    """Refuse an undeclared ``--KEY`` that is a near miss of an option and no config key of the experiment
+    ``name`` (``--keep-checkpoint`` for ``--keep-checkpoints``), naming the option."""
+    from inductionlab import experiments
+    from inductionlab.config import flatten
+
+    known = set(flatten(experiments.get(name).config)) if name and name in experiments.all_experiments() else None
+    for key in sorted(keys):
+        hint = near(key, declared)
+        if hint and known is not None and key[2:] not in known:
+            raise ConfigError(f"{key}: no option and no config key of {name}{hint}")
