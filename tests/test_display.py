@@ -60,3 +60,71 @@ def test_an_experiments_display_fields_are_checked_when_built(field, value, matc
 
     with pytest.raises(ValueError, match=match):
         Experiment(name="my-ih", description="d", config=Config(), run=lambda c, x: Results({}, {}), **{field: value})
+
+
+def _fifo(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    return [
+        "run",
+        "--config",
+        str(tmp_path / "pipe"),
+        "--out",
+        str(tmp_path / "o"),
+    ], "is a named pipe (FIFO), not a file"
+
+
+LEFTOVERS = {
+    "fullwidth digits": (
+        lambda t: ["run", "markov-mi", "--preset", "smoke", "--task.L", "４０", "--out", str(t / "o")],
+        "task.L: expected int, got '４０'",
+    ),
+    "arabic-indic digits": (
+        lambda t: ["run", "markov-mi", "--preset", "smoke", "--seed", "١٠", "--out", str(t / "o")],
+        "argument --seed: expected an integer, got '١٠'",
+    ),
+    "underscored digits": (
+        lambda t: ["run", "markov-mi", "--preset", "smoke", "--task.L", "1_0", "--out", str(t / "o")],
+        "task.L: expected int, got '1_0'",
+    ),
+    "the key a user types": (
+        lambda t: ["run", "markov-stages", "--preset", "smoke", "--degrees", "9", "--out", str(t / "o")],
+        "degrees: must lie in 1..n_heads",
+    ),
+    "a FIFO": (_fifo, None),
+}
+
+
+@pytest.mark.parametrize("case", LEFTOVERS)
+def test_a_message_names_what_the_user_typed_and_what_is_there(case, tmp_path, capsys):
+    from inductionlab.cli import main
+
+    make, said = LEFTOVERS[case]
+    argv = make(tmp_path)
+    if said is None:
+        argv, said = argv
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own refusal of an option's value
+        code = stop.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_watch_on_a_folder_it_cannot_write_says_so_and_not_to_choose_an_out(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from inductionlab.cli import main
+    from inductionlab.monitor import watch as watch_module
+
+    def read_only(directory, **_):
+        raise PermissionError(errno.EACCES, "Permission denied", str(directory / "watch_steps.parquet"))
+
+    monkeypatch.setattr(watch_module, "watch", read_only)
+    monkeypatch.setattr(watch_module, "trainer_dirs", lambda d: [])
+    assert main(["watch", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "make the folder writable" in err and "--out" not in err

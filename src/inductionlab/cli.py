@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, said
-from inductionlab.cli_parse import near, no_near_miss, option_strings, stand_in
+from inductionlab.cli_parse import integer, near, no_near_miss, option_strings, stand_in
 from inductionlab.cli_plugins import recorded_experiment, take_plugins
 from inductionlab.cli_report import (
     cmd_report,
@@ -213,12 +213,12 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
     sw.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a grid axis (repeatable)")
     sw.add_argument(
         "--n-seeds",
-        type=int,
+        type=integer,
         default=1,
         metavar="K",
         help="K seeds from the first: on the run axis in one job, or one job each where an experiment takes one",
     )
-    sw.add_argument("--workers", type=int, default=1)
+    sw.add_argument("--workers", type=integer, default=1)
     threads_option(sw)
     executor_options(sw)
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
@@ -231,7 +231,7 @@ def _reproduce_options(rr: argparse.ArgumentParser) -> None:
     )
     rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
     rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
-    rr.add_argument("--workers", type=int, default=1, help="experiments run at once (one core each)")
+    rr.add_argument("--workers", type=integer, default=1, help="experiments run at once (one core each)")
     rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
     rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
     rr.add_argument(
@@ -272,7 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--out", help="output directory (default runs/NAME or sweeps/NAME)")
         sp.add_argument("--preset", help="a named set of values: smoke, quick, ... (inductionlab list --presets NAME)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
-        sp.add_argument("--seed", type=int, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)")
+        sp.add_argument(
+            "--seed", type=integer, help="first seed (the run axis keeps its count: seeds SEED, SEED + 1, ...)"
+        )
     run = sub.choices["run"]
     run.add_argument("--config", metavar="RUN/config.json", help="start from a saved run's config (values on top)")
     run.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its saved config)")
@@ -293,9 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("dir")
     wa = add("watch", help="induction heads across a series of checkpoints (docs/monitor.md)")
     wa.add_argument("dir", help="a Trainer's output_dir, save_pretrained folders, TL state dicts or a kept run")
-    wa.add_argument("--every", type=int, default=1, metavar="N", help="only checkpoints whose step is a multiple of N")
+    wa.add_argument(
+        "--every", type=integer, default=1, metavar="N", help="only checkpoints whose step is a multiple of N"
+    )
     wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
-    wa.add_argument("--run", type=int, default=0, help="a kept run's row of the run axis (default 0)")
+    wa.add_argument("--run", type=integer, default=0, help="a kept run's row of the run axis (default 0)")
     return p
 
 

@@ -41,3 +41,11 @@ def no_near_miss(keys: set[str], declared: set[str], name: str | None) -> None:
         hint = near(key, declared)
         if hint and known is not None and key[2:] not in known:
             raise ConfigError(f"{key}: no option and no config key of {name}{hint}")
+
+
+def integer(text: str) -> int:
+    """An option's integer as typed: ASCII digits with an optional sign (``int()`` also takes ``١٠``, ``４０`` and
+    ``1_0``, which no one means as a count)."""
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(text)

@@ -5,11 +5,13 @@ command prints of it: a run's headline numbers and files, a reproduce directory'
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import shutil
 from pathlib import Path
 from typing import Any
 
+from inductionlab.cli_parse import integer
 from inductionlab.config import ConfigError
 
 SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
@@ -25,7 +27,7 @@ def threads_option(p: argparse.ArgumentParser) -> None:
     """``--threads N`` of ``run``, ``sweep`` and ``reproduce`` (:func:`inductionlab.runner.thread_budget`)."""
     p.add_argument(
         "--threads",
-        type=int,
+        type=integer,
         metavar="N",
         help="torch threads per run (default: $OMP_NUM_THREADS, else $SLURM_CPUS_PER_TASK, else the cores this "
         "process may use; sweep and reproduce share them among --workers)",
@@ -36,9 +38,9 @@ def executor_options(p: argparse.ArgumentParser) -> None:
     """Where the jobs of ``sweep`` and ``reproduce`` run: here, submitit's local processes, or Slurm."""
     p.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
     p.add_argument("--slurm-partition", help="the Slurm partition (default: the cluster's)")
-    p.add_argument("--slurm-timeout-min", type=int, help="each job's time limit in minutes (default 60)")
-    p.add_argument("--slurm-cpus", type=int, help="CPUs per job; a job trains on that many threads (default 1)")
-    p.add_argument("--slurm-mem-gb", type=int, help="memory per job in GB (default: the cluster's)")
+    p.add_argument("--slurm-timeout-min", type=integer, help="each job's time limit in minutes (default 60)")
+    p.add_argument("--slurm-cpus", type=integer, help="CPUs per job; a job trains on that many threads (default 1)")
+    p.add_argument("--slurm-mem-gb", type=integer, help="memory per job in GB (default: the cluster's)")
 
 
 def executor_parameters(args: argparse.Namespace) -> dict:
@@ -194,7 +196,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
     for directory in dirs:
-        monitor, paths = watch(directory, every=args.every, name=args.name, run=args.run)
+        try:
+            monitor, paths = watch(directory, every=args.every, name=args.name, run=args.run)
+        except OSError as err:  # a read-only series: watch writes beside the checkpoints, it has no --out
+            if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
+                raise
+            raise ConfigError(
+                f"watch writes its tables and figure into {directory}, which it cannot write ({err.strerror}: "
+                f"{err.filename}); make the folder writable, or copy the series to one that is"
+            ) from None
         print(("" if len(dirs) == 1 else f"{directory.name}: ") + phase_line(monitor.phase()))
         for path in paths:
             print(f"wrote {path}")

@@ -9,6 +9,7 @@ and hashes it for the sweep manifest.  What each key means, as ``inductionlab li
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import hashlib
@@ -16,10 +17,10 @@ import json
 import math
 import os
 import re
+import stat
 import types
 import typing
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 
@@ -57,6 +58,10 @@ def _describe(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+# a number as typed: ASCII digits only (not ١٠, ４０ or 1_0, which int() and float() take), or inf / nan (refused later)
+NUMBER = re.compile(r"\s*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)\s*", re.IGNORECASE)
+
+
 def coerce(value: Any, tp: Any, field: str) -> Any:
     """Convert ``value`` (a CLI string or a JSON value) to annotation ``tp``; raise ConfigError if impossible."""
     origin = get_origin(tp)
@@ -82,7 +87,9 @@ def coerce(value: Any, tp: Any, field: str) -> Any:
         if isinstance(value, bool):  # a JSON true is no count, size or name (bool is a subclass of int)
             raise ConfigError(f"{field}: expected {_describe(tp)}, got the bool {format_value(value)}")
         try:
-            if tp is int and isinstance(value, float) and not value.is_integer():
+            if (tp is int and isinstance(value, float) and not value.is_integer()) or (
+                isinstance(value, str) and tp is not str and not NUMBER.fullmatch(value)
+            ):
                 raise ValueError
             out = _int_of_text(value) if tp is int and isinstance(value, str) else tp(value)
         except (TypeError, ValueError, OverflowError):
@@ -114,13 +121,11 @@ def _items(value: Any, field: str) -> list:
 
 def _int_of_text(text: str) -> int:
     """An integer typed as ``12``, ``1e3`` or ``1000.0`` (exactly: ``9007199254740993`` stays itself)."""
-    try:
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        as_float = float(text)
-        if not as_float.is_integer():
-            raise ValueError(text) from None
-        return int(as_float)
+    if not float(text).is_integer():
+        raise ValueError(text)
+    return int(float(text))
 
 
 def _coerce_union(value: Any, tp: Any, field: str) -> Any:
@@ -185,21 +190,6 @@ def check_rate(key: str, value: Any) -> None:
         )
 
 
-@contextmanager
-def keys_as(names: Mapping[str, str]) -> Iterator[None]:
-    """Inside, a :class:`ConfigError` about a library config's key is re-raised about the experiment's key that set
-    it: ``names`` maps the library key's last part (``momentum`` of ``train.momentum``) to the key a user types
-    (``own.momentum``), for a library config an experiment builds from its own keys."""
-    try:
-        yield
-    except ConfigError as err:
-        key, sep, rest = str(err).partition(": ")
-        leaf = key.rsplit(".", 1)[-1]
-        if not sep or leaf not in names:
-            raise
-        raise ConfigError(f"{names[leaf]}: {rest}") from None
-
-
 def set_here(section: Any, prefix: str, defaults: Mapping[str, Any], by: str) -> None:
     """Refuse a value of ``prefix.key`` other than ``defaults[key]``: ``by`` sets that key in this experiment, one
     value per variant, so a shared section's key keeps its default there (docs/conventions.md#keys)."""
@@ -226,11 +216,22 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     return _rebuild(cls, data)
 
 
+def what_is(path: os.PathLike | str) -> str:
+    """What stands at ``path`` for a message when it is no regular file or folder ("" when it is one)."""
+    if not os.path.exists(path):
+        return "is a broken link" if os.path.lexists(path) else "does not exist"
+    mode = os.stat(path).st_mode
+    kind = stat.S_ISFIFO(mode), stat.S_ISSOCK(mode), stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+    return next((t for t, k in zip(("is a named pipe (FIFO)", "is a socket", "is a device"), kind) if k), "")
+
+
 def read_config_file(source: os.PathLike) -> dict[str, Any]:
     """The keys of a ``--config`` file: any JSON object of (nested) config keys, such as a run's config.json."""
     if not os.path.isfile(source):
+        kind = "is a folder" if os.path.isdir(source) else what_is(source)
         raise ConfigError(
-            f"--config {source}: no such file (give a JSON file of config keys, e.g. a run's config.json)"
+            f"--config {source}: {'no such file' if kind == 'does not exist' else kind + ', not a file'} (give a "
+            "JSON file of config keys, e.g. a run's config.json)"
         )
     try:
         with open(source, encoding="utf-8") as f:

@@ -9,10 +9,11 @@ import inspect
 import io
 import textwrap
 import tokenize
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from inductionlab.config import coerce, format_value, require, type_name
+from inductionlab.config import ConfigError, coerce, format_value, require, type_name
 
 
 def field_help(cls: type) -> dict[str, str]:
@@ -90,3 +91,18 @@ def preset_changes(cfg: Any, values: Mapping[str, Any]) -> list[tuple[str, str, 
         typed = coerce(value, get_type_hints(type(node))[leaf], key)
         out.append((key, format_value(getattr(node, leaf)), format_value(typed)))
     return out
+
+
+@contextmanager
+def keys_as(names: Mapping[str, str]) -> Iterator[None]:
+    """Inside, a :class:`ConfigError` about a library config's key is re-raised about the experiment's key that set
+    it: ``names`` maps the library key's last part (``momentum`` of ``train.momentum``) to the key a user types
+    (``own.momentum``), for a library config an experiment builds from its own keys."""
+    try:
+        yield
+    except ConfigError as err:
+        key, sep, rest = str(err).partition(": ")
+        leaf = key.rsplit(".", 1)[-1]
+        if not sep or leaf not in names:
+            raise
+        raise ConfigError(f"{names[leaf]}: {rest}") from None

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import torch
 
-from inductionlab.config import ConfigError, require
+from inductionlab.config import ConfigError, require, what_is
 from inductionlab.runs import write_text
 
 ENV = "INDUCTIONLAB_DATA"
@@ -69,8 +69,9 @@ class TextConfig:
 def data_root(cfg: TextConfig) -> Path:
     """The configured path, or $INDUCTIONLAB_DATA; a clear error if neither exists."""
     raw = cfg.path or os.environ.get(ENV, "")
-    if not raw or not Path(raw).exists():
-        where = f"{raw!r} does not exist" if raw else f"no --data.path given and ${ENV} is not set"
+    kind = what_is(raw) if raw else ""
+    if not raw or kind:
+        where = f"{raw!r} {kind}" if raw else f"no --data.path given and ${ENV} is not set"
         raise MissingDataError(
             f"text data not found: {where}. Put WikiText-2 in a folder and pass it with --data.path DIR (or set "
             f"{ENV}=DIR). Layouts read: {', '.join(LAYOUTS)} for the splits "

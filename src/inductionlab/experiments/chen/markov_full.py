@@ -30,9 +30,10 @@ from typing import Any
 import pandas as pd
 
 from inductionlab.analysis.claims import Between, Claim, Control
-from inductionlab.config import check_seeds, keys_as, require, set_here
+from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.chen._shared import Loss, plot_variants, run_variants
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.keys import keys_as
 from inductionlab.models.chen import ChenModelConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig

@@ -24,6 +24,7 @@ from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.config import check_memory, check_seeds, require, set_here
 from inductionlab.experiments.chen._shared import Loss, plot_variants, run_variants
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.keys import keys_as
 from inductionlab.models.chen import ChenModelConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
@@ -56,13 +57,10 @@ class Config:
             {"ablate_mode": "zero"},
             "no ablation (intervene.ablate is the general transformer's)",
         )
-        for D in self.degrees:  # validates D and the vocabulary, then the interventions on that model
-            check(
-                self.intervene,
-                chen_family(replace(self.model, max_degree=D).build(self.task.vocab_size)),
-                self.train.epochs,
-                "epochs",
-            )
+        for D in self.degrees:  # validates D (named as the key a user types) and the vocabulary, then the interventions
+            with keys_as({"max_degree": "degrees"}):
+                model = replace(self.model, max_degree=D)
+            check(self.intervene, chen_family(model.build(self.task.vocab_size)), self.train.epochs, "epochs")
         check_memory(
             "n_samples", 24 * self.n_samples * (self.task.L + 1) * len(self.seeds), f"{self.n_samples} sequences"
         )

@@ -37,7 +37,7 @@ import torch
 
 from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Is, Reached
-from inductionlab.config import LR_MAX, check_seeds, keys_as, require
+from inductionlab.config import LR_MAX, check_seeds, require
 from inductionlab.experiments.across.hf_induction.gpt2 import (
     ModelConfig,
     TrainerConfig,
@@ -50,13 +50,14 @@ from inductionlab.experiments.across.hf_induction.gpt2 import (
     training_data,
 )
 from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.keys import keys_as
 from inductionlab.monitor import Monitor, MonitorConfig, phase_change
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.text import EvalConfig, fit_lm
 
-# The keys that set the library configs the run builds, by the library's name of each (config.keys_as)
+# The keys that set the library configs the run builds, by the library's name of each (keys.keys_as)
 OWN_KEYS = dict(
     lr="own.lr", momentum="own.momentum", clip_norm="own.clip_norm", steps="own.steps", batch_size="batch_size"
 )
