@@ -129,7 +129,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-B_CAL = 256  # the batch at which Algorithm 1 recovers and SGD does not, on the calibration seeds (ren-noise-n50)
+B_CAL = 256  # ren-noise-n50's cap: Algorithm 1 recovers at it on 2 of the 4 calibration seeds (conventions#calibration)
 CONTROLS = (
     Control(
         name="no-stage2",
@@ -186,10 +186,14 @@ CLAIMS = (
         "vanilla SGD: the smallest batch B of the sweep 16–4096 whose final ‖Ā − Q‖_μ ≤ 0.05 (the same sweep with ρ = "
         "1e9, the control, is SGD)",
         key="min_batch_to_recover.50",
-        expected=f"≤ {B_CAL} (calibration seeds 1000–1001: Algorithm 1 recovers at 256, SGD first at 1024); the "
-        "smallest recovering B per draw is the measurement",
+        expected=f"≤ {B_CAL}, the mean over draws of the smallest recovering B (the measurement, per draw); on the "
+        "calibration seeds 1000–1003 it is 256, 4096, none up to 4096, 256: no cap of the sweep covers them "
+        "(docs/conventions.md#calibration)",
         test=Between(hi=B_CAL),
         control="no-stage2-n50",
+        if_failed="open: the batch Algorithm 1 needs at N = 50 varies over the draws as much as the sweep spans (256 "
+        "to beyond 4096 on the calibration seeds), so a mean over draws tells it from SGD's (1024 on draw 0, the "
+        "control) only per draw, which is the comparison to judge",
     ),
     Claim(
         id="ren-noise-stage1-poly",
