@@ -80,9 +80,7 @@ def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> li
         for part in key.split("."):
             value = value.get(part, MISSING_KEY) if isinstance(value, dict) else MISSING_KEY
         if value is MISSING_KEY:
-            lines.append(
-                f"  {key}: not in this run's summary (the experiment's headline names a key it does not write)"
-            )
+            lines.append(f"  {key}: not in this run's summary")
         elif value is None and key in never:
             lines.append(f"  {key} = never (not reached in this run)")
         elif isinstance(value, float) and math.isnan(value) or value is None and explicit:
