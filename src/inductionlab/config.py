@@ -17,11 +17,12 @@ import json
 import math
 import os
 import re
-import stat
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from inductionlab.paths import what_is
 
 
 class ConfigError(ValueError):
@@ -214,15 +215,6 @@ def _in_section(err: ConfigError, prefix: str, names: set[str]) -> ConfigError:
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Build (and so validate) a config of class ``cls`` from a nested dict such as ``config.json``."""
     return _rebuild(cls, data)
-
-
-def what_is(path: os.PathLike | str) -> str:
-    """What stands at ``path`` for a message when it is no regular file or folder ("" when it is one)."""
-    if not os.path.exists(path):
-        return "is a broken link" if os.path.lexists(path) else "does not exist"
-    mode = os.stat(path).st_mode
-    kind = stat.S_ISFIFO(mode), stat.S_ISSOCK(mode), stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-    return next((t for t, k in zip(("is a named pipe (FIFO)", "is a socket", "is a device"), kind) if k), "")
 
 
 def read_config_file(source: os.PathLike) -> dict[str, Any]:

@@ -32,7 +32,8 @@ from typing import Any, Literal
 
 import torch
 
-from inductionlab.config import ConfigError, require, what_is
+from inductionlab.config import ConfigError, require
+from inductionlab.paths import what_is
 from inductionlab.runs import write_text
 
 ENV = "INDUCTIONLAB_DATA"
