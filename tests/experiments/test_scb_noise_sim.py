@@ -1,3 +1,4 @@
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 from inductionlab import experiments
-from inductionlab.experiments.ren.scb_noise_sim import _batch_sweep, _sweep_summary, _theorem_regime
+from inductionlab.experiments.ren.scb_noise_sim import _batch_sweep, _sweep_summary, _theorem_regime, batch_ratio
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle
@@ -22,12 +23,15 @@ def test_each_sweep_run_is_the_single_run_at_its_batch():
     inst = random_instance(replace(cfg.task, N=4, T=4 * cfg.task.Q), 1, np.random.default_rng(0))
     sigma_V, sigma_A = torch.tensor(0.5, dtype=torch.float64), torch.tensor(0.2, dtype=torch.float64)
     sweep = _batch_sweep(cfg, inst, sigma_V, sigma_A, RunContext(threads=1))
-    for batch in (4, 64):
-        alone = train_scb(cfg.train, inst, cfg.task.Q, oracle=gaussian_noise_oracle(sigma_V, sigma_A, batch))[2]
-        got = sweep[sweep.batch == batch]
-        np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-10)
-        assert (got.samples == got.step * batch).all()
-    last = sweep[sweep.step == sweep.step.max()].set_index("batch")
+    assert sorted(sweep.method.unique()) == ["proximal", "sgd"]
+    for method in ("proximal", "sgd"):
+        for batch in (4, 64):
+            oracle = gaussian_noise_oracle(sigma_V, sigma_A, batch)
+            alone = train_scb(replace(cfg.train, method=method), inst, cfg.task.Q, oracle=oracle)[2]
+            got = sweep[(sweep.batch == batch) & (sweep.method == method)]
+            np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-10)
+            assert (got.samples == got.step * batch).all()
+    last = sweep[(sweep.step == sweep.step.max()) & (sweep.method == "proximal")].set_index("batch")
     assert last.loc[4, "dist_V"] != last.loc[64, "dist_V"]  # the noise scale differs
 
 
@@ -38,13 +42,25 @@ def test_sweep_summary_finds_the_exit_the_smallest_recovering_batch_and_its_grow
             for step in range(7):
                 stage = 2 if exit_step is not None and step >= exit_step else 1
                 final = 0.01 if exit_step is not None else 0.5
-                rows.append(dict(N=N, batch=batch, step=step, stage=stage, dist_A_norm=final if step == 6 else 0.5))
+                row = dict(N=N, batch=batch, step=step, stage=stage, dist_A_norm=final if step == 6 else 0.5)
+                # SGD recovers at N = 10 from B = 64 on, at N = 40 at none of the sweep
+                sgd = 0.01 if N == 10 and batch == 64 and step == 6 else 0.5
+                rows += [row | {"method": "proximal"}, row | {"method": "sgd", "stage": 1, "dist_A_norm": sgd}]
     out = _sweep_summary(pd.DataFrame(rows), target=0.05)
+    assert out["min_batch_to_recover_sgd"] == {10: 64, 40: math.inf}
+    assert out["min_batch_over_sgd"] == {10: 0.25, 40: None}  # 256 is the sweep's largest: no bound below 1
     assert out["stage1_exit_step"] == {10: {16: 5, 64: 3}, 40: {16: None, 64: None, 256: 4}}
     assert out["min_batch_to_recover"] == {10: 16, 40: 256}
     assert out["best_final_dist_A_norm"] == {10: 0.01, 40: 0.01}  # defined also where no batch recovers
     assert out["min_batch_log_log_slope"] == pytest.approx(2.0)  # 16 → 256 over 10 → 40
     assert _sweep_summary(pd.DataFrame(rows).query("N == 40"), 0.05)["min_batch_log_log_slope"] is None
+
+
+def test_the_batch_ratio_is_bounded_where_sgd_never_recovers_and_undefined_where_neither_does():
+    assert batch_ratio(256, 1024, 4096) == 0.25
+    assert batch_ratio(256, math.inf, 4096) == 256 / 4096  # SGD's batch is above 4096: an upper bound
+    assert batch_ratio(4096, math.inf, 4096) is None  # the bound is 1: nothing to say
+    assert batch_ratio(math.inf, 1024, 4096) == math.inf and batch_ratio(math.inf, math.inf, 4096) is None
 
 
 def test_the_regime_run_reports_the_prox_per_stage_2_step_and_its_hypotheses():

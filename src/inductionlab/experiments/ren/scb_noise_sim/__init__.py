@@ -39,10 +39,10 @@ import pandas as pd
 import torch
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Learned, Reached
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_schedule, check_seeds, require, set_here
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.experiments.ren.scb_noise_sim.claims import CLAIMS, CONTROLS
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle, noise_scales
@@ -129,113 +129,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-B_CAL = 256  # ren-noise-n50's cap: Algorithm 1 recovers at it on 2 of the 4 calibration seeds (conventions#calibration)
-CONTROLS = (
-    Control(
-        name="no-stage2",
-        breaks="ρ = 1e9: Algorithm 1 never leaves Stage 1 — no rounding, no step-size decay, no prox (vanilla SGD at η₁)",
-        overrides={"train.rho": 1e9},
-        preset="n10",
-        cheaper="the claim reads the N = 10 runs alone, whose instance (seed, N), noise scales and batch stream do not "
-        "depend on the other N nor on the batch sweep, which this preset leaves out",
-    ),
-    Control(
-        name="no-stage2-n50",
-        breaks="ρ = 1e9 over the same N = 50 batch sweep: Algorithm 1 never leaves Stage 1 — no rounding, no step-size "
-        "decay, no prox (vanilla SGD at η₁ at every batch)",
-        overrides={"train.rho": 1e9},
-        preset="n50",
-        cheaper="the claim reads only N = 50, whose instance, noise scales and batch sweep are drawn from (seed, N) "
-        "alone, so leaving out N = 10 and 20 cannot change its value",
-    ),
-    Control(
-        name="inert-lambda",
-        breaks="the theorem-regime run's λ set to the paper's 1e-5: the prox still acts, but its threshold η_Aλ lies "
-        "below the drift of the useless entries ((1 − α)/T, Lemma E.4's lower bound), so it no longer holds them at 0",
-        overrides={"regime.lam": 1e-5},
-        preset="n10",
-        cheaper="the claims read the theorem-regime run alone (its own N, T, instance and batches: Regime), which the "
-        "N values and the batch sweep this preset cuts do not enter",
-    ),
-)
-
-_STAGE2 = Learned(
-    key="regime.stage1_exit_step",
-    test=Reached(),
-    what="the theorem-regime run left Stage 1 (max(α, β) ≥ ρ) and so has a Stage 2 to measure",
-)
-CLAIMS = (
-    Claim(
-        id="ren-noise-prox-n10",
-        paper="ren",
-        where="App. I (Gaussian-noise simulations: 'proximal gradient descent performs better than the vanilla gradient "
-        "descent with a small batch size')",
-        statement="Under gradient noise (N = 10) the proximal method beats vanilla SGD at the same learning rate",
-        key="final.10.proximal.dist_A_norm",
-        expected="better: proximal / SGD(η₁) ≤ 0.8",
-        test=Between(hi=0.8),
-        over="final.10.sgd_large_lr.dist_A_norm",
-        control="no-stage2",
-    ),
-    Claim(
-        id="ren-noise-n50",
-        paper="ren",
-        where="App. I ('ℓ1 regularization is necessary and outperforms SGD when batch size is small (gradient noise is "
-        "large)'; N = 50 by the Gaussian-noise simulation)",
-        statement="At N = 50 Algorithm 1 (Stage 2's rounding, decay and ℓ1 prox) recovers Q with a smaller batch than "
-        "vanilla SGD: the smallest batch B of the sweep 16–4096 whose final ‖Ā − Q‖_μ ≤ 0.05 (the same sweep with ρ = "
-        "1e9, the control, is SGD)",
-        key="min_batch_to_recover.50",
-        expected=f"≤ {B_CAL}, the mean over draws of the smallest recovering B (the measurement, per draw); on the "
-        "calibration seeds 1000–1003 it is 256, 4096, none up to 4096, 256: no cap of the sweep covers them "
-        "(docs/conventions.md#calibration)",
-        test=Between(hi=B_CAL),
-        control="no-stage2-n50",
-        if_failed="open: the batch Algorithm 1 needs at N = 50 varies over the draws as much as the sweep spans (256 "
-        "to beyond 4096 on the calibration seeds), so a mean over draws tells it from SGD's (1024 on draw 0, the "
-        "control) only per draw, which is the comparison to judge",
-    ),
-    Claim(
-        id="ren-noise-stage1-poly",
-        paper="ren",
-        where="§3.2 (Stage 1 needs poly(T) samples: an O(Q/T) signal against T-independent noise)",
-        statement="The batch Stage 1 needs grows with N at T = 10NQ (poly(T)·poly(N, Q)); it does not separate poly(T) "
-        "from poly(N, Q): at a fixed T = 300 the slope is the same (1.71), so this is an observation, not §3.2's test",
-        key="min_batch_log_log_slope",
-        expected="slope of log B against log N ≥ 1",
-        test=Between(lo=1.0),
-        observation=True,
-    ),
-    Claim(
-        id="ren-fig1-prox-zeroes",
-        paper="ren",
-        where="§3.3 (Stage 2); Thm 3.1's regime (App. E)",
-        statement="In the theorem's Stage-2 regime (``regime``: N = 10, T = 20 000, effective batch 10⁸, λ = 1e-3, Stage 1 "
-        "ended at max(α, β) ≥ ρ) the useless (off-support) entries 'will be set to 0 in the proximal step' (§3.3)",
-        key="regime.zeroed_fraction",
-        expected="zeroed entries per Stage-2 step / (T·N) ≥ 0.99 (the off-support share 1 − Q/T is 0.99985)",
-        test=Between(lo=0.99),
-        control="inert-lambda",
-        learned=_STAGE2,
-        if_failed="open: the run is meant to meet the regime (regime.useless_over_threshold and noise_linf_over_lambda "
-        "< 1, signal_over_lambda > 1); outside it, at Fig. 1's λ = 1e-5 below the noise, the prox zeroes 1.5e-5 of T·N",
-    ),
-    Claim(
-        id="ren-fig1-negative-branch",
-        paper="ren",
-        where="§2 (after eq. 6: 'no ã can ever become smaller than −η_Aλ'); Thm 3.1's regime (App. E)",
-        statement="In the theorem's Stage-2 regime (``regime``, as for ren-fig1-prox-zeroes) the negative soft-threshold "
-        "branch never fires",
-        key="regime.negative_fraction",
-        expected="0 entries per Stage-2 step (≤ 1e-3 of T·N)",
-        test=Between(hi=1e-3),
-        control="inert-lambda",
-        learned=_STAGE2,
-        if_failed="open: the run is meant to meet the regime (regime.useless_over_threshold and noise_linf_over_lambda "
-        "< 1, signal_over_lambda > 1); outside it, at Fig. 1's λ = 1e-5 with α = 2.9 at τ₁, it fires on 0.63 of T·N",
-    ),
-)
-
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     tables, sweeps = [], []
@@ -307,28 +200,47 @@ def _theorem_regime(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict[st
 
 
 def _batch_sweep(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor, ctx: RunContext) -> pd.DataFrame:
-    """The proximal method at each batch of ``sweep_batches`` on one run axis (same noise draws, scaled by
-    B^{-1/2}): its metrics with a ``batch`` column."""
-    batches = torch.tensor(cfg.sweep_batches, dtype=inst.P.dtype)
+    """The proximal method and vanilla SGD at η₁ (λ = 0, no rounding: the comparison of App. I) at each batch of
+    ``sweep_batches`` on one run axis (noise scaled by B^{-1/2}): their metrics with ``batch`` and ``method``."""
+    batches = torch.tensor(cfg.sweep_batches * 2, dtype=inst.P.dtype)
     oracle = gaussian_noise_oracle(sigma_V / batches.sqrt(), sigma_A / batches.sqrt(), 1)
-    runs = [replace(cfg.train, method="proximal")] * len(cfg.sweep_batches)
+    k = len(cfg.sweep_batches)
+    runs = [replace(cfg.train, method="proximal")] * k + [replace(cfg.train, method="sgd")] * k
     _, _, m = train_scb(runs, inst, cfg.task.Q, ctx, oracle=oracle)
-    batch = np.asarray(cfg.sweep_batches)[m.run]
-    return m.assign(batch=batch, samples=m.step * batch)
+    batch, method = np.asarray(cfg.sweep_batches * 2)[m.run], np.asarray(["proximal"] * k + ["sgd"] * k)[m.run]
+    return m.assign(batch=batch, method=method, samples=m.step * batch)
+
+
+def _smallest(last: pd.Series, target: float) -> float:
+    """The smallest batch whose final ‖Ā − Q‖_μ ≤ target; +inf if none (docs/conventions.md#never)."""
+    recovered = [int(b) for b, d in last.items() if d <= target]
+    return min(recovered) if recovered else math.inf
+
+
+def batch_ratio(prox: float, sgd: float, largest: int) -> float | None:
+    """Algorithm 1's smallest recovering batch over SGD's (App. I's comparison): where SGD recovers at no batch of
+    the sweep its own is above ``largest``, so prox / largest bounds the ratio from above — a value only where that
+    bound is below 1 (None: undefined); +inf where Algorithm 1 recovers at none and SGD does."""
+    if math.isinf(prox):
+        return None if math.isinf(sgd) else math.inf
+    return prox / sgd if math.isfinite(sgd) else (prox / largest if prox < largest else None)
 
 
 def _sweep_summary(sweep: pd.DataFrame, target: float) -> dict:
-    """Per N and batch: the Stage-1 exit step and the final ‖Ā − Q‖_μ; per N the smallest batch that recovers Q,
-    the best final ‖Ā − Q‖_μ over the batches, and the log-log slope of the smallest batch against N (None with
-    fewer than two N that recover)."""
-    exit_step, final, smallest, best = {}, {}, {}, {}
+    """Per N and batch: the Stage-1 exit step and the final ‖Ā − Q‖_μ of the proximal method; per N the smallest
+    batch that recovers Q for it and for SGD, their ratio (:func:`batch_ratio`), the best final ‖Ā − Q‖_μ over the
+    batches, and the log-log slope of the proximal smallest batch against N (None with fewer than two N)."""
+    exit_step, final, smallest, smallest_sgd, ratio, best = {}, {}, {}, {}, {}, {}
     for N, g in sweep.groupby("N"):
-        last = g[g.step == g.step.max()].set_index("batch").dist_A_norm
+        last_all = g[g.step == g.step.max()]
+        last = last_all[last_all.method == "proximal"].set_index("batch").dist_A_norm
+        g = g[g.method == "proximal"]
         in_stage2 = g[g.stage == 2].groupby("batch").step.min()
         exit_step[int(N)] = {int(b): (int(in_stage2[b]) if b in in_stage2 else None) for b in last.index}
         final[int(N)] = {int(b): float(d) for b, d in last.items()}
-        recovered = [int(b) for b, d in last.items() if d <= target]
-        smallest[int(N)] = min(recovered) if recovered else math.inf  # none recovers: never (docs/conventions.md#never)
+        smallest[int(N)] = _smallest(last, target)
+        smallest_sgd[int(N)] = _smallest(last_all[last_all.method == "sgd"].set_index("batch").dist_A_norm, target)
+        ratio[int(N)] = batch_ratio(smallest[int(N)], smallest_sgd[int(N)], int(last.index.max()))
         best[int(N)] = float(last.min())
     found = {N: b for N, b in smallest.items() if math.isfinite(b)}
     slope = power_law_exponent(list(found), list(found.values()))  # NaN with fewer than two
@@ -336,6 +248,8 @@ def _sweep_summary(sweep: pd.DataFrame, target: float) -> dict:
         "stage1_exit_step": exit_step,
         "final_dist_A_norm_by_batch": final,
         "min_batch_to_recover": smallest,
+        "min_batch_to_recover_sgd": smallest_sgd,
+        "min_batch_over_sgd": ratio,
         "best_final_dist_A_norm": best,
         "min_batch_log_log_slope": None if np.isnan(slope) else slope,
     }
@@ -354,13 +268,14 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
     axes[0].legend(fontsize=7)
     sweep = results.tables["batch_sweep"]
     ax = axes[-1]
-    for N, g in sweep.groupby("N"):
+    for (N, method), g in sweep.groupby(["N", "method"]):
         last = g[g.step == g.step.max()].sort_values("batch")
-        ax.loglog(last.batch, last.dist_A_norm, marker="o", label=f"N = {N}")
+        style = {"marker": "o"} if method == "proximal" else {"marker": "x", "ls": "--", "alpha": 0.6}
+        ax.loglog(last.batch, last.dist_A_norm, **style, color=f"C{Ns.index(N)}", label=f"N = {N}, {method}")
     target = results.summary["target"]
     ax.axhline(target, color="0.5", ls=":", lw=1, label=f"target {target:g}")
-    ax.set_xlabel("batch B (noise ∝ $B^{-1/2}$)"), ax.set_ylabel(r"final $\|\bar A - Q\|_\mu$, proximal")
-    ax.set_title("Batch that Stage 1 needs grows with N", fontsize=9)
+    ax.set_xlabel("batch B (noise ∝ $B^{-1/2}$)"), ax.set_ylabel(r"final $\|\bar A - Q\|_\mu$")
+    ax.set_title("Batch that each method needs (proximal: o, SGD: x)", fontsize=9)
     ax.legend(fontsize=7)
     batches = sorted(sweep.batch.unique())
     ax.set_xticks(batches, [str(b) for b in batches])
