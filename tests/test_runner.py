@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from inductionlab import experiments
+from inductionlab import experiments, provenance
 from inductionlab.config import to_dict
 from inductionlab.runner import run_experiment
 from tests.conftest import CtrlCAt
@@ -59,8 +59,8 @@ def test_a_run_in_one_go_lists_no_segments_and_a_damaged_record_is_not_counted(t
     summary = json.loads((whole / "summary.json").read_text())
     assert "wall_seconds_segments" not in summary and summary["wall_seconds"] > 0  # one segment: no list
     assert sorted(p.name for p in whole.iterdir() if p.suffix == ".json") == ["config.json", "summary.json"]
-    config = json.loads((whole / "config.json").read_text())  # a toolkit run's: its name and values, no plug-in
-    assert config == {"experiment": "probe", **json.loads(json.dumps(to_dict(cfg)))}
+    config = json.loads((whole / "config.json").read_text())  # a toolkit run's: its name, values and code, no plug-in
+    assert config == {"experiment": "probe", **json.loads(json.dumps(to_dict(cfg))), "code": provenance.record()}
 
 
 def test_a_run_whose_measure_is_nan_stops_but_what_it_trained_stays(tmp_path, monkeypatch):

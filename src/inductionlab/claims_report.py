@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from inductionlab import experiments
+from inductionlab import experiments, provenance
 from inductionlab.analysis.claims import (
     CONTROL_STATUSES,
     DID_NOT_LEARN,
@@ -62,6 +62,7 @@ h3 { margin: 1.4em 0 0.4em; } .meta { color: #57606a; font-size: 0.9em; }
   margin-bottom: 0.5em; }
 .badge { color: white; border-radius: 4px; padding: 0.1em 0.45em; font-size: 0.8em; white-space: nowrap; }
 .id { font-family: ui-monospace, monospace; font-size: 0.85em; color: #57606a; }
+.stale { font-size: 0.85em; color: #9a6700; font-weight: bold; }
 code { font-size: 0.85em; } .toc { columns: 3 320px; font-size: 0.85em; } .toc ul { margin: 0.2em 0; }
 """
 
@@ -144,8 +145,9 @@ def _control(r: pd.Series) -> str:
 def _row(r: pd.Series) -> str:
     return (
         f'<tr id="claim-{_e(r["id"])}"><td>{_badge(r["status"])}</td><td><div>{_e(r["statement"])}</div>'
-        f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div></td>'
-        f"<td>{_e(r['measured_text'])}</td><td>{_e(r['expected'])}</td><td>{_e(r['test'])}</td>"
+        f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div>'
+        + (f'<div class="stale">{_e(r["made_by"])}</div>' if r.get("made_by") else "")
+        + f"</td><td>{_e(r['measured_text'])}</td><td>{_e(r['expected'])}</td><td>{_e(r['test'])}</td>"
         f"<td>{_control(r)}</td><td>{_note(r)}</td></tr>"
     )
 
@@ -228,9 +230,40 @@ def _header(info: dict) -> str:
         f"times add up to {info.get('runs_wall_seconds', 0.0) / 60:.1f} min, the other data draws' to "
         f"{info.get('draws_wall_seconds', 0.0) / 60:.1f} min, the negative controls' to "
         f"{info.get('controls_wall_seconds', 0.0) / 60:.1f} min); host {_e(info.get('host', '—'))}.</p>"
+        + _code(info)
         + _where(info.get("profile", {}))
+        + _cost(info.get("core_minutes", {}))
         + f'<p class="meta">Versions: {versions}.</p>'
         + (f'<ul class="meta">{skipped}</ul>' if skipped else "")
+    )
+
+
+def _code(info: dict) -> str:
+    """The code that made the page, and how many of its runs other code made (docs/conventions.md#provenance)."""
+    if "code" not in info:
+        return ""
+    stale = info.get("stale_runs", {})
+    listed = "".join(f"<li><code>{_e(d)}</code>: made by {_e(c)}</li>" for d, c in stale.items())
+    return (
+        f'<p class="meta">Code: {_e(provenance.describe(info["code"]))}. Runs made by other code (kept with '
+        f"<code>--reuse-stale</code>): <b>{len(stale)}</b>.</p>" + (f'<ul class="meta">{listed}</ul>' if listed else "")
+    )
+
+
+def _cost(cost: dict[str, dict[str, float]]) -> str:
+    """The core-minutes per experiment (wall time × threads): main run, other data draws, negative controls."""
+    if not cost:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(n)}</td>" + "".join(f"<td>{v:.1f}</td>" for v in (*c.values(), sum(c.values()))) + "</tr>"
+        for n, c in sorted(cost.items(), key=lambda kv: -sum(kv[1].values()))
+    )
+    total = [sum(c[k] for c in cost.values()) for k in ("main", "draws", "controls")]
+    foot = "<tr><td><b>all</b></td>" + "".join(f"<td><b>{v:.1f}</b></td>" for v in (*total, sum(total))) + "</tr>"
+    return (
+        '<details class="meta"><summary>Core-minutes per experiment (wall time × threads): '
+        f"{sum(total):.1f} in all</summary><table><tr><th>experiment</th><th>main</th><th>draws</th>"
+        f"<th>controls</th><th>all</th></tr>{rows}{foot}</table></details>"
     )
 
 

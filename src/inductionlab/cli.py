@@ -28,6 +28,7 @@ from inductionlab.cli_report import (
     executor_options,
     executor_parameters,
     print_outputs,
+    reuse_stale_option,
     threads_option,
 )
 from inductionlab.config import ConfigError
@@ -194,6 +195,7 @@ def cmd_sweep(args: argparse.Namespace, values: dict[str, str]) -> int:
         slurm=slurm,
         progress=not args.no_progress,
         threads=args.threads,
+        reuse_stale=args.reuse_stale,
         on_plan=lambda todo: print(
             "sweep:", estimate(args.name, len(todo), args.workers, args.preset), file=sys.stderr
         ),
@@ -222,6 +224,7 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
     threads_option(sw)
     executor_options(sw)
     sw.add_argument("--yes", action="store_true", help="start a sweep of more than 50 jobs")
+    reuse_stale_option(sw)
 
 
 def _reproduce_options(rr: argparse.ArgumentParser) -> None:
@@ -242,6 +245,7 @@ def _reproduce_options(rr: argparse.ArgumentParser) -> None:
     )
     threads_option(rr)
     executor_options(rr)
+    reuse_stale_option(rr)
 
 
 def build_parser() -> argparse.ArgumentParser:

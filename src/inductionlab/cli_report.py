@@ -34,6 +34,16 @@ def threads_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def reuse_stale_option(p: argparse.ArgumentParser) -> None:
+    """``--reuse-stale`` of ``sweep`` and ``reproduce`` (docs/conventions.md#provenance)."""
+    p.add_argument(
+        "--reuse-stale",
+        action="store_true",
+        help="keep a finished run made by other code instead of making it again (the report marks its row "
+        "'made by' that code); an unfinished one is still made again",
+    )
+
+
 def executor_options(p: argparse.ArgumentParser) -> None:
     """Where the jobs of ``sweep`` and ``reproduce`` run: here, submitit's local processes, or Slurm."""
     p.add_argument("--executor", choices=("local", "slurm", "submitit-local"), default="local")
@@ -126,6 +136,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         slurm,
         args.threads,
         args.calibrate,
+        args.reuse_stale,
     )
     return _print_claims(Path(args.out))
 

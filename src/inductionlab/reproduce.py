@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from inductionlab import experiments
+from inductionlab import experiments, provenance
 from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, UNEARNED, Claim, Control
 from inductionlab.analysis.verdicts import earn, judge, judge_control
 from inductionlab.config import ConfigError, config_hash, flatten, to_dict, with_seeds
@@ -195,12 +195,14 @@ def reproduce(
     slurm: dict[str, Any] | None = None,
     threads: int | None = None,
     calibrate: bool = False,
+    reuse_stale: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) what the claims of ``paper`` need at ``budget`` into ``out``, judge them, and write
     ``claims.parquet`` and ``report.html``; returns the claims table.  Holds ``out``'s lock throughout.
     ``executor`` and ``slurm`` (submitit's parameters) as for a sweep: on a cluster every job is its own;
     ``threads`` per job as for a sweep (:func:`inductionlab.sweep.execute`).  ``calibrate``: on the calibration
-    seeds (:func:`plan`); the page then says that it chooses protocols and judges no paper."""
+    seeds (:func:`plan`); the page then says that it chooses protocols and judges no paper.  A run made by other
+    code is made again, unless ``reuse_stale`` keeps a finished one (its rows are marked: docs/conventions.md#provenance)."""
     out = Path(out)
     thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     jobs, skipped = plan(paper, budget, out, data, only, calibrate)
@@ -225,7 +227,7 @@ def reproduce(
             "skipped": skipped,
         }
         write_json(out / INFO, info)
-        execute(jobs, out, workers, executor, slurm, progress=True, desc="reproduce", threads=threads)
+        execute(jobs, out, workers, executor, slurm, True, "reproduce", threads, reuse_stale)
         info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
         write_json(out / INFO, info)
         return render(out)
@@ -263,7 +265,8 @@ def judge_all(out: Path) -> pd.DataFrame:
     for name in [n for n in experiments.all_experiments() if n in names]:
         run_dir = Path(out) / info.get("dirs", {}).get(name, name)
         summary, config = _saved(run_dir)
-        draws = [_saved(Path(out) / d)[0] for d in info.get("draws", {}).get(name, [])]
+        draw_dirs = [Path(out) / d for d in info.get("draws", {}).get(name, [])]
+        draws = [_saved(d)[0] for d in draw_dirs]
         reason = info.get("skipped", {}).get(name) or (
             f"the run failed: {failures[run_dir.name]}" if run_dir.name in failures else "the run has not finished"
         )
@@ -276,8 +279,21 @@ def judge_all(out: Path) -> pd.DataFrame:
                 control_summary = _saved(Path(out) / info.get("controls", {}).get(tag, tag))[0]
                 row = earn(row | judge_control(claim, control_summary if claim.control else None, smoke=smoke), claim)
                 row["control_breaks"] = controls[claim.control].breaks if claim.control else ""
+                dirs = [
+                    run_dir,
+                    *draw_dirs,
+                    *([Path(out) / info.get("controls", {}).get(tag, tag)] * bool(claim.control)),
+                ]
+                row["made_by"] = stale_of(dirs)
                 rows.append({**row, "experiment": name, "run_dir": run_dir.name, "figures": _figures(run_dir)})
     return pd.DataFrame(rows)
+
+
+def stale_of(dirs: list[Path]) -> str:
+    """Which of the runs ``dirs`` were made by other code than this process's, and by which ("" if none): kept by
+    ``--reuse-stale`` (docs/conventions.md#provenance)."""
+    made = {d.name: provenance.made_by(d) for d in dirs}
+    return "; ".join(f"{name} made by {provenance.describe(code)}" for name, code in made.items() if code)
 
 
 def _saved(run_dir: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -307,9 +323,32 @@ def render(out: str | Path) -> pd.DataFrame:
     info["controls_wall_seconds"] = sum(_run_wall(out / d) for d in info.get("controls", {}).values())
     draws = [d for dirs in info.get("draws", {}).values() for d in dirs]
     info["draws_wall_seconds"] = sum(_run_wall(out / d) for d in draws)
-    info["profile"] = profile_of(out, [*info.get("dirs", {}).values(), *draws, *info.get("controls", {}).values()])
+    every = [*info.get("dirs", {}).values(), *draws, *info.get("controls", {}).values()]
+    info["profile"] = profile_of(out, every)
+    info["code"] = provenance.record()
+    info["stale_runs"] = {d: provenance.describe(c) for d in every if (c := provenance.made_by(out / d))}
+    info["core_minutes"] = core_minutes(out, info)
     write_report(out, table, info)
     return table
+
+
+def core_minutes(out: Path, info: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per experiment: the core-minutes (wall time × threads) of its main run, its other data draws and its
+    negative controls, from their summaries (0 where a run has none)."""
+
+    def cost(d: str) -> float:
+        s = read_json(out / d / SUMMARY, "a run's summary", {}, REMAKE)
+        return float(s.get("wall_seconds", 0.0)) * int(s.get("threads", 1)) / 60
+
+    controls = info.get("controls", {})
+    return {
+        name: {
+            "main": cost(info.get("dirs", {}).get(name, name)),
+            "draws": sum(cost(d) for d in info.get("draws", {}).get(name, [])),
+            "controls": sum(cost(d) for tag, d in controls.items() if tag.split("@", 1)[0] == name),
+        }
+        for name in info["experiments"]
+    }
 
 
 def _run_wall(run_dir: Path) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from inductionlab import environ, experiments, timing
+from inductionlab import environ, experiments, provenance, timing
 from inductionlab.config import ConfigError, config_hash, differences, to_dict
 from inductionlab.runs import (
     CONFIG,
@@ -105,10 +105,10 @@ def run_experiment(
     One writer per directory: the run holds the directory's lock (:func:`inductionlab.runs.lock_dir`) from its
     first check to its last write, so a second run, ``--resume`` or ``--force`` aimed at it fails at once, naming
     the PID.  Writes config.json first, then the tables and the figures, and summary.json (with wall_seconds,
-    versions, config_hash) last: a run is finished when its summary exists, so a failure before that leaves it
+    versions, config_hash, code) last: a run is finished when its summary exists, so a failure before that leaves it
     for ``--resume`` to complete (its wall time then adds up over the segments: :func:`_segment`).  A plug-in's
     experiment records its plug-in in config.json (:func:`inductionlab.experiments.plugin_record`).  ``resume``
-    continues an interrupted run (the same config required; a finished run is left as it is); ``force`` first
+    continues an interrupted run (the same config and code required, docs/conventions.md#provenance; a finished run is left as it is); ``force`` first
     removes what an earlier run left there (only files this toolkit writes).  A run that fails before it writes its first checkpoint (at any step, figures included) leaves
     nothing behind, so the corrected command just works.  ``hooks`` reach every training loop of the run
     (:class:`inductionlab.train.loop.Hook`).  ``threads``: the run's torch threads (:func:`thread_budget`, which
@@ -126,7 +126,8 @@ def run_experiment(
             clear(out)
         _remove_temporaries(out)
         fresh = not (out / CONFIG).exists()
-        write_json(out / CONFIG, {"experiment": name, **to_dict(cfg), **experiments.plugin_record(name)})
+        code = {"code": provenance.record()}  # which code made it (docs/conventions.md#provenance)
+        write_json(out / CONFIG, {"experiment": name, **to_dict(cfg), **experiments.plugin_record(name), **code})
         settings = {"resume": resume, "progress": progress, "threads": n_threads, "keep_checkpoints": keep_checkpoints}
         ctx = context(cfg, out, hooks=tuple(hooks), **settings)
         before = torch.get_num_threads()
@@ -179,6 +180,7 @@ def _run_and_save(
         **threads,
         "profile": {k: round(v, 3) for k, v in parts.items()},  # seconds (docs/conventions.md#profile)
         "config_hash": config_hash(cfg),
+        "code": provenance.record(),
         "versions": versions(),
         "not_reached": never_reached(results.summary),  # null there means never reached, not unmeasured
     }
@@ -313,6 +315,13 @@ def _check_run_dir(out: Path, name: str, config: dict, resume: bool, force: bool
                 f"{out}: --resume needs the saved run's config; these values differ:\n  "
                 + "\n  ".join(diff)
                 + "\nDrop them to resume, or use --force to start over."
+            )
+        made = provenance.made_by(out)
+        if made is not None:
+            raise RunDirError(
+                f"{out}: --resume continues a run only with the code that made it; it was made by "
+                f"{provenance.describe(made)}, and this is {provenance.describe(provenance.record())}. "
+                "Use --force to make it again with this code, or another --out."
             )
         return
     state = "a finished run" if (out / SUMMARY).exists() else "an unfinished run (resume it with --resume)"

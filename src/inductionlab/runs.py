@@ -47,7 +47,7 @@ from inductionlab.config import ConfigError
 CONFIG, SUMMARY, WALL = "config.json", "summary.json", "wall.json"
 # config.json's keys that are no config values: the experiment's name and, for a plug-in's experiment, the plug-in
 # that registers it ([{"spec": as given, "resolved": module or absolute .py path}], docs/own_experiment.md#travel)
-META = ("experiment", "plugins")
+META = ("experiment", "plugins", "code")  # not config values: what runs it and which code made it
 SWEEP_INFO, REPRODUCE_INFO = "sweep.json", "reproduce.json"  # what marks a sweep's and a reproduce's directory
 KINDS = {CONFIG: "a run", SWEEP_INFO: "a sweep", REPRODUCE_INFO: "a reproduce run"}
 

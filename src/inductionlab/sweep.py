@@ -31,7 +31,7 @@ from typing import Any, Literal
 import pandas as pd
 from tqdm.auto import tqdm
 
-from inductionlab import experiments
+from inductionlab import experiments, provenance
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import RunDirError, run_experiment, thread_budget
@@ -158,9 +158,11 @@ def run_sweep(
     progress: bool = True,
     threads: int | None = None,
     on_plan: Callable[[list[Job]], None] | None = None,
+    reuse_stale: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) a sweep; returns the sweep table (also written to sweep.parquet).  ``on_plan`` sees the
-    jobs still to run before any starts (the command line prints their number and a wall-time estimate)."""
+    jobs still to run before any starts (the command line prints their number and a wall-time estimate); a run made
+    by other code is made again unless ``reuse_stale`` (:func:`execute`)."""
     timeout = (slurm or {}).get("timeout_min", 60)  # submitit would start jobs that die at once (0, negative)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 1:
         raise ConfigError(f"--slurm-timeout-min: each job's time limit must be ≥ 1 minute, got {timeout!r}")
@@ -172,7 +174,7 @@ def run_sweep(
             on_plan([j for j in jobs if j.hash not in _done(out)])
         write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid), **experiments.plugin_record(name)})
         try:
-            failed = execute(jobs, out, workers, executor, slurm, progress, threads=threads)
+            failed = execute(jobs, out, workers, executor, slurm, progress, threads=threads, reuse_stale=reuse_stale)
         except KeyboardInterrupt:  # Ctrl-C: say how to go on
             raise KeyboardInterrupt(
                 "interrupted; re-run the same command to continue: finished jobs are kept"
@@ -203,13 +205,16 @@ def execute(
     progress: bool = True,
     desc: str = "sweep",
     threads: int | None = None,
+    reuse_stale: bool = False,
 ) -> list[tuple[str, str]]:
     """Run the jobs not yet marked done in ``out``'s manifest; return (dir, error) of those that failed.  Shared by
     sweeps and ``reproduce``.  A job trains on ``threads`` torch threads; by default a local one on its share of
-    :func:`inductionlab.runner.thread_budget` among the ``workers``, a submitit one on its ``cpus_per_task``."""
+    :func:`inductionlab.runner.thread_budget` among the ``workers``, a submitit one on its ``cpus_per_task``.  A run
+    made by other code is set aside and made again (:func:`set_aside_stale`; ``reuse_stale``: a finished one kept)."""
     cpus = (slurm or {}).get("cpus_per_task", 1)
     share = threads or (max(1, thread_budget()[0] // max(workers, 1)) if executor == "local" else int(cpus))
     jobs = [replace(j, threads=share) for j in jobs]
+    set_aside_stale(jobs, reuse_stale)
     done = _done(out)
     todo = [j for j in jobs if j.hash not in done]
     for job in todo:
@@ -219,6 +224,18 @@ def execute(
     else:
         _run_submitit(todo, out, executor, slurm or {}, progress)
     return _failed(out, {j.hash for j in todo})
+
+
+def set_aside_stale(jobs: list[Job], reuse_stale: bool) -> list[Path]:
+    """Set aside (:func:`inductionlab.provenance.set_aside`) each job's run made by other code, so that it is made
+    again with this code; with ``reuse_stale`` a finished one stays (the report marks it), while an unfinished one is
+    still set aside, since a resume across code versions is refused (docs/conventions.md#provenance)."""
+    moved = []
+    for job in jobs:
+        made = provenance.made_by(Path(job.dir))
+        if made is not None and not (reuse_stale and (Path(job.dir) / SUMMARY).exists()):
+            moved.append(provenance.set_aside(Path(job.dir), made))
+    return moved
 
 
 def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
