@@ -91,3 +91,60 @@ def test_the_commands_refuse_a_bad_thread_count_before_any_work(clean_env, tmp_p
     assert main([*ARGS[command], "--out", str(out)]) != 0
     assert "OMP_NUM_THREADS" in capsys.readouterr().err
     assert not out.exists()
+
+
+def _plugin(op_size):
+    """A toy-sized plug-in experiment (a few hundred additions), with ``op_size`` declared or not."""
+    from dataclasses import dataclass
+
+    import pandas as pd
+
+    import inductionlab as il
+
+    @dataclass(frozen=True)
+    class Config:
+        seeds: tuple[int, ...] = (0,)
+        n: int = 300
+
+    def run(cfg, ctx):
+        x = torch.rand(cfg.n, generator=il.rng.generator(cfg.seeds[0]))
+        return il.Results({"metrics": pd.DataFrame({"x": x.numpy()})}, {"mean": float(x.mean()), "threads": 0})
+
+    return il.Experiment(name="toy-threads", description="a toy", config=Config(), run=run, op_size=op_size)
+
+
+@pytest.mark.parametrize("op_size", [None, lambda c: c.n])
+def test_the_default_gives_a_toy_sized_plugin_one_thread_and_records_why(clean_env, tmp_path, op_size, caplog):
+    from inductionlab import experiments, runner
+
+    clean_env.setattr(runner, "_cores", lambda: 4)  # a 4-core CPU set, so that the policy has a choice to make
+    clean_env.setitem(experiments.REGISTRY, "toy-threads", _plugin(op_size))
+    exp = experiments.get("toy-threads")
+    n, why = runner.threads_for(exp, exp.config)
+    assert n == 1 and why.startswith("policy: ") and "--threads" in why
+    assert ("declares no op size" in why) == (op_size is None) and ("300 elements" in why) == (op_size is not None)
+    run_dir = run_experiment("toy-threads", exp.config, tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["threads"], summary["threads_from"]) == (1, why)
+    assert runner.threads_for(exp, exp.config, 3) == (3, "--threads")  # asked for: the policy stands aside
+    clean_env.setenv("OMP_NUM_THREADS", "2")
+    assert runner.threads_for(exp, exp.config) == (2, "OMP_NUM_THREADS")
+
+
+def test_a_declared_large_op_keeps_the_cores(clean_env):
+    from inductionlab import experiments, runner
+
+    clean_env.setattr(runner, "_cores", lambda: 4)
+    big = _plugin(lambda c: runner.GAINS_FROM)
+    assert runner.threads_for(big, big.config) == (4, "CPU affinity")
+    wikitext = experiments.get("wikitext")
+    assert runner.threads_for(wikitext, wikitext.config) == (4, "CPU affinity")  # 32 × 200 × 2000 logits
+
+
+def test_free_cores_counts_the_other_runnable_tasks():
+    from inductionlab.runner import free_cores
+
+    assert free_cores("0.50 0.40 0.30 1/123 4567", cores=2) == 2  # only the reader runs
+    assert free_cores("1.90 1.80 1.70 3/140 4567", cores=2) == 0  # two others run
+    assert free_cores("2.0 2.0 2.0 2/140 4567", cores=4) == 3
+    assert free_cores("garbled", cores=2) is None

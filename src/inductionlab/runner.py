@@ -85,8 +85,44 @@ def thread_budget(threads: int | None = None) -> tuple[int, str]:
         value = os.environ.get(var, "").strip()
         if value:  # OMP_NUM_THREADS may list one count per nesting level: the first is the run's
             return environ.count(value.split(",")[0], var), var
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores, "CPU affinity"
+    return _cores(), AFFINITY
+
+
+AFFINITY = "CPU affinity"
+GAINS_FROM = 2**18  # a step's largest op (elements) from which 2 threads beat 1 (docs/conventions.md#threads)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def threads_for(exp: Any, cfg: Any, threads: int | None = None) -> tuple[int, str]:
+    """A run's torch threads and why: :func:`thread_budget`'s count where one was asked for (``--threads``,
+    ``$OMP_NUM_THREADS``, ``$SLURM_CPUS_PER_TASK``); by default the cores this process may use, but 1 where the
+    experiment's ``op_size`` at ``cfg`` is below :data:`GAINS_FROM` or undeclared (docs/conventions.md#threads)."""
+    n, source = thread_budget(threads)
+    if source != AFFINITY or n == 1:
+        return n, source
+    size = exp.op_size(cfg) if exp.op_size is not None else None
+    if size is not None and size >= GAINS_FROM:
+        return n, source
+    what = "declares no op size" if size is None else f"has a largest op of {size} elements, below {GAINS_FROM}"
+    return 1, f"policy: the experiment {what}, too small to gain from threads (--threads N overrides)"
+
+
+def free_cores(loadavg: str | None = None, cores: int | None = None) -> int | None:
+    """The cores of this process's CPU set not running another task now, from /proc/loadavg's runnable count
+    (``loadavg``: its text; the reading process is one of them); None where there is no such file."""
+    if loadavg is None:
+        path = Path("/proc/loadavg")
+        if not path.exists():
+            return None
+        loadavg = path.read_text()
+    try:
+        running = int(loadavg.split()[3].split("/")[0])
+    except (IndexError, ValueError):
+        return None
+    return max(0, (cores or _cores()) - max(0, running - 1))
 
 
 def run_experiment(
@@ -111,12 +147,23 @@ def run_experiment(
     continues an interrupted run (the same config and code required, docs/conventions.md#provenance; a finished run is left as it is); ``force`` first
     removes what an earlier run left there (only files this toolkit writes).  A run that fails before it writes its first checkpoint (at any step, figures included) leaves
     nothing behind, so the corrected command just works.  ``hooks`` reach every training loop of the run
-    (:class:`inductionlab.train.loop.Hook`).  ``threads``: the run's torch threads (:func:`thread_budget`, which
-    also reads the environment when it is None), recorded in summary.json with where the number came from.
+    (:class:`inductionlab.train.loop.Hook`).  ``threads``: the run's torch threads (:func:`threads_for`, which
+    also reads the environment and the experiment's op size when it is None), recorded in summary.json with where the
+    number came from; a count above the cores free now is said in one log line.
     ``keep_checkpoints``: every trainer also keeps a checkpoint at each evaluation (docs/models.md#checkpoints-over-time).
     """
-    n_threads, threads_from = thread_budget(threads)
     exp = experiments.get(name)
+    n_threads, threads_from = threads_for(exp, cfg, threads)
+    free = free_cores()
+    if free is not None and n_threads > free:
+        log.warning(
+            "%s: %d torch threads, but only %d of %d cores are free now; a busy core slows every thread (--threads %d)",
+            name,
+            n_threads,
+            free,
+            _cores(),
+            max(1, free),
+        )
     out = Path(out_dir)
     with claim_dir(out, CONFIG, "a run", RunDirError):
         _check_run_dir(out, name, to_dict(cfg), resume, force)

@@ -25,6 +25,12 @@ DEVICES = ("cpu", "cuda")  # the devices an experiment may declare (docs/convent
 C = TypeVar("C")  # the experiment's config class
 
 
+def op_elements(batch: int, positions: int, *widths: int) -> int:
+    """A step's largest op for ``Experiment.op_size``: batch × positions × the widest of ``widths`` and the positions
+    (an attention score row is ``positions`` long; docs/conventions.md#threads)."""
+    return batch * positions * max((positions, *widths))
+
+
 def no_figures(results: Results, out_dir: Path) -> list[Path]:
     """The ``plot`` of an experiment that draws nothing: its tables and summary are the result."""
     return []
@@ -50,7 +56,10 @@ class Experiment(Generic[C]):
     when the config has that field, else ``("cpu",)``; ``cpu_only`` says why a CPU-only experiment refuses another
     device), ``data`` (the config key of the path of the data it reads, e.g.
     ``"data.path"``, which ``reproduce --data`` sets, an empty value meaning ``$INDUCTIONLAB_DATA``; "" when it makes
-    its own data) and ``saves_models`` (False for one that trains no model, so ``load_model`` has none to load)."""
+    its own data), ``saves_models`` (False for one that trains no model, so ``load_model`` has none to load) and
+    ``op_size(cfg)``: the elements of one training step's largest op at that config (batch × positions × width for
+    a transformer, × vocabulary for its logits), from which the default thread count is chosen; None (undeclared)
+    counts as too small to gain from threads (docs/conventions.md#threads)."""
 
     name: str
     description: str
@@ -70,6 +79,7 @@ class Experiment(Generic[C]):
     devices: tuple[str, ...] = ()  # (): ("cpu", "cuda") with a config field `device`, else ("cpu",)
     data: str = ""
     saves_models: bool = True
+    op_size: Callable[[C], int] | None = None
 
     def __post_init__(self) -> None:
         where = f"experiment {self.name!r}"
@@ -108,6 +118,10 @@ class Experiment(Generic[C]):
             raise ValueError(f"{where}: wall is the default's wall time such as '~3 min' or '~30 s', got {self.wall!r}")
         if isinstance(self.headline, str) or not all(isinstance(k, str) and k for k in self.headline):
             raise ValueError(f"{where}: headline is a tuple of summary keys such as ('T_50',), got {self.headline!r}")
+        if self.op_size is not None and not callable(self.op_size):
+            raise ValueError(
+                f"{where}: op_size is a function of the config (its largest op's elements), got {self.op_size!r}"
+            )
         if not isinstance(self.saves_models, bool):
             raise ValueError(f"{where}: saves_models must be True or False, got {self.saves_models!r}")
         if isinstance(self.devices, str) or len(set(self.devices)) != len(tuple(self.devices)):

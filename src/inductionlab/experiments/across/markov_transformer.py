@@ -31,7 +31,7 @@ from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.config import check_seeds, require
-from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
@@ -283,6 +283,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.train.batch_size, c.task.L, c.model.n_heads * c.model.d_model
+    ),  # docs/conventions.md#threads
     loss_unit=NATS,
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="markov-transformer",

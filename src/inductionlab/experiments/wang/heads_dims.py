@@ -26,7 +26,7 @@ import pandas as pd
 from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Learned
 from inductionlab.config import check_device, check_seeds, require, set_here
-from inductionlab.experiments.experiment import SQUARED, Experiment
+from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
 from inductionlab.experiments.wang._shared import LEARNED, PLATEAU, STEPS, learning
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
@@ -206,6 +206,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.train.batch_size, c.task.L, max(c.heads) * max(c.dims)
+    ),  # docs/conventions.md#threads
     devices=("cpu", "cuda"),
     loss_unit=SQUARED,
     name="heads-dims",

@@ -157,6 +157,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: c.train.batch_size * c.task.L,  # one query per sequence (docs/conventions.md#threads)
     loss_unit=SQUARED,
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="joint-training",

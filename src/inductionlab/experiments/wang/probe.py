@@ -32,7 +32,7 @@ from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Learned
 from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import check_device, check_seeds, require, set_here
-from inductionlab.experiments.experiment import SQUARED, Experiment
+from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
 from inductionlab.experiments.wang._shared import LEARNED, PLATEAU, STEPS, learning
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
@@ -168,6 +168,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.train.batch_size, c.task.L, c.model.n_heads * c.model.d_model
+    ),  # docs/conventions.md#threads
     devices=("cpu", "cuda"),
     loss_unit=SQUARED,
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)

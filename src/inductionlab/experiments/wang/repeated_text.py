@@ -45,7 +45,7 @@ from inductionlab.analysis.ablation import head_ablation
 from inductionlab.analysis.claims import Between, Claim, Control, Is, Learned
 from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
-from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.experiments.wang import _shared
 from inductionlab.experiments.wang._shared import (
     SMOKE,
@@ -365,6 +365,9 @@ def _plot_ablation(run0: pd.DataFrame, s: dict, path: Path) -> Path:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.train.batch_size, c.data.L, c.data.vocab_size
+    ),  # the logits (docs/conventions.md#threads)
     devices=("cpu", "cuda"),
     loss_unit=NATS,
     data="data.path",

@@ -34,7 +34,7 @@ import torch
 from inductionlab import plots, rng
 from inductionlab.analysis.claims import Between, Claim, Control, Learned
 from inductionlab.analysis.phases import plateau
-from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.experiments.wang import _shared
 from inductionlab.experiments.wang._shared import (
     SMOKE,
@@ -209,6 +209,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.train.batch_size, c.data.L, c.data.vocab_size
+    ),  # the logits (docs/conventions.md#threads)
     devices=("cpu", "cuda"),
     loss_unit=NATS,
     data="data.path",

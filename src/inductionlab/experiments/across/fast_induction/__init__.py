@@ -55,7 +55,7 @@ from inductionlab.experiments.across.fast_induction.libraries import (
     train_module,
     train_own,
 )
-from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.monitor import Monitor, MonitorConfig
 from inductionlab.monitor.phase import phase_change
 from inductionlab.runs import Results, RunContext
@@ -312,6 +312,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.task.batch_size, c.task.L, c.task.vocab, c.own.n_heads * c.own.d_model
+    ),  # docs/conventions.md#threads
     loss_unit=NATS,
     name="fast-induction",
     description="An induction head in two CPU minutes: our transformer, a HuggingFace Llama and TransformerLens",

@@ -49,7 +49,7 @@ from inductionlab.experiments.across.hf_induction.gpt2 import (
     train_gpt2,
     training_data,
 )
-from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.keys import keys_as
 from inductionlab.monitor import Monitor, MonitorConfig, phase_change
 from inductionlab.runs import Results, RunContext
@@ -336,6 +336,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(c.batch_size, c.data.L, c.data.vocab_size),  # docs/conventions.md#threads
     loss_unit=NATS,
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="hf-induction",

@@ -46,7 +46,7 @@ from inductionlab.experiments.across.interventions.arms import (
     transformer_summary,
     transformer_variant,
 )
-from inductionlab.experiments.experiment import NATS, Experiment
+from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.models.chen import ChenModelConfig
 from inductionlab.models.toy import ToyConfig
 from inductionlab.models.transformer import ArchitectureConfig
@@ -366,6 +366,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(
+        c.tf_train.batch_size, c.task.L, c.tf_vocab, c.tf_model.n_heads * c.tf_model.d_model
+    ),  # docs/conventions.md#threads
     loss_unit=NATS,
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="interventions",

@@ -35,7 +35,7 @@ import torch
 
 from inductionlab import plots, rng
 from inductionlab.config import check_device, check_seeds, require, set_here
-from inductionlab.experiments.experiment import SQUARED, Experiment
+from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
 from inductionlab.experiments.wang.adam_vs_gd_highdim.claims import CLAIMS, CONTROLS, STUCK, STUCK_EVERYWHERE
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
@@ -324,6 +324,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: op_elements(c.train.batch_size, c.model.L, c.model.D),  # docs/conventions.md#threads
     devices=("cpu", "cuda"),
     loss_unit=SQUARED,
     name="adam-vs-gd-highdim",

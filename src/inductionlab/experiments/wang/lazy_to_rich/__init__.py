@@ -241,6 +241,7 @@ CLAIMS = (
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: c.train.batch_size * c.task.L,  # one query per sequence (docs/conventions.md#threads)
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="lazy-to-rich",
     description=(

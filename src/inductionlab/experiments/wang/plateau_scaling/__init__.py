@@ -365,6 +365,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 
 
 EXPERIMENT = Experiment(
+    op_size=lambda c: c.train.batch_size * c.task.L,  # one query per sequence (docs/conventions.md#threads)
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="plateau-scaling",
     description="Plateau length against L, α*, σ_init and w*: gradient flow and SGD vs (1+α*)²L log(1/σ)/w*²",
