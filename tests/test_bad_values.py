@@ -89,6 +89,10 @@ def test_results_that_are_nan_throughout_stop_the_run_and_phase_times_not_reache
     check_results(fine)
     never = pd.DataFrame({"model": ["own"], "loss_drop_step": [math.nan], "phase_step": [math.nan]})
     check_results(Results({"phases": never}, {"phases": {"loss_drop_step": math.nan}}))  # a time never reached
+    declared = Results({"phases": pd.DataFrame({"escape_loss": [math.nan]})}, {"escape_loss": math.nan})
+    check_results(declared, times=("escape_loss",))  # a time by declaration, whatever its name
+    with pytest.raises(NaNResultsError, match="escape_loss"):
+        check_results(declared)  # undeclared, a loss by its name
     for bad in (
         Results({"scores": pd.DataFrame({"run": [0, 1], "induction_score": [math.nan, math.nan]})}, {}),
         Results({}, {"final": {"val_loss": math.nan}}),

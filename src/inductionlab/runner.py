@@ -216,7 +216,7 @@ def _run_and_save(
         wall = time.perf_counter() - start
         with timing.section("io"):
             save_tables(out, results)
-        check_results(results)
+        check_results(results, exp.times)
         with timing.section("plot"):
             exp.plot(results, out)
     results.summary = {
@@ -273,19 +273,19 @@ def _earlier_segments(out: Path) -> list[float]:
 MEASURES = re.compile(r"loss|score|kl|dist|error|acc", re.I)  # columns and keys that measure the run
 
 
-def check_results(results: Results) -> None:
+def check_results(results: Results, times: tuple[str, ...] = ()) -> None:
     """Stop (:class:`NaNResultsError`, exit 3) when a measure of the run is NaN throughout: a table column of losses,
     scores, distances or errors with no finite value, or such a summary value that is NaN.  A config value then made the
     numbers meaningless (an empty average, a NaN in the data); the tables stay for a look and the run unfinished.
-    The time of an event (:func:`is_time`) that was never reached is +inf, NaN or None by design
-    (docs/conventions.md#never), not a broken measure, and passes."""
+    The time of an event (:func:`is_time`, or a name the experiment declares in ``times``) that was never reached is
+    +inf, NaN or None by design (docs/conventions.md#never), not a broken measure, and passes."""
     empty = [
         f"{name}.{col}"
         for name, df in results.tables.items()
         for col in df.select_dtypes("number").columns
-        if _is_measure(str(col)) and len(df) and df[col].isna().all()
+        if _is_measure(str(col), times) and len(df) and df[col].isna().all()
     ]
-    nan = [k for k, v in _leaves(results.summary) if _is_measure(k) and isinstance(v, float) and math.isnan(v)]
+    nan = [k for k, v in _leaves(results.summary) if _is_measure(k, times) and isinstance(v, float) and math.isnan(v)]
     if empty or nan:
         raise NaNResultsError(
             "the run's results are NaN ("
@@ -294,11 +294,11 @@ def check_results(results: Results) -> None:
         )
 
 
-def _is_measure(key: str) -> bool:
+def _is_measure(key: str, times: tuple[str, ...] = ()) -> bool:
     """A summary key or column naming a measured value (``final.val_loss``, ``probe_distance_final``), not the time
-    of an event (:func:`is_time`)."""
+    of an event (:func:`is_time`, or a name of ``times``, which the experiment declares)."""
     name = key.rsplit(".", 1)[-1]
-    return bool(MEASURES.search(name)) and not is_time(name)
+    return bool(MEASURES.search(name)) and not is_time(name) and name not in times
 
 
 def is_time(name: str) -> bool:

@@ -59,7 +59,10 @@ class Experiment(Generic[C]):
     its own data), ``saves_models`` (False for one that trains no model, so ``load_model`` has none to load) and
     ``op_size(cfg)``: the elements of one training step's largest op at that config (batch × positions × width for
     a transformer, × vocabulary for its logits), from which the default thread count is chosen; None (undeclared)
-    counts as too small to gain from threads (docs/conventions.md#threads)."""
+    counts as too small to gain from threads (docs/conventions.md#threads); ``times``: the names of summary keys
+    and table columns (their last part) that hold the time of an event, whose value is +inf, NaN or None when it
+    never came (docs/conventions.md#never), beyond those the naming rule marks (``T_*``, ``*_step``, ``*_time``,
+    ``*_epoch``)."""
 
     name: str
     description: str
@@ -80,6 +83,7 @@ class Experiment(Generic[C]):
     data: str = ""
     saves_models: bool = True
     op_size: Callable[[C], int] | None = None
+    times: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"experiment {self.name!r}"
@@ -118,6 +122,11 @@ class Experiment(Generic[C]):
             raise ValueError(f"{where}: wall is the default's wall time such as '~3 min' or '~30 s', got {self.wall!r}")
         if isinstance(self.headline, str) or not all(isinstance(k, str) and k for k in self.headline):
             raise ValueError(f"{where}: headline is a tuple of summary keys such as ('T_50',), got {self.headline!r}")
+        object.__setattr__(self, "times", (self.times,) if isinstance(self.times, str) else tuple(self.times))
+        if not all(isinstance(t, str) and t for t in self.times):
+            raise ValueError(
+                f"{where}: times is a tuple of key or column names such as ('escape',), got {self.times!r}"
+            )
         if self.op_size is not None and not callable(self.op_size):
             raise ValueError(
                 f"{where}: op_size is a function of the config (its largest op's elements), got {self.op_size!r}"
