@@ -48,7 +48,23 @@ def _damaged_tl_config(root):
     return ["watch", str(series)], series / "config.json"
 
 
+def _damaged_run_config(root):
+    out = root / "run"
+    assert main(["run", "markov-mi", "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
+    (out / "config.json").write_text("{not json")
+    return ["run", "markov-mi", "--preset", "smoke", "--out", str(out), "--resume", "--no-progress"], out / "config.json"
+
+
+def _damaged_sweep_record(root):
+    out = root / "sweep"
+    assert main(["sweep", "markov-mi", "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
+    (out / "sweep.json").write_text("\x00\x01")
+    return ["report", str(out)], out / "sweep.json"
+
+
 CASES = {
+    "run config.json (--resume)": _damaged_run_config,
+    "sweep.json (report)": _damaged_sweep_record,
     "reproduce summary.json": _damaged_summary,
     "reproduce.json": _damaged_record,
     "run summary.json": _damaged_run_summary,

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from inductionlab.runs import CONFIG, lock_dir
+from inductionlab.runs import CONFIG, RunFileError, lock_dir, read_json
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +83,8 @@ def made_by(run_dir: Path) -> dict[str, str] | None:
     if not path.exists():
         return None
     try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError):
+        saved = read_json(path, "a run's config")
+    except RunFileError:
         return None  # a damaged config: the run directory's own checks name it
     code = of(saved)
     return None if code["digest"] == code_digest() else code

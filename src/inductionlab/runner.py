@@ -4,7 +4,6 @@ write config.json, run, add wall time and versions to the summary, save the tabl
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -26,9 +25,11 @@ from inductionlab.runs import (
     WALL,
     Results,
     RunContext,
+    RunFileError,
     claim_dir,
     config_values,
     never_reached,
+    read_json,
     save_tables,
     versions,
     write_json,
@@ -53,18 +54,17 @@ OURS = (
 
 
 def saved_config(out: Path) -> dict[str, Any] | None:
-    """The config.json of run directory ``out`` as a dict (None if there is none); a clear error if it is not a
-    config this toolkit wrote."""
+    """The config.json of run directory ``out`` as a dict (None if there is none); a clear error naming the file
+    (:func:`inductionlab.runs.read_json`) if it is damaged or not a config this toolkit wrote."""
     path = Path(out) / CONFIG
     if not path.exists():
         return None
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise RunDirError(
-            f"{path} is not valid JSON ({err}); it was not written by inductionlab, or was damaged. Use another --out."
-        ) from None
-    if not isinstance(data, dict) or "experiment" not in data:
+    data = read_json(
+        path,
+        "an inductionlab run's config",
+        fix="it was not written by inductionlab, or was damaged. Use another --out.",
+    )
+    if "experiment" not in data:
         raise RunDirError(f"{path} is not an inductionlab config (no 'experiment' key). Use another --out.")
     return data
 
@@ -155,7 +155,7 @@ def run_experiment(
     exp = experiments.get(name)
     n_threads, threads_from = threads_for(exp, cfg, threads)
     free = free_cores()
-    if free is not None and n_threads > free:
+    if free is not None and n_threads > max(1, free):
         log.warning(
             "%s: %d torch threads, but only %d of %d cores are free now; a busy core slows every thread (--threads %d)",
             name,
@@ -255,13 +255,13 @@ def _segment(out: Path, fresh: bool) -> Iterator[list[float]]:
 def _earlier_segments(out: Path) -> list[float]:
     """The seconds of the segments wall.json records (none: a run stopped before it wrote one); a segment still
     ``running_since`` a time was killed, and is closed at its last checkpoint's time (0 s without one)."""
+    if not (out / WALL).exists():
+        return []
     try:
-        saved = json.loads((out / WALL).read_text())
+        saved = read_json(out / WALL, "a run's wall-time record")
         segments = [float(s) for s in saved["segments"]]
         since = None if saved["running_since"] is None else float(saved["running_since"])
-    except FileNotFoundError:
-        return []
-    except (ValueError, TypeError, KeyError, OSError) as err:
+    except (RunFileError, ValueError, TypeError, KeyError) as err:
         log.warning("%s is damaged (%s): the wall time counts from this segment on", out / WALL, err)
         return []
     if since is not None:

@@ -35,7 +35,7 @@ from inductionlab import experiments, provenance
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import RunDirError, run_experiment, thread_budget
-from inductionlab.runs import SUMMARY, SWEEP_INFO, claim_dir, read_json, write_json, write_parquet
+from inductionlab.runs import SUMMARY, SWEEP_INFO, RunFileError, claim_dir, read_json, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -190,8 +190,8 @@ def run_sweep(
 
 def _other_sweep(out: Path, name: str) -> str:
     """The sweep of another experiment than ``name`` in ``out``, which a sweep of ``name`` must not mix with."""
-    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):  # no sweep.json, or a damaged one
-        other = json.loads((out / SWEEP_INFO).read_text())["experiment"]
+    with contextlib.suppress(RunFileError, TypeError, KeyError):  # no sweep.json, or a damaged one
+        other = read_json(out / SWEEP_INFO, "a sweep's record")["experiment"]
         return f"a sweep of {other} ({SWEEP_INFO})" if other != name else ""
     return ""
 

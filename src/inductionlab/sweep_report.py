@@ -10,7 +10,6 @@ error; ``sweep_table.md`` lists each law's exponent beside the fitted one, and `
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import textwrap
@@ -23,7 +22,7 @@ from inductionlab import experiments, plots
 from inductionlab.analysis.scaling import law_constant, power_law_fit
 from inductionlab.config import to_dict
 from inductionlab.runner import RunDirError
-from inductionlab.runs import SWEEP_INFO, atomic_write, write_text
+from inductionlab.runs import SWEEP_INFO, atomic_write, read_json, write_text
 from inductionlab.sweep import MANIFEST, flat_config, load_sweep
 from inductionlab.theory.laws import Law, laws_for
 
@@ -59,10 +58,7 @@ def sweep_info(out: Path) -> dict:
     path = Path(out) / SWEEP_INFO
     if not path.exists():
         raise FileNotFoundError(f"{out}: no {SWEEP_INFO} — not a sweep directory")
-    try:
-        info = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise RunDirError(f"{path} is not valid JSON ({err}); re-run the sweep into {out} to rewrite it") from None
+    info = read_json(path, "a sweep's record", fix=f"re-run the sweep into {out} to rewrite it")
     known = (
         isinstance(info, dict)
         and isinstance(info.get("experiment"), str)

@@ -31,7 +31,6 @@ everything after its start.  **κ sweep**: at T = ``kappa_T``, P̄ with ρ_mix i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -58,7 +57,7 @@ from inductionlab.experiments.ren.scb_transfer.measures import (
     stage2_cost,
     support_errors,
 )
-from inductionlab.runs import Results, RunContext
+from inductionlab.runs import Results, RunContext, RunFileError, read_json, write_json
 from inductionlab.tasks.scb import SCBConfig, SCBInstance, mu_inner, random_instance
 from inductionlab.train.loop import NonFiniteError
 from inductionlab.train.proximal import SCBTrainConfig, evaluate, threshold, train_scb
@@ -210,13 +209,16 @@ def the_c(cfg: Config, ctx: RunContext) -> tuple[float | None, list[dict]]:
     cache = None if ctx.run_dir is None else Path(ctx.run_dir) / "checkpoints" / "calibration_c.json"
     stamp = {"fingerprint": ctx.fingerprint, "rule": RULE}
     if cache is not None and cache.exists():
-        saved = json.loads(cache.read_text())
-        if all(saved.get(k) == v for k, v in stamp.items()):
+        try:  # a damaged cache is calibrated again
+            saved = read_json(cache, "a cached calibration")
+        except RunFileError:
+            saved = {}
+        if all(saved.get(k) == v for k, v in stamp.items()) and {"c", "tries"} <= set(saved):
             return saved["c"], saved["tries"]
     c, tries = calibrate_c(cfg)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({**stamp, "c": c, "tries": tries}))
+        write_json(cache, {**stamp, "c": c, "tries": tries})
     return c, tries
 
 
