@@ -74,7 +74,7 @@ CASES = [  # (case, argv, words the message must contain)
     ("out-is-file", [*MI, "--out", "{tmp}/afile"], ["afile", "is a file"]),
     ("out-under-sys", [*MI, "--out", "/sys/inductionlab-test/run"], ["/sys/inductionlab-test"]),
     ("out-under-proc", [*MI, "--out", "/proc/inductionlab-test"], ["/proc/inductionlab-test"]),
-    ("config-not-json", [*MI, "--out", "{run}"], ["config.json", "not valid JSON"]),
+    ("config-not-json", [*MI, "--out", "{run}"], ["config.json", "is damaged", "another --out"]),
     ("exists-no-flag", [*MI, "--out", "{run}"], ["--resume", "--force"]),
     ("resume-contradicting", [*MI, "--out", "{run}", "--resume", "--n_draws", "7"], ["n_draws", "saved run"]),
     ("force-foreign", [*MI, "--out", "{run}", "--force"], ["my_notes.txt", "did not write"]),

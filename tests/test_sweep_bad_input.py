@@ -208,7 +208,7 @@ CASES = {
     "7-sweep-into-a-run": (sweep_into_a_run, 2, ["--out", "holds a run", "config.json"]),
     "7-sweep-into-another-sweep": (sweep_into_another_sweep, 2, ["--out", "holds a sweep of lazy-to-rich"]),
     "8-reproduce-missing-data": (reproduce_missing_data, 2, ["--data", "missing", "no such"]),
-    "9-sweep-json-garbage": (_damaged_sweep_json("{not json"), 2, ["sweep.json", "not valid JSON"]),
+    "9-sweep-json-garbage": (_damaged_sweep_json("{not json"), 2, ["sweep.json", "is damaged", "re-run the sweep"]),
     "9-sweep-json-wrong-shape": (_damaged_sweep_json('{"experiment": ["x"]}'), 2, ["sweep.json", "expected"]),
     "10-long-name-run": (_long_out("run"), 2, [LONG, "longer than"]),
     "10-long-name-sweep": (_long_out("sweep"), 2, [LONG, "longer than"]),
