@@ -81,3 +81,21 @@ def test_a_damaged_cache_entry_is_rebuilt_once_and_killed_builds_temporaries_are
     assert lanes in ("8", "16") and "unavailable" not in log  # removed, built again, loaded
     assert entry.stat().st_size > 100
     assert not stale.exists() and fresh.exists()  # a build that may still be running keeps its file
+
+
+@pytest.mark.skipif(not environ.shutil.which("gcc") and not environ.shutil.which("cc"), reason="no C compiler")
+def test_processes_building_the_kernel_at_once_all_load_it_and_leave_one_entry(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("INDUCTIONLAB_FUSED", "CC")}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    code = "from inductionlab.models import fused; k = fused.library(); print(None if k is None else k.lanes)"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+        )
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=900) for p in procs]  # each builds into its own temporary, then renames
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert all(o.strip().splitlines()[-1] in ("8", "16") and "unavailable" not in e for o, e in outs), outs
+    cache = tmp_path / "inductionlab" / "fused"
+    assert len(list(cache.glob("fused-*.so"))) == 1 and not list(cache.glob("tmp*.so"))
