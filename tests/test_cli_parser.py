@@ -101,6 +101,7 @@ GUESSES = [
     (["--outt", "{out}"], "--outt: no option and no config key of probe. Did you mean the option --out?"),
     (["--task.w_scale", "--out", "{out}"], "--task.w_scale: missing value: the next argument, --out, is an option"),
     (["--task.label", "-h", "--out", "{out}"], "task.label: unknown key"),  # -h after a --KEY is its value, not help
+    (["--reuse-stale", "--out", "{out}"], "--reuse-stale is an option of another command, not of this one"),
 ]
 
 

@@ -178,6 +178,25 @@ def test_declarations_that_do_not_fit_the_config_fail_when_built():
         build(data="data.path")
     with pytest.raises(ValueError, match="loss_unit"):
         build(loss_unit=3)
+    for bad in (None, ("",), (3,)):
+        with pytest.raises(ValueError, match="times"):
+            build(times=bad)
+    assert build(times="escape").times == ("escape",)
+    for bad in (5, "big"):
+        with pytest.raises(ValueError, match="op_size"):
+            build(op_size=bad)
+
+
+@pytest.mark.parametrize("gives", [-1, 2.5, "many", True, None])
+def test_an_op_size_that_gives_no_count_fails_naming_it(gives, monkeypatch):
+    from inductionlab import runner
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(runner, "_cores", lambda: 4)
+    cfg = experiments.get("approx-ih2").config
+    exp = il.Experiment(name="sized", description="x", config=cfg, run=print, op_size=lambda c: gives)
+    with pytest.raises(ConfigError, match="op_size gave"):
+        runner.threads_for(exp, cfg)
 
 
 def test_the_toolkits_own_declarations():

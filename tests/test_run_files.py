@@ -52,7 +52,16 @@ def _damaged_run_config(root):
     out = root / "run"
     assert main(["run", "markov-mi", "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
     (out / "config.json").write_text("{not json")
-    return ["run", "markov-mi", "--preset", "smoke", "--out", str(out), "--resume", "--no-progress"], out / "config.json"
+    return [
+        "run",
+        "markov-mi",
+        "--preset",
+        "smoke",
+        "--out",
+        str(out),
+        "--resume",
+        "--no-progress",
+    ], out / "config.json"
 
 
 def _damaged_sweep_record(root):

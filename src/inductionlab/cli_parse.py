@@ -25,7 +25,10 @@ def stand_in(argv: list[str], i: int, declared: set[str]) -> str:
 
 
 def near(key: str, declared: set[str]) -> str:
-    """`` Did you mean the option --X?`` for a key that is a near miss of an option ("" when none is)."""
+    """`` Did you mean the option --X?`` for a key that is a near miss of an option ("" when none is); for one that
+    is itself an option, of another command, that it is not this command's."""
+    if key in declared:
+        return f"; {key} is an option of another command, not of this one (inductionlab COMMAND -h lists its own)"
     close = difflib.get_close_matches(key, sorted(o for o in declared if o.startswith("--")), n=1, cutoff=0.8)
     return f". Did you mean the option {close[0]}?" if close else ""
 

@@ -103,7 +103,13 @@ def threads_for(exp: Any, cfg: Any, threads: int | None = None) -> tuple[int, st
     n, source = thread_budget(threads)
     if source != AFFINITY or n == 1:
         return n, source
-    size = exp.op_size(cfg) if exp.op_size is not None else None
+    size = None
+    if exp.op_size is not None:
+        size = exp.op_size(cfg)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ConfigError(
+                f"experiment {exp.name!r}: op_size gave {size!r}; it must give an op's elements, an int ≥ 0"
+            )
     if size is not None and size >= GAINS_FROM:
         return n, source
     what = "declares no op size" if size is None else f"has a largest op of {size} elements, below {GAINS_FROM}"

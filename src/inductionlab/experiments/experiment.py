@@ -122,11 +122,13 @@ class Experiment(Generic[C]):
             raise ValueError(f"{where}: wall is the default's wall time such as '~3 min' or '~30 s', got {self.wall!r}")
         if isinstance(self.headline, str) or not all(isinstance(k, str) and k for k in self.headline):
             raise ValueError(f"{where}: headline is a tuple of summary keys such as ('T_50',), got {self.headline!r}")
-        object.__setattr__(self, "times", (self.times,) if isinstance(self.times, str) else tuple(self.times))
-        if not all(isinstance(t, str) and t for t in self.times):
+        if isinstance(self.times, str):
+            object.__setattr__(self, "times", (self.times,))
+        if not isinstance(self.times, (tuple, list)) or not all(isinstance(t, str) and t for t in self.times):
             raise ValueError(
                 f"{where}: times is a tuple of key or column names such as ('escape',), got {self.times!r}"
             )
+        object.__setattr__(self, "times", tuple(self.times))
         if self.op_size is not None and not callable(self.op_size):
             raise ValueError(
                 f"{where}: op_size is a function of the config (its largest op's elements), got {self.op_size!r}"
