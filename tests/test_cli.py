@@ -170,3 +170,10 @@ def test_interventions_from_the_command_line_are_recorded_and_act(tmp_path, caps
     ]
     assert main(bad) == 2
     assert "applies to the general transformer" in capsys.readouterr().err
+
+
+def test_list_keys_or_presets_without_a_name_lists_the_names(capsys):
+    for option in ("--keys", "--presets"):
+        assert main(["list", option]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"{option} takes an experiment's name:") and "lazy-to-rich" in out and "probe" in out

@@ -39,3 +39,8 @@ def test_the_estimate_names_the_experiments_wall_field(monkeypatch):
     )
     NoTime.wall = ""
     assert sweep_report.estimate("x", 3, 1).endswith("x's wall field is empty)")
+
+
+def test_bookkeeping_columns_are_not_reported_as_measures():
+    table = pd.DataFrame({"seed": [0, 1], "threads": [1, 1], "wall_seconds": [2.0, 3.0], "T_50": [5.0, 6.0]})
+    assert sweep_report.metrics_of(table, "lazy-to-rich", []) == ["T_50"]

@@ -205,7 +205,7 @@ def _block(out: Path, name: str, rows: pd.DataFrame, shown: frozenset[str] = fro
         "<th>negative control</th><th>note</th></tr>"
     )
     return (
-        f'<h3 id="{_e(name + ("-observations" if name in shown else ""))}">{_e(name)} <span class="meta">— {_e(exp.figure)}; run directory <code>{_e(name)}/</code>'
+        f'<h3 id="{_e(name + ("-observations" if name in shown else ""))}">{_e(name)} <span class="meta">{_e(f"— {exp.figure}; " if exp.figure else "— ")}run directory <code>{_e(name)}/</code>'
         f"</span></h3>"
         f'<div class="block"><table>{head}{"".join(_row(r) for _, r in rows.iterrows())}</table>'
         f'<div class="figs">{imgs or "<p class=meta>no figure</p>"}</div></div>'

@@ -48,6 +48,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     from inductionlab import experiments
     from inductionlab.keys import describe, preset_changes
 
+    for option in ("keys", "presets"):
+        if getattr(args, option) == "":  # the option without a name: which names it takes
+            print(f"--{option} takes an experiment's name: {', '.join(experiments.all_experiments())}")
+            return 0
     if args.keys:
         exp = experiments.get(args.keys)
         print(f"{exp.name}: presets {', '.join(exp.presets)}   (values are typed as shown: lists as 1,2)")
@@ -268,8 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
     add = functools.partial(sub.add_parser, allow_abbrev=False)  # --out never takes --out.x, nor --pre --preset
     ls = add("list", help="list experiments (or one experiment's keys or presets)")
     which = ls.add_mutually_exclusive_group()
-    which.add_argument("--keys", metavar="NAME", help="every config key of NAME: type, default, what it does")
-    which.add_argument("--presets", metavar="NAME", help="each preset of NAME: the keys it sets, default → value")
+    which.add_argument(
+        "--keys", metavar="NAME", nargs="?", const="", help="every config key of NAME: type, default, what it does"
+    )
+    which.add_argument(
+        "--presets", metavar="NAME", nargs="?", const="", help="each preset of NAME: the keys it sets, default → value"
+    )
     for cmd in ("run", "sweep"):
         sp = add(cmd, help=f"{cmd} an experiment; --KEY VALUE pairs (anywhere) set config values")
         sp.add_argument("name", nargs="?", help="the experiment (inductionlab list)")

@@ -26,7 +26,17 @@ from inductionlab.runs import SWEEP_INFO, atomic_write, read_json, write_text
 from inductionlab.sweep import MANIFEST, flat_config, load_sweep
 from inductionlab.theory.laws import Law, laws_for
 
-SKIP = {"dir", "hash", "seed", "wall_seconds", "profile", "config_hash"}
+SKIP = {
+    "dir",
+    "hash",
+    "seed",
+    "wall_seconds",
+    "profile",
+    "config_hash",
+    "threads",
+    "threads_from",
+    "code",
+}  # bookkeeping
 MANY_JOBS = 50  # the command line asks for --yes before it starts more jobs than this
 
 
