@@ -4,6 +4,7 @@ shaded (docs/conventions.md#wang-5-5)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +93,10 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         if len(cols) > 1:  # the colours; the y label names the one curve of the first panel
             ax.legend(handles=[Patch(color=plots.CURVE_COLORS[c], label=SYMBOLS[c]) for c in cols], fontsize=7)
     plots.figure_legend(fig, _style_handles(axes[0], results), ncols=4)
-    times = ", ".join(f"{k} = {plots.num(s.get(k)):.0f}" for k in ("T_I", "T_II", "T_50", "T_III"))
+    times = ", ".join(
+        f"{k} = {v:.0f}" if math.isfinite(v := plots.num(s.get(k))) else f"{k} not reached"
+        for k in ("T_I", "T_II", "T_50", "T_III")
+    )
     fig.suptitle(f"Lazy to rich, SGD over {s.get('n_runs', 1)} seed(s): phase times {times}")
     paths = [plots.save(fig, Path(out_dir) / "lazy_to_rich.png")]
     st1 = metrics[metrics.stage == "I"]
