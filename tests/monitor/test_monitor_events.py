@@ -12,6 +12,7 @@ from inductionlab.config import ConfigError
 from inductionlab.monitor import (
     Monitor,
     MonitorConfig,
+    attainable_scores,
     chance_scores,
     head_scores,
     patterns_adapter,
@@ -76,6 +77,20 @@ def test_a_head_attending_uniformly_scores_the_chance_level_which_has_its_closed
     assert chance_scores(monitor.tokens, 8) == monitor.chance
     ideal = head_scores(_induction(monitor.tokens), monitor.tokens, 8)["induction"][0, 0]
     assert ideal > 5 * monitor.chance["induction"]
+
+
+@pytest.mark.parametrize("repeats", [2, 3, 4])
+def test_the_attainable_score_is_the_ideal_heads_and_no_head_beats_it(repeats):
+    tokens = repeated_random_tokens(8, 20, repeats, torch.Generator().manual_seed(1), vocab=4096)  # no chance repeats
+    top = attainable_scores(tokens, 20)
+    assert top["induction"] == pytest.approx((repeats - 1) / repeats, abs=1e-12)  # the first copy has no earlier token
+    assert top["induction"] == pytest.approx(head_scores(_induction(tokens), tokens, 20)["induction"][0, 0], abs=1e-12)
+    g = torch.Generator().manual_seed(2)
+    B, L = tokens.shape
+    for _ in range(5):  # any causal attention scores at most the ideal head's
+        logits = torch.randn(B, 1, L, L, generator=g, dtype=torch.float64) * 4
+        pattern = torch.softmax(logits.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -math.inf), -1)
+        assert head_scores([pattern], tokens, 20)["induction"][0, 0] <= top["induction"] + 1e-12
 
 
 def _noise(drop: float) -> tuple[pd.DataFrame, pd.DataFrame]:

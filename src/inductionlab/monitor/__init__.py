@@ -16,7 +16,15 @@ from inductionlab.monitor.adapters import (
     toolkit_adapter,
 )
 from inductionlab.monitor.bridges import bridge_adapter, nnsight_adapter
-from inductionlab.monitor.core import LoggerError, Monitor, MonitorConfig, chance_scores, head_scores, token_losses
+from inductionlab.monitor.core import (
+    LoggerError,
+    Monitor,
+    MonitorConfig,
+    attainable_scores,
+    chance_scores,
+    head_scores,
+    token_losses,
+)
 from inductionlab.monitor.figure import plot_monitor
 from inductionlab.monitor.phase import PhaseChange, phase_change
 from inductionlab.monitor.pick import adapter_for
@@ -33,6 +41,7 @@ __all__ = [
     "PhaseChange",
     "adapter_for",
     "bridge_adapter",
+    "attainable_scores",
     "chance_scores",
     "head_scores",
     "hf_adapter",

@@ -122,6 +122,23 @@ def chance_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
     return {name: float(value[0, 0]) for name, value in head_scores([uniform], tokens, period).items()}
 
 
+def attainable_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
+    """Score name → the score of the ideal head of that name on the same tokens (B, L): each query row attends
+    wholly to the keys its detection pattern marks (spread evenly over them), uniformly where it marks none — the
+    most a head can score on these tokens (docs/monitor.md#chance-levels), e.g. induction (repeats − 1)/repeats ≈ 0.5
+    on two copies."""
+    B, L = tokens.shape
+    uniform = torch.ones(L, L, dtype=torch.float64).tril()
+    uniform = uniform / uniform.sum(-1, keepdim=True)
+    out: dict[str, float] = {}
+    for name in H.HEAD_NAMES:
+        marked = H.detection_pattern(tokens, name).to(torch.float64)  # (B, L, L)
+        rows = marked.sum(-1, keepdim=True)
+        ideal = torch.where(rows > 0, marked / rows.clamp_min(1), uniform)  # (B, L, L)
+        out[name] = float(H.attention_score(ideal.unsqueeze(1), marked)[0])
+    return out
+
+
 def token_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy (nats) (B, L − 1): entry t − 1 is the loss on token t given tokens 0..t − 1, from
     logits (B, L, V) for tokens (B, L)."""
@@ -201,6 +218,7 @@ class Monitor:
         self.tokens = repeated_random_tokens(config.batch, config.period, config.repeats, gen, vocab=vocab)  # (B, L)
         self.held_out = _held_out(held_out, config, model_vocab)
         self.chance = chance_scores(self.tokens, config.period)  # score name → its level under uniform attention
+        self.attainable = attainable_scores(self.tokens, config.period)  # score name → the ideal head's
         if self.chance["induction"] >= config.threshold / 2:
             log.warning(
                 "monitor: a head attending uniformly scores %.3f on induction with vocabulary %d, near the threshold "
@@ -309,7 +327,9 @@ class Monitor:
 
         require(bool(self._step_rows), "plot", "nothing measured yet: call measure(step) or maybe(step) first")
         target = Path(path) if path is not None else (self.out_dir / "monitor.png" if self.out_dir else None)
-        fig = plot_monitor(self.heads, self.steps, self.phase(), self.chance, self.config.threshold, target)
+        fig = plot_monitor(
+            self.heads, self.steps, self.phase(), self.chance, self.config.threshold, target, attainable=self.attainable
+        )
         return fig
 
     def maybe(self, step: int, model: Any = None) -> dict[str, Any] | None:

@@ -23,15 +23,17 @@ def _edges(steps: np.ndarray) -> np.ndarray:
     return np.concatenate([[2 * steps[0] - mid[0]], mid, [2 * steps[-1] - mid[-1]]])
 
 
-def _heatmap(ax: Any, heads: pd.DataFrame, phase: PhaseChange) -> None:
-    """Rows: heads (layer.head), columns: measured steps; colour: induction score."""
+def _heatmap(ax: Any, heads: pd.DataFrame, phase: PhaseChange, attainable: float) -> None:
+    """Rows: heads (layer.head), columns: measured steps; colour: induction score, from 0 to the attainable score
+    (the ideal head's on these tokens; a higher measured score raises it)."""
     grid = heads.pivot_table(index=["layer", "head"], columns="step", values="induction", dropna=False)
     steps = grid.columns.to_numpy(float)
-    top = max(1.0, float(np.nanmax(grid.to_numpy(), initial=0.0)))
+    top = max(attainable, float(np.nanmax(grid.to_numpy(), initial=0.0)))
     mesh = ax.pcolormesh(
         _edges(steps), np.arange(len(grid) + 1), grid.to_numpy(float), cmap="viridis", vmin=0, vmax=top
     )
-    ax.figure.colorbar(mesh, ax=ax, label="induction score", fraction=0.05)
+    bar = ax.figure.colorbar(mesh, ax=ax, fraction=0.05, pad=0.02)
+    bar.set_label(f"induction score (attainable {attainable:.2f})", labelpad=2)
     labels = [f"L{layer}H{head}" for layer, head in grid.index]
     every = max(1, len(labels) // 16)  # at most ~16 labels on the head axis
     ax.set_yticks(np.arange(len(labels))[::every] + 0.5, labels[::every], fontsize=7)
@@ -41,8 +43,11 @@ def _heatmap(ax: Any, heads: pd.DataFrame, phase: PhaseChange) -> None:
     ax.set(xlabel="training step", ylabel="head (layer, head)", title="induction score of every head")
 
 
-def _best(ax: Any, heads: pd.DataFrame, steps: pd.DataFrame, phase: PhaseChange, chance: dict, threshold: float):
-    """The best head's induction score, its chance level and the threshold; the losses on a twin axis."""
+def _best(
+    ax: Any, heads: pd.DataFrame, steps: pd.DataFrame, phase: PhaseChange, chance: dict, threshold: float, top: float
+):
+    """The best head's induction score, its chance level, the attainable score ``top`` and the threshold; the losses
+    on a twin axis."""
     lines = []
     if phase.head is not None:
         layer, head = phase.head
@@ -50,9 +55,10 @@ def _best(ax: Any, heads: pd.DataFrame, steps: pd.DataFrame, phase: PhaseChange,
         lines += ax.plot(curve.step, curve.induction, color="C3", lw=2, label=f"induction, L{layer}H{head} (best)")
     lines.append(ax.axhline(threshold, color="C3", ls="--", lw=0.8, label=f"threshold {threshold:g}"))
     lines.append(ax.axhline(chance["induction"], color="0.3", ls=":", lw=1, label=f"chance {chance['induction']:.3f}"))
+    lines.append(ax.axhline(top, color="0.3", ls="-", lw=0.8, alpha=0.6, label=f"attainable {top:.3f}"))
     if math.isfinite(phase.step):
         lines.append(ax.axvline(phase.step, color="k", ls="--", lw=1, label=f"phase change, step {phase.step:.0f}"))
-    ax.set(xlabel="training step", ylabel="induction score", ylim=(0, max(1.0, ax.get_ylim()[1])))
+    ax.set(xlabel="training step", ylabel="induction score", ylim=(0, max(1.1 * top, ax.get_ylim()[1])))
     twin = ax.twinx()
     ordered = steps.sort_values("step")
     lines += twin.plot(ordered.step, ordered.loss_repeated, color="C0", lw=1.2, label="loss, repeated copy (right)")
@@ -78,13 +84,16 @@ def plot_monitor(
     threshold: float,
     path: str | Path | None = None,
     title: str = "",
+    attainable: dict[str, float] | None = None,
 ) -> Any:
     """The monitor's two panels from its tables (``heads``, ``steps``), phase change, chance levels and threshold;
     written to ``path`` (its path returned), or the matplotlib Figure when ``path`` is None.  The legend sits
-    under the panels, where it covers no curve."""
+    under the panels, where it covers no curve.  ``attainable``: the ideal heads' scores (the colour scale and a line
+    run to its induction score; 1 when not given)."""
+    top = (attainable or {}).get("induction", 1.0)
     fig, axes = plots.subplots(2, width=4.8, height=3.6)
-    _heatmap(axes[0], heads, phase)
-    lines = _best(axes[1], heads, steps, phase, chance, threshold)
+    _heatmap(axes[0], heads, phase, top)
+    lines = _best(axes[1], heads, steps, phase, chance, threshold, top)
     axes[1].set_title("best head, chance level and loss")
     fig.legend(handles=lines, loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     if title:

@@ -209,9 +209,8 @@ def watch(
     write_parquet(paths[0], monitor.heads)
     write_parquet(paths[1], monitor.steps)
     title = f"{directory.name}: induction heads across {series.kind}"
-    plot_monitor(
-        monitor.heads, monitor.steps, monitor.phase(), monitor.chance, monitor.config.threshold, paths[2], title
-    )
+    phase, threshold = monitor.phase(), monitor.config.threshold
+    plot_monitor(monitor.heads, monitor.steps, phase, monitor.chance, threshold, paths[2], title, monitor.attainable)
     return monitor, paths
 
 
