@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, said
-from inductionlab.cli_parse import integer, near, no_near_miss, option_strings, stand_in
+from inductionlab.cli_parse import integer, monitor_options, near, no_near_miss, option_strings, stand_in
 from inductionlab.cli_plugins import recorded_experiment, take_plugins
 from inductionlab.cli_report import (
     cmd_report,
@@ -312,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
     wa.add_argument("--run", type=integer, default=0, help="a kept run's row of the run axis (default 0)")
+    monitor_options(wa)
     return p
 
 

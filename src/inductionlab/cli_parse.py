@@ -46,6 +46,40 @@ def no_near_miss(keys: set[str], declared: set[str], name: str | None) -> None:
             raise ConfigError(f"{key}: no option and no config key of {name}{hint}")
 
 
+def real(text: str) -> float:
+    """An option's number as typed: ASCII digits, a point, an exponent (``float()`` also takes ``١٫٥`` and ``1_0``)."""
+    from inductionlab.config import NUMBER
+
+    if not NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return float(text)
+
+
+def monitor_options(p: argparse.ArgumentParser) -> list[str]:
+    """One ``--FIELD`` option of ``watch`` per :class:`~inductionlab.monitor.MonitorConfig` field but ``every``
+    (``watch --every`` picks the checkpoints), typed as the field and helped by its comment; returns the fields."""
+    import dataclasses
+
+    from inductionlab.keys import field_help
+    from inductionlab.monitor import MonitorConfig
+
+    helps, names = field_help(MonitorConfig), []
+    for f in dataclasses.fields(MonitorConfig):
+        if f.name == "every":
+            continue
+        kind = integer if isinstance(f.default, int) else real
+        flag = f"--{f.name.replace('_', '-')}"
+        p.add_argument(
+            flag,
+            dest=f"monitor_{f.name}",
+            type=kind,
+            metavar="N",
+            help=f"{helps.get(f.name, '')} (default {f.default})",
+        )
+        names.append(f.name)
+    return names
+
+
 def integer(text: str) -> int:
     """An option's integer as typed: ASCII digits with an optional sign (``int()`` also takes ``١٠``, ``４０`` and
     ``1_0``, which no one means as a count)."""

@@ -197,16 +197,38 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def watch_config(args: argparse.Namespace) -> Any:
+    """The :class:`~inductionlab.monitor.MonitorConfig` of ``watch``'s ``--FIELD`` options (the defaults where none
+    is given), checked as the class checks it, the refusal naming the option."""
+    import dataclasses
+
+    from inductionlab.monitor import MonitorConfig
+
+    given = {
+        f.name: getattr(args, f"monitor_{f.name}")
+        for f in dataclasses.fields(MonitorConfig)
+        if getattr(args, f"monitor_{f.name}", None) is not None
+    }
+    try:
+        return MonitorConfig(**given)
+    except ConfigError as err:
+        field, _, why = str(err).partition(": ")
+        if field in given or field in {f.name for f in dataclasses.fields(MonitorConfig)}:
+            raise ConfigError(f"--{field.replace('_', '-')}: {why}") from None
+        raise
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     """Measure a series of checkpoints, or a Trainer's under each seed's folder (an hf-induction run of several
     seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
     from inductionlab.monitor.phase import phase_line
     from inductionlab.monitor.watch import trainer_dirs, watch
 
+    config = watch_config(args)
     dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
     for directory in dirs:
         try:
-            monitor, paths = watch(directory, every=args.every, name=args.name, run=args.run)
+            monitor, paths = watch(directory, config, every=args.every, name=args.name, run=args.run)
         except OSError as err:  # a read-only series: watch writes beside the checkpoints, it has no --out
             if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
                 raise

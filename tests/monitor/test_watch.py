@@ -62,3 +62,40 @@ def test_cli_watch_prints_the_phase_line_and_refuses_an_empty_directory(tmp_path
     assert "no checkpoints in" in err and len(err.splitlines()) == 1
     with pytest.raises(ConfigError, match="every"):
         watch(out, every=0)
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--threshold", "2"], "--threshold"),
+        (["--repeats", "1"], "--repeats"),
+        (["--batch", "0"], "--batch"),
+        (["--min-rise", "-1"], "--min-rise"),
+        (["--batch", "４"], "--batch"),  # a full-width digit is no integer as typed
+        (["--threshold", "0,3"], "--threshold"),
+    ],
+)
+def test_every_monitor_setting_is_a_watch_flag_refused_by_name(flags, said, tmp_path, capsys):
+    out = _fake_trainer_dir(tmp_path / "hf", steps=(5, 10))
+    try:
+        code = main(["watch", str(out), *flags])
+    except SystemExit as stop:  # argparse's own refusal of a value that is not of its type
+        code = stop.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+    assert not (out / "watch.png").exists()  # refused before any measurement
+
+
+def test_watch_flags_reach_the_monitor(tmp_path):
+    from inductionlab.cli import build_parser
+    from inductionlab.cli_report import watch_config
+    from inductionlab.monitor import MonitorConfig
+
+    args = build_parser().parse_args(["watch", "d", "--batch", "4", "--period", "6", "--threshold", "0.05"])
+    assert watch_config(args) == MonitorConfig(batch=4, period=6, threshold=0.05)
+    out = _fake_trainer_dir(tmp_path / "hf", steps=(5, 10))
+    assert main(["watch", str(out), "--batch", "4", "--period", "6"]) == 0
+    heads = pd.read_parquet(out / "watch_heads.parquet")
+    default, _ = watch(out)  # the default measures 8-token copies of 16 sequences: other numbers
+    assert not heads.induction.equals(default.heads.induction)

@@ -68,11 +68,11 @@ class MonitorConfig:
     every: int = 50  # measure every this many training steps (and at step 0 / the first call)
     batch: int = 16  # repeated-random-token sequences per measurement
     period: int = 25  # tokens of the first copy (sequence = the copy repeated `repeats` times)
-    repeats: int = 2
-    vocab: int = 0  # 0: the model's vocabulary size
+    repeats: int = 2  # copies in each sequence (≥ 2: the later ones can be copied from the earlier)
+    vocab: int = 0  # tokens drawn from ids below this; 0: the model's vocabulary size
     seed: int = 0  # the fixed measurement tokens come from rng.generator(seed, "held-out")
-    icl_early: int = 10  # the in-context-learning score: loss at token index icl_late minus loss at icl_early
-    icl_late: int = 45  # (Olsson et al.; indices within the held-out sequences, < their length)
+    icl_early: int = 10  # the in-context-learning score (Olsson et al.) is the loss at icl_late minus at icl_early
+    icl_late: int = 45  # the later token index of that score (within the held-out sequences, < their length)
     threshold: float = 0.3  # a head "is an induction head" once its induction score reaches this
     min_rise: float = 0.1  # a rise of the best head's score from its lowest of at most this: no phase change (NaN)
     min_loss_drop: float = 0.1  # nats: a fall of loss_repeated from its peak of at most this: no loss drop (NaN)
