@@ -168,7 +168,10 @@ def test_each_measurement_reaches_a_loggers_log_as_one_row_of_the_monitor_stage(
     last = monitor.steps.iloc[-1]
     expected = {k: float(last[k]) for k in ("loss_repeated", "loss_first", "best_induction", "best_layer", "best_head")}
     heads = {f"induction_l0h{h}": float(monitor.heads.induction.iloc[-2 + h]) for h in (0, 1)}
-    assert rows.calls[-1][2] == expected | heads
+    got = rows.calls[-1][2]
+    assert got["chance_induction"] == monitor.chance["induction"] and "phase_step" in got  # the Trainer path's tags
+    assert {k: v for k, v in got.items() if k not in ("chance_induction", "phase_step")} == expected | heads
+    assert {f"monitor/{k}" for k in got} >= set(monitor.metrics())  # the same tags on every path
     from inductionlab.train.loop import Hook
 
     with pytest.raises(ConfigError, match="^loggers: each must be a Logger .* got Hook"):

@@ -354,8 +354,10 @@ class Monitor:
         return out
 
     def _log(self, row: dict[str, Any], induction: np.ndarray) -> None:
-        values = {key: float(v) for key, v in row.items() if key != "step" and isinstance(v, numbers.Real)}
-        values |= {f"induction_l{l}h{h}": float(v) for (l, h), v in np.ndenumerate(induction)}
+        """Tell the loggers the measurement: :meth:`metrics`' numbers (the tags the Trainer path logs, under the
+        stage ``monitor``) and the best head's place."""
+        values = {key.removeprefix("monitor/"): v for key, v in self.metrics().items()}
+        values |= {key: float(row[key]) for key in ("best_layer", "best_head") if row.get(key) is not None}
         for logger in self.loggers:
             try:
                 logger.log(int(row["step"]), "monitor", values)
