@@ -186,11 +186,28 @@ def test_phase_detection_finds_a_sigmoid_step_and_whether_the_loss_drops_with_it
     assert math.isnan(early.step) and not early.coincides  # online: before the rise, no phase change yet
 
 
+def test_an_sdpa_model_is_measured_with_eager_attention_and_handed_back_as_it_was():
+    torch.manual_seed(0)
+    eager = _gpt2(n_layer=2, n_head=2, n_embd=16, impl="eager")
+    sdpa = _gpt2(n_layer=2, n_head=2, n_embd=16, impl="sdpa")
+    sdpa.load_state_dict(eager.state_dict())
+    config = MonitorConfig(batch=4, period=8)
+    want, got = Monitor(eager, config).measure(0), Monitor(sdpa, config).measure(0)
+    assert got["best_induction"] == pytest.approx(want["best_induction"], abs=1e-6)
+    assert got["loss_repeated"] == pytest.approx(want["loss_repeated"], abs=1e-5)
+    assert sdpa.config._attn_implementation == "sdpa"  # the trainer's steps keep their kernel
+
+
+def test_a_model_whose_attention_cannot_be_switched_is_refused(monkeypatch):
+    model = _gpt2(impl="sdpa")
+    monkeypatch.setattr(type(model), "set_attn_implementation", None)
+    with pytest.raises(ConfigError, match="attn_implementation"):
+        Monitor(model)
+
+
 def test_bad_input_is_refused_by_name():
     with pytest.raises(ConfigError, match="every"):
         MonitorConfig(every=0)
-    with pytest.raises(ConfigError, match="attn_implementation"):
-        Monitor(_gpt2(impl="sdpa"))
     with pytest.raises(ConfigError, match="period"):
         Monitor(_gpt2(), MonitorConfig(period=25))  # 50 tokens > 16 positions
     with pytest.raises(ConfigError, match="out_dir"):

@@ -101,15 +101,24 @@ def require_eager(config: Any, what: str) -> None:
 
 
 def hf_adapter(model: Any) -> FunctionAdapter:
-    """A transformers causal LM (``GPT2LMHeadModel``, ...), run with ``output_attentions=True``.  A model whose
-    attention implementation returns no weights (sdpa, flash attention) is refused (ConfigError naming
-    attn_implementation)."""
+    """A transformers causal LM (``GPT2LMHeadModel``, ...), run with ``output_attentions=True``.  A model built with
+    an attention that returns no weights (sdpa, flash attention) is switched to eager attention for each measurement
+    and back after it (``set_attn_implementation``, transformers ≥ 5), so the trainer's own steps keep their kernel;
+    one without that switch is refused (ConfigError naming attn_implementation)."""
     config = model.config
-    require_eager(config, "the model")
+    if not callable(getattr(model, "set_attn_implementation", None)):
+        require_eager(config, "the model")
     n_layers = int(config.num_hidden_layers)
 
     def run(tokens: torch.Tensor) -> tuple[torch.Tensor, Patterns]:
-        out = model(input_ids=tokens, output_attentions=True, use_cache=False)
+        impl = getattr(model.config, "_attn_implementation", None) or "eager"
+        if impl != "eager":
+            model.set_attn_implementation("eager")
+        try:
+            out = model(input_ids=tokens, output_attentions=True, use_cache=False)
+        finally:
+            if impl != "eager":
+                model.set_attn_implementation(impl)
         attentions = out.attentions or ()
         require(
             len(attentions) == n_layers and all(a is not None for a in attentions),
