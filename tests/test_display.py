@@ -21,6 +21,18 @@ def test_a_headline_names_a_missing_key_apart_from_a_time_never_reached_and_a_nu
     ]
 
 
+def test_a_headline_shows_per_seed_values_and_names_an_absent_part_once():
+    summary = {"own": {"formed": [True, False], "score": [0.51234, 0.0987], "best": [[1, 0]]}, "wall_seconds": 2.0}
+    keys = ("own.formed", "own.score", "own.best", "hf.formed", "hf.score", "own.nosuch")
+    assert headline(summary, keys) == [
+        "  own.formed = True, False (per seed)",
+        "  own.score = 0.5123, 0.0987 (per seed)",
+        "  hf.*: not in this run's summary",  # a library the run did not train: one line, not one per key
+        "  own.nosuch: not in this run's summary",  # a misspelt key under a part that is there: named
+        "  wall_seconds = 2.0",
+    ]
+
+
 @pytest.mark.parametrize(
     "field,value,match",
     [
@@ -120,7 +132,7 @@ def test_watch_on_a_folder_it_cannot_write_says_so_and_not_to_choose_an_out(tmp_
     from inductionlab.cli import main
     from inductionlab.monitor import watch as watch_module
 
-    def read_only(directory, **_):
+    def read_only(directory, *_, **__):
         raise PermissionError(errno.EACCES, "Permission denied", str(directory / "watch_steps.parquet"))
 
     monkeypatch.setattr(watch_module, "watch", read_only)

@@ -83,14 +83,21 @@ def headline(summary: dict[str, Any], keys: tuple[str, ...] | None = None) -> li
     explicit = keys is not None
     if keys is None:
         keys = tuple(k for k, v in summary.items() if k not in VOLATILE and isinstance(v, (int, float, bool)))[:10]
-    lines = []
+    lines: list[str] = []
     never = set(summary.get("not_reached", ()))  # times that never came (docs/conventions.md#never)
     for key in keys:
         value: Any = summary
         for part in key.split("."):
             value = value.get(part, MISSING_KEY) if isinstance(value, dict) else MISSING_KEY
-        if value is MISSING_KEY:
+        top = key.split(".")[0]
+        if value is MISSING_KEY and "." in key and top not in summary:  # a whole part absent: one line for it
+            line = f"  {top}.*: not in this run's summary"
+            lines += [] if line in lines else [line]
+        elif value is MISSING_KEY:
             lines.append(f"  {key}: not in this run's summary")
+        elif isinstance(value, list) and value and all(isinstance(v, (bool, int, float)) for v in value):
+            shown = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value)
+            lines.append(f"  {key} = {shown}" + (" (per seed)" if len(value) > 1 else ""))
         elif value is None and key in never:
             lines.append(f"  {key} = never (not reached in this run)")
         elif isinstance(value, float) and math.isnan(value) or value is None and explicit:
