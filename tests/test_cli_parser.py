@@ -21,8 +21,8 @@ def _command(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentPar
 def test_an_option_added_to_the_parser_alone_reaches_the_command_and_is_no_config_key(command, given, monkeypatch):
     build = cli.build_parser
 
-    def with_frobnicate() -> argparse.ArgumentParser:
-        parser = build()
+    def with_frobnicate(watch: bool = True) -> argparse.ArgumentParser:
+        parser = build(watch)
         _command(parser, command).add_argument("--frobnicate", metavar="VALUE")
         return parser
 

@@ -13,7 +13,20 @@ import inductionlab
 SRC = Path(inductionlab.__file__).parent
 SHARED_FILES = {"__init__", "experiment", "registry"}
 LAYERS = [
-    {"_version", "_runtime", "config", "environ", "keys", "ops", "paths", "plots", "rng", "runs", "timing"},
+    {
+        "_version",
+        "_runtime",
+        "config",
+        "environ",
+        "keys",
+        "ops",
+        "paths",
+        "plots",
+        "provenance",
+        "rng",
+        "runs",
+        "timing",
+    },
     {"tasks"},
     {"models"},
     {"theory"},

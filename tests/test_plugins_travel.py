@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from inductionlab import experiments
+from inductionlab import experiments, provenance
 from inductionlab.cli import main
 from inductionlab.experiments import registry
 from tests.test_strict_plugins import COIN as STRICT_COIN
@@ -49,6 +49,7 @@ def test_a_run_records_its_plugin_and_report_and_resume_find_it(here, monkeypatc
         "seeds": [0],
         "p": 0.5,
         "plugins": [{"spec": "a/coin.py", "resolved": resolved}],
+        "code": provenance.record(),
     }
 
     _new_command(monkeypatch)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from inductionlab._version import __version__
 from inductionlab.cli_errors import exit_code, said
-from inductionlab.cli_parse import integer, monitor_options, near, no_near_miss, option_strings, stand_in
+from inductionlab.cli_parse import integer, near, no_near_miss, option_strings, stand_in
 from inductionlab.cli_plugins import recorded_experiment, take_plugins
 from inductionlab.cli_report import (
     cmd_report,
@@ -30,6 +30,7 @@ from inductionlab.cli_report import (
     print_outputs,
     reuse_stale_option,
     threads_option,
+    watch_options,
 )
 from inductionlab.config import ConfigError
 
@@ -252,7 +253,8 @@ def _reproduce_options(rr: argparse.ArgumentParser) -> None:
     reuse_stale_option(rr)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(watch: bool = True) -> argparse.ArgumentParser:
+    """The command line; ``watch``: with ``watch``'s monitor settings (:func:`inductionlab.cli_report.watch_options`)."""
     p = argparse.ArgumentParser(
         prog="inductionlab",
         description=plain(__doc__ or ""),
@@ -305,14 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     _reproduce_options(add("reproduce", help="run what the papers' claims need, judge them, write report.html"))
     rp = add("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
     rp.add_argument("dir")
-    wa = add("watch", help="induction heads across a series of checkpoints (docs/monitor.md)")
-    wa.add_argument("dir", help="a Trainer's output_dir, save_pretrained folders, TL state dicts or a kept run")
-    wa.add_argument(
-        "--every", type=integer, default=1, metavar="N", help="only checkpoints whose step is a multiple of N"
-    )
-    wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
-    wa.add_argument("--run", type=integer, default=0, help="a kept run's row of the run axis (default 0)")
-    monitor_options(wa)
+    watch_options(add("watch", help="induction heads across a series of checkpoints (docs/monitor.md)"), watch)
     return p
 
 
@@ -323,7 +318,7 @@ def parse_command(argv: list[str]) -> tuple[argparse.Namespace, dict[str, str]]:
     with ``-`` (``--task.alpha -1``, ``--task.label -hello``): the pair is taken off before the command's own options
     are parsed, so it never reads as an option or as the experiment's name (``run --task.L 20 lazy-to-rich``); a value
     that is itself one of the command's options (``--task.name --out``) reads as that option."""
-    parser = build_parser()
+    parser = build_parser(watch="watch" in argv)
     declared = option_strings(parser)
     # the first pass only finds the undeclared --KEYs: a value such as -1, -hello, or -h after an undeclared --KEY,
     # stands in as 0, lest it read as an option or as help

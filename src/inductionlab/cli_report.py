@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from inductionlab.cli_parse import integer
+from inductionlab.cli_parse import integer, monitor_options
 from inductionlab.config import ConfigError
 
 SLURM_KEYS = {  # option → (submitit parameter, the executors it acts with)
@@ -32,6 +32,19 @@ def threads_option(p: argparse.ArgumentParser) -> None:
         help="torch threads per run (default: $OMP_NUM_THREADS, else $SLURM_CPUS_PER_TASK, else the cores this "
         "process may use; sweep and reproduce share them among --workers)",
     )
+
+
+def watch_options(wa: argparse.ArgumentParser, settings: bool) -> None:
+    """The options of ``watch``; with ``settings`` also one per monitor setting (:func:`monitor_options`, which
+    imports the monitor: only when the command is ``watch``, so that ``--help`` and ``--version`` stay light)."""
+    wa.add_argument("dir", help="a Trainer's output_dir, save_pretrained folders, TL state dicts or a kept run")
+    wa.add_argument(
+        "--every", type=integer, default=1, metavar="N", help="only checkpoints whose step is a multiple of N"
+    )
+    wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
+    wa.add_argument("--run", type=integer, default=0, help="a kept run's row of the run axis (default 0)")
+    if settings:
+        monitor_options(wa)
 
 
 def reuse_stale_option(p: argparse.ArgumentParser) -> None:

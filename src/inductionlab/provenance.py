@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from inductionlab.runs import CONFIG, RunFileError, lock_dir, read_json
+from inductionlab.runs import CONFIG, SUMMARY, RunFileError, lock_dir, read_json
 
 log = logging.getLogger(__name__)
 
@@ -103,3 +103,15 @@ def set_aside(run_dir: Path, code: Mapping[str, str]) -> Path:
         run_dir.rename(target)
     log.warning("%s was made by %s, not this %s: moved to %s", run_dir, describe(code), describe(record()), target)
     return target
+
+
+def set_aside_stale(run_dirs: list[Path], reuse_stale: bool) -> list[Path]:
+    """Set aside (:func:`set_aside`) each run of ``run_dirs`` made by other code, so that it is made again with this
+    code; with ``reuse_stale`` a finished one stays (the report marks it), while an unfinished one is still set aside,
+    since a resume across code versions is refused.  Returns where they went."""
+    moved = []
+    for run_dir in map(Path, run_dirs):
+        made = made_by(run_dir)
+        if made is not None and not (reuse_stale and (run_dir / SUMMARY).exists()):
+            moved.append(set_aside(run_dir, made))
+    return moved

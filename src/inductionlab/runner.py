@@ -116,6 +116,16 @@ def threads_for(exp: Any, cfg: Any, threads: int | None = None) -> tuple[int, st
     return 1, f"policy: the experiment {what}, too small to gain from threads (--threads N overrides)"
 
 
+def _say_if_busy(name: str, threads: int) -> None:
+    """One log line when a run takes more threads than the cores free now, where fewer would help."""
+    free = free_cores()
+    if free is not None and threads > max(1, free):
+        log.warning(
+            "%s: %d torch threads, but only %d of %d cores are free now; a busy core slows every thread (--threads %d)",
+            *(name, threads, free, _cores(), max(1, free)),
+        )
+
+
 def free_cores(loadavg: str | None = None, cores: int | None = None) -> int | None:
     """The cores of this process's CPU set not running another task now, from /proc/loadavg's runnable count
     (``loadavg``: its text; the reading process is one of them); None where there is no such file."""
@@ -160,16 +170,7 @@ def run_experiment(
     """
     exp = experiments.get(name)
     n_threads, threads_from = threads_for(exp, cfg, threads)
-    free = free_cores()
-    if free is not None and n_threads > max(1, free):
-        log.warning(
-            "%s: %d torch threads, but only %d of %d cores are free now; a busy core slows every thread (--threads %d)",
-            name,
-            n_threads,
-            free,
-            _cores(),
-            max(1, free),
-        )
+    _say_if_busy(name, n_threads)
     out = Path(out_dir)
     with claim_dir(out, CONFIG, "a run", RunDirError):
         _check_run_dir(out, name, to_dict(cfg), resume, force)

@@ -210,11 +210,11 @@ def execute(
     """Run the jobs not yet marked done in ``out``'s manifest; return (dir, error) of those that failed.  Shared by
     sweeps and ``reproduce``.  A job trains on ``threads`` torch threads; by default a local one on its share of
     :func:`inductionlab.runner.thread_budget` among the ``workers``, a submitit one on its ``cpus_per_task``.  A run
-    made by other code is set aside and made again (:func:`set_aside_stale`; ``reuse_stale``: a finished one kept)."""
+    made by other code is made again (:func:`inductionlab.provenance.set_aside_stale`)."""
     cpus = (slurm or {}).get("cpus_per_task", 1)
     share = threads or (max(1, thread_budget()[0] // max(workers, 1)) if executor == "local" else int(cpus))
     jobs = [replace(j, threads=share) for j in jobs]
-    set_aside_stale(jobs, reuse_stale)
+    provenance.set_aside_stale([Path(j.dir) for j in jobs], reuse_stale)
     done = _done(out)
     todo = [j for j in jobs if j.hash not in done]
     for job in todo:
@@ -224,18 +224,6 @@ def execute(
     else:
         _run_submitit(todo, out, executor, slurm or {}, progress)
     return _failed(out, {j.hash for j in todo})
-
-
-def set_aside_stale(jobs: list[Job], reuse_stale: bool) -> list[Path]:
-    """Set aside (:func:`inductionlab.provenance.set_aside`) each job's run made by other code, so that it is made
-    again with this code; with ``reuse_stale`` a finished one stays (the report marks it), while an unfinished one is
-    still set aside, since a resume across code versions is refused (docs/conventions.md#provenance)."""
-    moved = []
-    for job in jobs:
-        made = provenance.made_by(Path(job.dir))
-        if made is not None and not (reuse_stale and (Path(job.dir) / SUMMARY).exists()):
-            moved.append(provenance.set_aside(Path(job.dir), made))
-    return moved
 
 
 def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
