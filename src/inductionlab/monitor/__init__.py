@@ -25,6 +25,7 @@ from inductionlab.monitor.core import (
     head_scores,
     token_losses,
 )
+from inductionlab.monitor.data import RepeatedWindows, repeated_window_tokens
 from inductionlab.monitor.figure import plot_monitor
 from inductionlab.monitor.phase import PhaseChange, phase_change
 from inductionlab.monitor.pick import adapter_for
@@ -39,6 +40,7 @@ __all__ = [
     "Monitor",
     "MonitorConfig",
     "PhaseChange",
+    "RepeatedWindows",
     "adapter_for",
     "bridge_adapter",
     "attainable_scores",
@@ -49,6 +51,7 @@ __all__ = [
     "patterns_adapter",
     "phase_change",
     "plot_monitor",
+    "repeated_window_tokens",
     "tl_adapter",
     "token_losses",
     "toolkit_adapter",

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from inductionlab import rng
 from inductionlab.config import ConfigError, require
 from inductionlab.models import transformer as tf
-from inductionlab.monitor import Monitor, MonitorConfig, toolkit_adapter
+from inductionlab.monitor import Monitor, MonitorConfig, repeated_window_tokens, toolkit_adapter
 from inductionlab.runs import RunContext
 from inductionlab.train.autograd import TrainConfig, pack, train
 
@@ -72,20 +72,9 @@ class NetConfig:
 
 
 def repeated_windows(task: TaskConfig, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
-    """Token ids (*shape, L): each sequence a window of k random tokens (k uniform on ``task.periods``) repeated to
-    fill L; with ``copies = "shuffled"`` each repeat shows its window in an order of its own, so that a token recurs
-    but what follows it does not — nothing for an induction head to predict."""
-    n, (lo, hi) = math.prod(shape), task.periods
-    k = torch.randint(lo, hi + 1, (n, 1), generator=gen)
-    window = torch.randint(task.vocab, (n, hi), generator=gen)
-    pos = torch.arange(task.L)
-    index = (pos % k).expand(n, -1)  # (n, L): the window's token at each position
-    if task.copies == "shuffled":
-        repeats = -(-task.L // lo)
-        keys = torch.rand(n, repeats, hi, generator=gen).masked_fill(torch.arange(hi) >= k.unsqueeze(-1), math.inf)
-        order = keys.argsort(-1)  # (n, repeats, hi): each row's first k entries permute 0..k − 1
-        index = order.gather(2, index.unsqueeze(1).expand(-1, repeats, -1)).gather(1, (pos // k).unsqueeze(1))[:, 0]
-    return window.gather(1, index).view(*shape, task.L)
+    """Token ids (*shape, L) of :func:`inductionlab.monitor.repeated_window_tokens` for ``task`` (its ``copies``
+    "shuffled": the negative control's)."""
+    return repeated_window_tokens(task.vocab, task.L, task.periods, shape, gen, task.copies == "shuffled")
 
 
 def check_packages(models: Sequence[str]) -> None:
