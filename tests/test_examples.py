@@ -26,7 +26,7 @@ def test_there_are_five_examples():
 
 def test_the_trainer_example_forms_a_head_stops_at_it_and_logs_to_tensorboard(tmp_path):
     """examples/hf_trainer_monitor.py in full: a head within its 800 steps, the stop soon after the located step,
-    and the monitor's tags in the TensorBoard events."""
+    and the monitor's tags and its figure in the TensorBoard events."""
     pytest.importorskip("transformers")
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -41,5 +41,8 @@ def test_the_trainer_example_forms_a_head_stops_at_it_and_logs_to_tensorboard(tm
     located, stopped = map(int, found.groups())
     assert stopped < 800 and 0 <= stopped - located <= 8 * 25, done.stdout  # within 8 measurements of the step
     (events,) = {p.parent for p in (tmp_path / "o" / "runs").rglob("events.out.tfevents.*")}
-    tags = EventAccumulator(str(events)).Reload().Tags()["scalars"]
-    assert {"train/monitor/best_induction", "train/monitor/phase_step", "train/monitor/chance_induction"} <= set(tags)
+    tags = EventAccumulator(str(events)).Reload().Tags()
+    assert {"train/monitor/best_induction", "train/monitor/phase_step", "train/monitor/chance_induction"} <= set(
+        tags["scalars"]
+    )
+    assert "monitor/figure" in tags["images"]  # the heatmap, at the phase change and at the end

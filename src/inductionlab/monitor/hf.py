@@ -66,8 +66,32 @@ def callback_class() -> type:
                 self.trainer.log(metrics)
             else:
                 state.log_history.append({**metrics, "step": state.global_step})
-            if before is None and self.monitor.detected is not None and self.on_phase_change is not None:
-                self.on_phase_change(self.monitor.detected, control)
+            if before is None and self.monitor.detected is not None:
+                self._figure(state.global_step)
+                if self.on_phase_change is not None:
+                    self.on_phase_change(self.monitor.detected, control)
+
+        def _figure(self, step: int) -> None:
+            """The monitor's figure, as an image, to the trainer's TensorBoard and W&B runs (``monitor/figure``)."""
+            import matplotlib.pyplot as plt
+
+            reporters = [] if self.trainer is None else self.trainer.callback_handler.callbacks
+            writers = [w for cb in reporters if (w := getattr(cb, "tb_writer", None)) is not None]
+            runs = [
+                r for cb in reporters if type(cb).__name__ == "WandbCallback" and (r := getattr(cb, "_wandb", None))
+            ]
+            if not (writers or runs):
+                return
+            from inductionlab.monitor.figure import plot_monitor
+
+            m = self.monitor
+            fig = plot_monitor(m.heads, m.steps, m.phase(), m.chance, m.config.threshold, attainable=m.attainable)
+            for writer in writers:
+                writer.add_figure("monitor/figure", fig, step, close=False)
+                writer.flush()
+            for run in runs:
+                run.log({"monitor/figure": run.Image(fig)}, commit=False)
+            plt.close(fig)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
             self._measure(state, control, model)
@@ -76,8 +100,12 @@ def callback_class() -> type:
             self._measure(state, control, model)
 
         def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
-            if state.is_world_process_zero and self.monitor.out_dir is not None:
+            if not state.is_world_process_zero:
+                return
+            if self.monitor.out_dir is not None:
                 self.monitor.save()
+            if len(self.monitor.steps):
+                self._figure(state.global_step)
 
     InductionCallback.__module__ = __name__
     return InductionCallback
