@@ -123,3 +123,26 @@ def test_the_coincidence_control_keeps_the_head_and_times_a_drop_without_one():
     assert twin["formed"] == same["formed"] == [True] and twin["phase_step"] == same["phase_step"]
     assert same["coincides"] == [True] and twin["coincides"] == [False]
     assert twin["loss_drop_step"]["0"] < 60 < same["phase_step"]["0"]
+
+
+def test_load_model_gives_the_toolkit_model_and_a_resume_trains_it_anew(tmp_path):
+    import json
+
+    import torch
+
+    from inductionlab import load_model
+    from inductionlab.cli import main
+
+    out = tmp_path / "fi"
+    argv = ["run", "fast-induction", "--preset", "smoke", "--models", "own", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    model = load_model(out)
+    assert model.family == "transformer" and model.name == "own"
+    assert load_model(out, run=1).run == 1  # one per seed of the run axis
+    logits = model(torch.randint(16, (1, 10)))
+    assert logits.shape[-1] == 16 and torch.isfinite(logits).all()
+    before = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").unlink()  # as if stopped before the end
+    assert main([*argv, "--resume"]) == 0
+    after = json.loads((out / "summary.json").read_text())
+    assert after["own"]["final_induction_score"] == before["own"]["final_induction_score"]  # the monitors' rows again

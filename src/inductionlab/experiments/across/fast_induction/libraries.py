@@ -115,8 +115,8 @@ def train_own(
     """The toolkit's transformer, one run per seed on the run axis (each initialised from its seed, each drawing
     its batches from ``rng.generator(seed)``, as the other models do), trained by Adam on the toolkit's loop; a
     monitor per run measures at the loop's evaluations (every ``monitor.every`` steps and the last); :data:`THREADS`
-    torch threads.  No checkpoints: the monitors' rows are not saved with one, so a resumed run would lose them; the
-    run is short enough to repeat."""
+    torch threads.  Its one checkpoint, ``checkpoints/own.pt`` at the last step, is for ``load_model``: a resumed
+    run trains it anew (the monitors' rows are not in a checkpoint, and the run is short enough to repeat)."""
     model, S = own_model(net, task), len(seeds)
     theta0, views = pack(tf.init_per_seed(model, seeds))
     monitors: list[Monitor] = []
@@ -147,8 +147,8 @@ def train_own(
         eval_log_points=0,
         checkpoint_every=net.steps,
     )
-    own = dataclasses.replace(ctx, run_dir=None, threads=THREADS)
-    train(cfg, theta0, loss, sample, evaluate, own, desc="own")
+    own = dataclasses.replace(ctx.child("own"), resume=False, threads=THREADS)  # trained anew on a resume
+    train(cfg, theta0, loss, sample, evaluate, own, desc="own", model={"family": "transformer", "config": model})
     return monitors
 
 
