@@ -72,7 +72,7 @@ def of(saved: Mapping[str, Any] | None) -> dict[str, str]:
 def describe(code: Mapping[str, str]) -> str:
     """One phrase naming a code version: "code 0123456789abcdef (commit 1a2b3c4d5e6f-dirty)"."""
     if code["digest"] == UNRECORDED:
-        return "code of before runs recorded it"
+        return "code not recorded (a run older than the record)"
     return f"code {code['digest']}" + (f" (commit {code['commit']})" if code.get("commit") else " (no git commit)")
 
 
