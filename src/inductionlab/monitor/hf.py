@@ -20,6 +20,40 @@ from inductionlab.config import require
 from inductionlab.monitor.core import Monitor
 
 
+def send_figure(monitor: Monitor, trainer: Any, step: int) -> None:
+    """The monitor's figure, as the image ``monitor/figure``, to ``trainer``'s TensorBoard and W&B runs (none
+    without a trainer, or where it reports to neither)."""
+    import matplotlib.pyplot as plt
+
+    from inductionlab.monitor.figure import plot_monitor
+
+    reporters = [] if trainer is None else trainer.callback_handler.callbacks
+    writers = [w for cb in reporters if (w := getattr(cb, "tb_writer", None)) is not None]
+    runs = [r for cb in reporters if type(cb).__name__ == "WandbCallback" and (r := getattr(cb, "_wandb", None))]
+    if not (writers or runs):
+        return
+    m = monitor
+    fig = plot_monitor(m.heads, m.steps, m.phase(), m.chance, m.config.threshold, attainable=m.attainable)
+    for writer in writers:
+        writer.add_figure("monitor/figure", fig, step, close=False)
+        writer.flush()
+    for run in runs:
+        run.log({"monitor/figure": run.Image(fig)}, commit=False)
+    plt.close(fig)
+
+
+def _check(monitor: Any, trainer: Any, on_phase_change: Any) -> None:
+    """Refuse, by name, what the callback cannot use."""
+    require(isinstance(monitor, Monitor), "monitor", f"must be a Monitor, got {type(monitor).__name__}")
+    logs = trainer is None or callable(getattr(trainer, "log", None))
+    require(logs, "trainer", f"must be the transformers Trainer (with a log method), got {type(trainer).__name__}")
+    require(
+        on_phase_change is None or callable(on_phase_change),
+        "on_phase_change",
+        f"must be a function of (phase, control), got {type(on_phase_change).__name__}",
+    )
+
+
 @cache
 def callback_class() -> type:
     """The ``transformers.TrainerCallback`` subclass (built once, on first use)."""
@@ -43,16 +77,7 @@ def callback_class() -> type:
         def __init__(
             self, monitor: Monitor, trainer: Any = None, on_phase_change: Callable[[Any, Any], Any] | None = None
         ):
-            require(isinstance(monitor, Monitor), "monitor", f"must be a Monitor, got {type(monitor).__name__}")
-            logs = trainer is None or callable(getattr(trainer, "log", None))
-            require(
-                logs, "trainer", f"must be the transformers Trainer (with a log method), got {type(trainer).__name__}"
-            )
-            require(
-                on_phase_change is None or callable(on_phase_change),
-                "on_phase_change",
-                f"must be a function of (phase, control), got {type(on_phase_change).__name__}",
-            )
+            _check(monitor, trainer, on_phase_change)
             self.monitor, self.trainer, self.on_phase_change = monitor, trainer, on_phase_change
 
         def _measure(self, state: Any, control: Any, model: Any) -> None:
@@ -67,31 +92,9 @@ def callback_class() -> type:
             else:
                 state.log_history.append({**metrics, "step": state.global_step})
             if before is None and self.monitor.detected is not None:
-                self._figure(state.global_step)
+                send_figure(self.monitor, self.trainer, state.global_step)
                 if self.on_phase_change is not None:
                     self.on_phase_change(self.monitor.detected, control)
-
-        def _figure(self, step: int) -> None:
-            """The monitor's figure, as an image, to the trainer's TensorBoard and W&B runs (``monitor/figure``)."""
-            import matplotlib.pyplot as plt
-
-            reporters = [] if self.trainer is None else self.trainer.callback_handler.callbacks
-            writers = [w for cb in reporters if (w := getattr(cb, "tb_writer", None)) is not None]
-            runs = [
-                r for cb in reporters if type(cb).__name__ == "WandbCallback" and (r := getattr(cb, "_wandb", None))
-            ]
-            if not (writers or runs):
-                return
-            from inductionlab.monitor.figure import plot_monitor
-
-            m = self.monitor
-            fig = plot_monitor(m.heads, m.steps, m.phase(), m.chance, m.config.threshold, attainable=m.attainable)
-            for writer in writers:
-                writer.add_figure("monitor/figure", fig, step, close=False)
-                writer.flush()
-            for run in runs:
-                run.log({"monitor/figure": run.Image(fig)}, commit=False)
-            plt.close(fig)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
             self._measure(state, control, model)
@@ -105,7 +108,7 @@ def callback_class() -> type:
             if self.monitor.out_dir is not None:
                 self.monitor.save()
             if len(self.monitor.steps):
-                self._figure(state.global_step)
+                send_figure(self.monitor, self.trainer, state.global_step)
 
     InductionCallback.__module__ = __name__
     return InductionCallback
