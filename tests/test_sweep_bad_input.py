@@ -52,9 +52,8 @@ def seeds_twice(tmp, capsys, monkeypatch):
 
 
 def _refused_at_once(argv, tmp, capsys):
-    start = time.perf_counter()
     code = main([*argv, "--out", str(tmp / "s")])
-    assert time.perf_counter() - start < 5 and not (tmp / "s").exists()
+    assert not (tmp / "s").exists()  # refused before any work: nothing was written, whatever the machine's speed
     return code, capsys.readouterr().err
 
 
