@@ -175,14 +175,17 @@ def _synthetic(score_mid: float, loss_mid: float, every: int = 10) -> tuple[pd.D
     return heads, steps
 
 
+LEVELS = {"chance": 0.05, "attainable": 0.95}  # the synthetic head's relative score rises from 0 to 0.94
+
+
 def test_phase_detection_finds_a_sigmoid_step_and_whether_the_loss_drops_with_it():
     heads, steps = _synthetic(437.0, 437.0)
-    found = phase_change(heads, steps, every=10, threshold=0.3)
+    found = phase_change(heads, steps, every=10, **LEVELS)
     assert found.head == (1, 1) and abs(found.step - 437) <= 10 and abs(found.loss_drop_step - 437) <= 10
     assert found.coincides and found.score == pytest.approx(0.9, abs=1e-3)
-    late = phase_change(*_synthetic(437.0, 537.0), every=10, threshold=0.3)  # the loss drops 10 intervals later
+    late = phase_change(*_synthetic(437.0, 537.0), every=10, **LEVELS)  # the loss drops 10 intervals later
     assert abs(late.step - 437) <= 10 and abs(late.loss_drop_step - 537) <= 10 and not late.coincides
-    early = phase_change(heads[heads.step <= 300], steps[steps.step <= 300], every=10, threshold=0.3)
+    early = phase_change(heads[heads.step <= 300], steps[steps.step <= 300], every=10, **LEVELS)
     assert math.isnan(early.step) and not early.coincides  # online: before the rise, no phase change yet
 
 

@@ -102,21 +102,22 @@ def _noise(drop: float) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_a_loss_that_only_wiggles_has_no_loss_drop_and_a_real_drop_is_found():
-    assert math.isfinite(phase_change(*_noise(0.0), every=10, threshold=0.3).loss_drop_step)  # without a minimum
-    assert math.isnan(phase_change(*_noise(0.0), 10, 0.3, min_loss_drop=0.1).loss_drop_step)
-    found = phase_change(*_noise(1.0), 10, 0.3, min_loss_drop=0.1).loss_drop_step
+    levels = {"chance": 0.05, "attainable": 0.5}
+    assert math.isnan(phase_change(*_noise(0.0), 10, **levels, min_loss_drop=0.1).loss_drop_step)
+    found = phase_change(*_noise(1.0), 10, **levels, min_loss_drop=0.1).loss_drop_step
     assert abs(found - 500) <= 10
 
 
 def test_a_head_that_scores_its_chance_level_above_the_threshold_did_not_form():
-    """A tiny vocabulary puts uniform attention's induction score (its chance level) above the threshold: a head that
-    stays there has not risen, so there is no phase change; one that rises from there has one."""
+    """A tiny vocabulary puts uniform attention's induction score (its chance level, 0.313 on 3 tokens) above the
+    former absolute threshold 0.3: relative to chance a head that stays there scores 0, so there is no phase change;
+    one that rises from there has one."""
     heads, steps = _noise(0.0)
-    flat = heads.assign(induction=0.313 + 0.0001 * np.arange(len(heads)))  # 0.313 → 0.323: above 0.3, no rise
-    assert math.isfinite(phase_change(flat, steps, 10, 0.3).step)  # without a minimum rise
-    assert math.isnan(phase_change(flat, steps, 10, 0.3, min_rise=0.1).step)
+    levels = {"chance": 0.313, "attainable": 0.94}
+    flat = heads.assign(induction=0.313 + 0.0001 * np.arange(len(heads)))  # 0.313 → 0.323: relative 0 → 0.016
+    assert math.isnan(phase_change(flat, steps, 10, **levels).step)
     rising = heads.assign(induction=0.313 + 0.4 / (1 + np.exp(-(heads.step - 400) / 20)))
-    assert abs(phase_change(rising, steps, 10, 0.3, min_rise=0.1).step - 400) <= 10
+    assert abs(phase_change(rising, steps, 10, **levels).step - 400) <= 10
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def test_a_trainer_that_forms_a_head_reports_to_tensorboard_and_stops_at_the_pha
     trainer.add_callback(InductionCallback(monitor, trainer, on_phase_change=stop))
     trainer.train()
     assert len(fired) == 1 and fired[0].head[0] == 1  # an induction head needs the second layer
-    assert fired[0].score >= 0.3 and trainer.state.global_step < 800  # it stopped there
+    assert fired[0].relative >= 0.3 and trainer.state.global_step < 800  # it stopped there
     assert math.isfinite(fired[0].loss_drop_step) and monitor.steps.loss_repeated.iloc[-1] < 2.5
     events = _events(tmp_path)
     best = dict(events["train/monitor/best_induction"])

@@ -132,8 +132,8 @@ def test_no_finite_score_names_no_best_head():
     assert phase.head is None and math.isnan(phase.score) and math.isnan(phase.step) and not phase.coincides
     assert phase_line(phase).startswith("phase change: none (no head has an induction score)")
     heads = pd.DataFrame({"step": [0, 0, 10, 10], "layer": 0, "head": [0, 1, 0, 1], "induction": np.nan})
-    steps = pd.DataFrame({"step": [0, 10], "loss_repeated": [3.0, 1.0]})
-    found = phase_change(heads, steps, every=10, threshold=0.3)
+    steps = pd.DataFrame({"step": [0, 10, 20], "loss_repeated": [3.0, 1.0, 1.0]})
+    found = phase_change(heads, steps, every=10, chance=0.05, attainable=0.5)
     assert found.head is None and found.loss_drop_step == pytest.approx(5.0)  # the loss drop is still timed
     heads.loc[3, "induction"] = 0.2  # one finite score at the last step: that head, not (0, 0)
-    assert phase_change(heads, steps, every=10, threshold=0.3).head == (0, 1)
+    assert phase_change(heads, steps, every=10, chance=0.05, attainable=0.5).head == (0, 1)

@@ -14,13 +14,24 @@ Crossings are located by linear interpolation between samples; a time never reac
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from inductionlab.theory.mixed import PHASE_NAMES, PhaseTimes
 
-__all__ = ["PHASE_NAMES", "PhaseTimes", "first_crossing", "phase_times", "plateau", "value_at"]
+__all__ = [
+    "NO_RAMP",
+    "PHASE_NAMES",
+    "PhaseTimes",
+    "Ramp",
+    "first_crossing",
+    "phase_times",
+    "plateau",
+    "ramp_fit",
+    "value_at",
+]
 
 
 def first_crossing(t: np.ndarray, y: np.ndarray, level: float, direction: str, start: float = -math.inf) -> float:
@@ -115,3 +126,78 @@ def balance(layer2: pd.DataFrame) -> float:
     the layer-2 stage and the runs, relative to the largest w_Q² + w_K² (0 exactly when balanced)."""
     gap = (layer2.w_Q**2 - layer2.w_K**2).abs().max()
     return float(gap / max(float((layer2.w_Q**2 + layer2.w_K**2).max()), 1e-30))
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """A flat–linear–flat curve: ``before`` until ``start``, ``after`` from ``end``, linear between
+    (docs/monitor.md#phase-detection); NaN everywhere when there was nothing to fit."""
+
+    start: float
+    end: float
+    before: float
+    after: float
+
+    @property
+    def mid(self) -> float:
+        """Where the ramp crosses half-way from ``before`` to ``after``: the change point."""
+        return (self.start + self.end) / 2
+
+
+NO_RAMP = Ramp(math.nan, math.nan, math.nan, math.nan)
+
+
+def ramp_fit(t: np.ndarray, y: np.ndarray, knots: int = 48) -> Ramp:
+    """The least-squares :class:`Ramp` through the samples (t increasing): its corners at two of (at most ``knots``
+    evenly spaced) sample times, its two levels solved in closed form for each pair.  A change point robust to the
+    noise of any one sample: half-way crossings of the raw curve move with its lowest and its last value
+    (docs/monitor.md#phase-detection).  :data:`NO_RAMP` for fewer than three finite samples."""
+    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(t) & np.isfinite(y)
+    t, y = t[keep], y[keep]
+    if len(t) < 3:
+        return NO_RAMP
+    at = np.unique(np.linspace(0, len(t) - 1, min(len(t), knots)).round().astype(int))
+    i, j = np.triu_indices(len(at), k=1)  # (P,) every corner pair, start before end
+    t0, t1 = t[at[i]][:, None], t[at[j]][:, None]  # (P, 1)
+    u = np.clip((t[None, :] - t0) / (t1 - t0), 0.0, 1.0)  # (P, n): 0 on the first level, 1 on the second
+    du = u - u.mean(1, keepdims=True)
+    var = (du * du).sum(1)  # (P,)
+    slope = np.where(var > 0, (du * (y - y.mean())).sum(1) / np.where(var > 0, var, 1.0), 0.0)  # after − before
+    before = y.mean() - slope * u.mean(1)
+    sse = ((y[None, :] - before[:, None] - slope[:, None] * u) ** 2).sum(1)
+    k = int(np.argmin(sse))
+    return Ramp(float(t0[k, 0]), float(t1[k, 0]), float(before[k]), float(before[k] + slope[k]))
+
+
+def _flat_stretches(z: np.ndarray, tol: float, least_len: int) -> list[tuple[int, int]]:
+    """Left to right, the maximal runs of ≥ ``least_len`` samples that stay within ``tol`` of their first one."""
+    out, i, n = [], 0, len(z)
+    while i < n:
+        j = i
+        while j + 1 < n and abs(z[j + 1] - z[i]) <= tol:
+            j += 1
+        if j - i + 1 >= least_len:
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def escape_window(z: np.ndarray, tol: float, least: float) -> tuple[int, int]:
+    """Sample indices [lo, hi) of the curve's largest escape from a plateau (docs/monitor.md#phase-detection): the
+    curve ``z`` (finite, oriented to rise at the change: a score, or a loss as −log loss) is cut into flat stretches
+    (≥ 3 samples and ≥ 5% of them, each within ``tol`` of its first value); the window runs from the start of the
+    stretch whose rise to the next stretch (to the curve's maximum after it, for the last) is the largest, to the
+    end of that next stretch.  The whole curve when no stretch rises by more than ``least``."""
+    z = np.asarray(z, dtype=float)
+    n = len(z)
+    flats = _flat_stretches(z, tol, max(3, math.ceil(0.05 * n)))
+    best, window = least, (0, n)
+    for k, (i, j) in enumerate(flats):
+        nxt = flats[k + 1] if k + 1 < len(flats) else None
+        rise = (z[nxt[0]] if nxt is not None else (z[j + 1 :].max() if j + 1 < n else -math.inf)) - z[i]
+        if rise > best:
+            best, window = rise, (i, nxt[1] + 1 if nxt is not None else n)
+    return window

@@ -27,7 +27,7 @@ from inductionlab import rng
 from inductionlab.analysis import heads as H
 from inductionlab.config import ConfigError, require
 from inductionlab.monitor.adapters import Adapter, checked
-from inductionlab.monitor.phase import PhaseChange, phase_change
+from inductionlab.monitor.phase import LEAST_SPAN, PhaseChange, confirmed, phase_change
 from inductionlab.monitor.pick import adapter_for
 from inductionlab.runs import write_json, write_parquet
 from inductionlab.tasks.induction import repeated_random_tokens
@@ -73,15 +73,16 @@ class MonitorConfig:
     seed: int = 0  # the fixed measurement tokens come from rng.generator(seed, "held-out")
     icl_early: int = 10  # the in-context-learning score (Olsson et al.) is the loss at icl_late minus at icl_early
     icl_late: int = 45  # the later token index of that score (within the held-out sequences, < their length)
-    threshold: float = 0.3  # a head "is an induction head" once its induction score reaches this
-    min_rise: float = 0.1  # a rise of the best head's score from its lowest of at most this: no phase change (NaN)
-    min_loss_drop: float = 0.1  # nats: a fall of loss_repeated from its peak of at most this: no loss drop (NaN)
+    threshold: float = 0.3  # an induction head once its fitted score reaches this, relative: 0 chance, 1 attainable
+    min_rise: float = 0.2  # a fitted rise of the best head's relative score of at most this: no phase change (NaN)
+    min_loss_drop: float = 0.1  # nats: a fitted fall of loss_repeated of at most this: no loss drop (NaN)
+    confirm: int = 2  # the live decision waits for this many measurements at or above threshold
 
     def __post_init__(self) -> None:
-        for name in ("every", "batch", "period", "repeats", "vocab", "seed", "icl_early", "icl_late"):
+        for name in ("every", "batch", "period", "repeats", "vocab", "seed", "icl_early", "icl_late", "confirm"):
             value = getattr(self, name)
             require(_integer(value), name, f"must be an integer, got {value!r} ({type(value).__name__})")
-        for name in ("every", "batch"):
+        for name in ("every", "batch", "confirm"):
             require(getattr(self, name) >= 1, name, f"must be an integer ≥ 1, got {getattr(self, name)}")
         require(self.period >= 2, "period", f"must be ≥ 2 (a copy of at least two tokens), got {self.period}")
         require(self.repeats >= 2, "repeats", f"must be ≥ 2 (a copy needs an original), got {self.repeats}")
@@ -120,6 +121,12 @@ def chance_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
     uniform = torch.ones(L, L, dtype=torch.float64).tril()  # (L, L): query rows, key columns j ≤ i
     uniform = (uniform / uniform.sum(-1, keepdim=True)).expand(B, 1, L, L)
     return {name: float(value[0, 0]) for name, value in head_scores([uniform], tokens, period).items()}
+
+
+def induction_levels(tokens: torch.Tensor, period: int) -> tuple[float, float]:
+    """The induction scores of a uniform and of the ideal head on the monitor's tokens (B, L): relative scores 0
+    and 1 (docs/monitor.md#chance-levels), for a phase change located from stored tables."""
+    return chance_scores(tokens, period)["induction"], attainable_scores(tokens, period)["induction"]
 
 
 def attainable_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
@@ -219,13 +226,14 @@ class Monitor:
         self.held_out = _held_out(held_out, config, model_vocab)
         self.chance = chance_scores(self.tokens, config.period)  # score name → its level under uniform attention
         self.attainable = attainable_scores(self.tokens, config.period)  # score name → the ideal head's
-        if self.chance["induction"] >= config.threshold / 2:
+        if self.attainable["induction"] - self.chance["induction"] < LEAST_SPAN:
             log.warning(
-                "monitor: a head attending uniformly scores %.3f on induction with vocabulary %d, near the threshold "
-                "%g: a score there says little (docs/monitor.md#chance-levels); a larger vocabulary lowers it",
-                self.chance["induction"],
+                "monitor: on vocabulary %d the ideal induction head scores %.3f and a uniform one %.3f: too close to "
+                "tell a head from chance, so no phase change is located (docs/monitor.md#chance-levels); a larger "
+                "vocabulary or period separates them",
                 vocab,
-                config.threshold,
+                self.attainable["induction"],
+                self.chance["induction"],
             )
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.loggers = tuple(loggers)
@@ -300,8 +308,8 @@ class Monitor:
     def _detect(self) -> None:
         """Set :attr:`detected` and call ``on_phase_change`` at the first measurement that finds a phase change."""
         if self.detected is None:
-            phase = self.phase()
-            if math.isfinite(phase.step):
+            phase, c = self.phase(), self.config
+            if confirmed(phase, self.heads, *self.levels, c.threshold, c.confirm):
                 self.detected = phase
                 if self.on_phase_change is not None:
                     self.on_phase_change(phase)
@@ -371,8 +379,22 @@ class Monitor:
 
     def phase(self) -> PhaseChange:
         """The phase change detected so far (valid after each measurement)."""
-        c = self.config
-        return phase_change(self.heads, self.steps, c.every, c.threshold, c.min_loss_drop, c.min_rise)
+        c, (chance, attainable) = self.config, self.levels
+        return phase_change(
+            self.heads,
+            self.steps,
+            c.every,
+            chance=chance,
+            attainable=attainable,
+            threshold=c.threshold,
+            min_rise=c.min_rise,
+            min_loss_drop=c.min_loss_drop,
+        )
+
+    @property
+    def levels(self) -> tuple[float, float]:
+        """The induction scores of a uniform and of the ideal head on the monitor's tokens: relative 0 and 1."""
+        return self.chance["induction"], self.attainable["induction"]
 
     def save(self) -> list[Path]:
         """Write out_dir/monitor_heads.parquet, monitor_steps.parquet and monitor_phase.json; their paths."""

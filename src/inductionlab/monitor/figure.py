@@ -53,11 +53,15 @@ def _best(
         layer, head = phase.head
         curve = heads[(heads["layer"] == layer) & (heads["head"] == head)].sort_values("step")
         lines += ax.plot(curve.step, curve.induction, color="C3", lw=2, label=f"induction, L{layer}H{head} (best)")
-    lines.append(ax.axhline(threshold, color="C3", ls="--", lw=0.8, label=f"threshold {threshold:g}"))
+    level = chance["induction"] + threshold * (top - chance["induction"])  # the relative threshold on this scale
+    lines.append(
+        ax.axhline(level, color="C3", ls="--", lw=0.8, label=f"threshold {level:.3f} (relative {threshold:g})")
+    )
     lines.append(ax.axhline(chance["induction"], color="0.3", ls=":", lw=1, label=f"chance {chance['induction']:.3f}"))
     lines.append(ax.axhline(top, color="0.3", ls="-", lw=0.8, alpha=0.6, label=f"attainable {top:.3f}"))
     if math.isfinite(phase.step):
         lines.append(ax.axvline(phase.step, color="k", ls="--", lw=1, label=f"phase change, step {phase.step:.0f}"))
+        lines.append(ax.axvspan(phase.rise_start, phase.rise_end, color="0.5", alpha=0.15, lw=0, label="fitted rise"))
     ax.set(xlabel="training step", ylabel="induction score", ylim=(0, max(1.1 * top, ax.get_ylim()[1])))
     twin = ax.twinx()
     ordered = steps.sort_values("step")

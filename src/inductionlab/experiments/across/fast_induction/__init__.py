@@ -4,9 +4,9 @@ two-layer attention-only model of each — the toolkit's general transformer on 
 trained on windows of random tokens (vocabulary 64) repeated with a period of their own, each with the induction-head
 monitor attached (:class:`inductionlab.monitor.Monitor`, ``maybe`` at every step; Olsson et al. 2022).
 
-Reported per model and seed: the phase step (the best induction head's score rising half-way,
-docs/monitor.md#phase-detection), whether the head formed (its final induction score ≥ the monitor's threshold, a
-phase step located), the step of the drop of the loss on repeated tokens and whether the two coincide.  Tables:
+Reported per model and seed: the phase step (the change point of the best induction head's score relative to chance
+and attainable, docs/monitor.md#phase-detection), whether the head formed (a phase step located: its fitted relative
+score rose to the monitor's threshold), the step of the drop of the loss on repeated tokens and whether the two coincide.  Tables:
 ``monitor_steps`` and ``monitor_heads`` (each monitor's own, with ``model`` and ``seed``) and ``phases`` (one row per
 model and seed; a time never reached is NaN there, +inf in the summary: docs/conventions.md#never).
 
@@ -71,7 +71,7 @@ class MeasureConfig:
     every: int = 10  # measure every this many steps (and at the last)
     batch: int = 16  # repeated random-token sequences per measurement
     period: int = 16  # tokens of each measurement sequence's first copy (repeated once): 2 · period ≤ task.L
-    threshold: float = 0.3  # a head is an induction head once its score reaches this (0.49–0.53 once formed)
+    threshold: float = 0.3  # an induction head once its fitted score reaches this, relative: 0 chance, 1 attainable
 
     def __post_init__(self) -> None:
         for name in ("every", "batch"):
@@ -243,7 +243,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         summary[name] = _summary(rows, getattr(cfg, name).steps, seconds)
     out = {"monitor_steps": pd.concat(steps, ignore_index=True), "monitor_heads": pd.concat(heads, ignore_index=True)}
     out["phases"] = pd.DataFrame(phases).replace(math.inf, math.nan)  # never reached: NaN in a table
-    return Results(out, summary | {"threshold": cfg.monitor.threshold})
+    chance, attainable = monitors[0].levels  # every monitor measures the same tokens
+    levels = {"chance_induction": chance, "attainable_induction": attainable}
+    return Results(out, summary | {"threshold": cfg.monitor.threshold} | levels)
 
 
 def _phase_row(monitor: Monitor, twin: Monitor) -> dict[str, Any]:
@@ -252,7 +254,17 @@ def _phase_row(monitor: Monitor, twin: Monitor) -> dict[str, Any]:
     time not reached is +inf (docs/conventions.md#never); formed: a phase step located and the final induction score
     ≥ the monitor's threshold."""
     c = monitor.config
-    phase = phase_change(monitor.heads, twin.steps, c.every, c.threshold, c.min_loss_drop, c.min_rise)
+    chance, attainable = monitor.levels
+    phase = phase_change(
+        monitor.heads,
+        twin.steps,
+        c.every,
+        chance=chance,
+        attainable=attainable,
+        threshold=c.threshold,
+        min_rise=c.min_rise,
+        min_loss_drop=c.min_loss_drop,
+    )
     first, last = monitor.steps.iloc[0], monitor.steps.iloc[-1]
 
     def when(t: float) -> float:
@@ -265,7 +277,7 @@ def _phase_row(monitor: Monitor, twin: Monitor) -> dict[str, Any]:
         "final_induction_score": float(phase.score),
         "layer": layer,
         "head": head,
-        "formed": bool(math.isfinite(phase.step) and phase.score >= c.threshold),
+        "formed": bool(math.isfinite(phase.step)),
         "coincides": bool(phase.coincides),
         "final_loss_repeated": float(last.loss_repeated),
         "initial_loss_repeated": float(first.loss_repeated),
@@ -302,8 +314,10 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
             for when in mine[key].to_numpy(float):
                 if np.isfinite(when):
                     axis.axvline(when, color=color, ls=style, lw=0.8, alpha=0.7)
-    threshold = float(results.summary["threshold"])
-    ax.axhline(threshold, color="0.5", lw=0.8, ls="-.", label=f"threshold {threshold:g}")
+    threshold, chance = float(results.summary["threshold"]), float(results.summary["chance_induction"])
+    level = chance + threshold * (float(results.summary["attainable_induction"]) - chance)
+    ax.axhline(level, color="0.5", lw=0.8, ls="-.", label=f"threshold {level:.2f} (relative {threshold:g})")
+    ax.axhline(chance, color="0.5", lw=0.8, ls=":", label=f"chance {chance:.3f}")
     ax.set(xlabel="training step", ylabel="best induction score", title="induction head (each seed's phase: dashed)")
     bx.set(xlabel="training step", ylabel="loss on repeated tokens (nats)", title="repeated-token loss (drop: dotted)")
     for axis in (ax, bx):

@@ -5,7 +5,8 @@ to fill L), with :data:`inductionlab.monitor.InductionCallback` measuring every 
 (docs/monitor.md#the-trainer-callback); beside it, at matched size on the same task, the toolkit's own transformer
 (:func:`inductionlab.train.text.fit_lm`), measured on the same repeated random tokens.
 
-Reported per model: the phase step (the best induction head's score rising half-way, docs/monitor.md#phase-detection),
+Reported per model: the phase step (the change point of the best induction head's relative score,
+docs/monitor.md#phase-detection),
 the final best induction score (TransformerLens's form: at most 0.5 on two copies, since the first copy's rows have
 nothing to attend to), the drop of the loss on the repeated random tokens, whether the two coincide, what copying
 gains on held-out repeated text (``final_text_copy_gain``) and the wall time.  The HF run keeps ``checkpoint-STEP``
@@ -52,6 +53,7 @@ from inductionlab.experiments.across.hf_induction.gpt2 import (
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.keys import keys_as
 from inductionlab.monitor import Monitor, MonitorConfig, phase_change
+from inductionlab.monitor.core import induction_levels
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
@@ -105,7 +107,7 @@ class MeasureConfig:
     batch: int = 16  # repeated random-token sequences per measurement
     period: int = 25  # tokens of each sequence's first copy (it is repeated once)
     vocab: int = 500  # the random tokens are the corpus's most frequent words below this id (0: every word)
-    threshold: float = 0.3  # a head is an induction head once its score reaches this
+    threshold: float = 0.3  # an induction head once its fitted score reaches this, relative: 0 chance, 1 attainable
 
     def __post_init__(self) -> None:
         for name in ("every", "batch"):
@@ -257,7 +259,8 @@ def _train_own(
         desc="hf-induction (own)",
     )
     seconds = (time.perf_counter() - start) / len(cfg.seeds)
-    return metrics, [_own_phase(metrics[metrics.run == r], monitor_cfg, seconds) for r in range(len(cfg.seeds))]
+    levels = induction_levels(tokens, monitor_cfg.period)
+    return metrics, [_own_phase(metrics[metrics.run == r], monitor_cfg, levels, seconds) for r in range(len(cfg.seeds))]
 
 
 def _train_hf(
@@ -277,7 +280,7 @@ def _train_hf(
     return monitor, gain, time.perf_counter() - start
 
 
-def _own_phase(metrics: pd.DataFrame, monitor_cfg: MonitorConfig, seconds: float) -> dict:
+def _own_phase(metrics: pd.DataFrame, monitor_cfg: MonitorConfig, levels: tuple[float, float], seconds: float) -> dict:
     """The toolkit transformer's phase change from its per-head diagnostic columns, as the monitor finds it."""
     columns = [c for c in metrics.columns if c.startswith("induction_l")]
     heads = metrics.melt(id_vars="step", value_vars=columns, var_name="name", value_name="induction")
@@ -285,7 +288,17 @@ def _own_phase(metrics: pd.DataFrame, monitor_cfg: MonitorConfig, seconds: float
     heads = heads.assign(layer=where[0], head=where[1])
     steps = metrics[["step", "monitor_loss_repeated"]].rename(columns={"monitor_loss_repeated": "loss_repeated"})
     m = monitor_cfg
-    phase = phase_change(heads, steps, m.every, m.threshold, m.min_loss_drop, m.min_rise)
+    chance, attainable = levels
+    phase = phase_change(
+        heads,
+        steps,
+        m.every,
+        chance=chance,
+        attainable=attainable,
+        threshold=m.threshold,
+        min_rise=m.min_rise,
+        min_loss_drop=m.min_loss_drop,
+    )
     out = phase_summary(phase, seconds)
     gain = float(metrics.loss_other.iloc[-1] - metrics.loss_repeated.iloc[-1])  # on repeated validation text
     return {"t_induction_half": out.pop("phase_step"), **out, "final_text_copy_gain": gain}
