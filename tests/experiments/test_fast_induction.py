@@ -146,3 +146,37 @@ def test_load_model_gives_the_toolkit_model_and_a_resume_trains_it_anew(tmp_path
     assert main([*argv, "--resume"]) == 0
     after = json.loads((out / "summary.json").read_text())
     assert after["own"]["final_induction_score"] == before["own"]["final_induction_score"]  # the monitors' rows again
+
+
+def test_the_library_models_are_kept_and_reload_to_the_scores_the_run_measured(tmp_path):
+    """The HuggingFace Llama (``save_pretrained``) and the TransformerLens model (state dict and config) of each
+    seed are kept in the run directory; reloaded, the monitor measures on them what it measured at the last step.
+    The shuffled twin of the coincidence control keeps its own folder, so the claims' models are never overwritten."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("transformer_lens")
+    import json
+
+    import pandas as pd
+    import transformers
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    from inductionlab.cli import main
+    from inductionlab.monitor import Monitor, MonitorConfig
+
+    out = tmp_path / "fi"
+    argv = ["run", "fast-induction", "--preset", "smoke", "--models", "hf,tl", "--drop_from", "shuffled"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    cfg = json.loads((out / "config.json").read_text())
+    monitor_cfg = MonitorConfig(**{k: cfg["monitor"][k] for k in ("every", "batch", "period")})
+    last = pd.read_parquet(out / "monitor_steps.parquet")
+    last = last[last.step == last.step.max()]
+    for seed in cfg["seeds"]:
+        hf = transformers.AutoModelForCausalLM.from_pretrained(out / "hf" / f"seed-{seed}")
+        folder = out / "tl" / f"seed-{seed}"
+        tl = HookedTransformer(HookedTransformerConfig(**json.loads((folder / "config.json").read_text())))
+        tl.load_state_dict(torch.load(folder / "model.pt"))
+        for name, model in (("hf", hf), ("tl", tl)):
+            row = Monitor(model, monitor_cfg).measure(0)
+            mine = last[(last.model == name) & (last.seed == seed)]
+            assert row["best_induction"] == pytest.approx(float(mine.best_induction.iloc[0]), abs=1e-6), name
+    assert (out / "hf-shuffled-twin" / "seed-0" / "model.safetensors").is_file()

@@ -68,23 +68,21 @@ def test_the_change_point_of_sgds_stage_ii_lands_on_its_t50(L):
     and the ramp's end 13–19%, as the run's own T_50 and T_III do:
     SGD trains the exact softmax, which the flow's exp-simplified loss (10) approximates (docs/conventions.md#wang-5-5),
     so the check against the flow is 25%."""
-    alphas = (0.5, 1.0, 2.0)
-    flows = [solve_flow(FlowProblem(L=L, alpha_star=a, t_end=1e5)).phases for a in alphas]
-    steps = int(1.6 * flows[-1].T_III / 0.5) // 100 * 100
-    cfg = ToyTrainConfig(
-        lr=0.5,
-        batch_size=256,
-        stage1_steps=0,
-        stage2_steps=steps,
-        eval_size=16384,
-        eval_every=steps // 100,
-        eval_log_points=0,
-        checkpoint_every=10**9,
-        compile="off",
-    )
-    _, metrics = train_from(cfg, MixedTarget.per_run(list(alphas), [0.49] * 3, L), 0.01, [0, 1, 2], RunContext())
-    for run, (alpha, flow) in enumerate(zip(alphas, flows)):
-        c = metrics[metrics.run == run].sort_values("t")
+    for alpha in (0.5, 1.0, 2.0):
+        flow = solve_flow(FlowProblem(L=L, alpha_star=alpha, t_end=1e5)).phases
+        steps = int(1.6 * flow.T_III / 0.5) // 100 * 100  # the curve to 1.6 T_III, as a monitor's run would
+        cfg = ToyTrainConfig(
+            lr=0.5,
+            batch_size=256,
+            stage1_steps=0,
+            stage2_steps=steps,
+            eval_size=16384,
+            eval_every=steps // 100,
+            eval_log_points=0,
+            checkpoint_every=10**9,
+            compile="off",
+        )
+        _, c = train_from(cfg, MixedTarget.per_run([alpha], [0.49], L), 0.01, [0], RunContext())
         own = phase_times(c.t, c.loss_G4, c.loss_IH2, c.w_V2, c.w_KQ, alpha, 0.49)
         t = c.t.to_numpy()
         ramp, spacing = change(t, c.loss_IH2.to_numpy(), "down"), t[1] - t[0]

@@ -170,6 +170,9 @@ def ramp_fit(t: np.ndarray, y: np.ndarray, knots: int = 48) -> Ramp:
     return Ramp(float(t0[k, 0]), float(t1[k, 0]), float(before[k]), float(before[k] + slope[k]))
 
 
+PLATEAU_SHARE = 0.1  # a plateau holds ≥ this share of the samples (docs/monitor.md#phase-detection)
+
+
 def _flat_stretches(z: np.ndarray, tol: float, least_len: int) -> list[tuple[int, int]]:
     """Left to right, the maximal runs of ≥ ``least_len`` samples that stay within ``tol`` of their first one."""
     out, i, n = [], 0, len(z)
@@ -188,12 +191,12 @@ def _flat_stretches(z: np.ndarray, tol: float, least_len: int) -> list[tuple[int
 def escape_window(z: np.ndarray, tol: float, least: float) -> tuple[int, int]:
     """Sample indices [lo, hi) of the curve's largest escape from a plateau (docs/monitor.md#phase-detection): the
     curve ``z`` (finite, oriented to rise at the change: a score, or a loss as −log loss) is cut into flat stretches
-    (≥ 3 samples and ≥ 5% of them, each within ``tol`` of its first value); the window runs from the start of the
+    (≥ 3 samples and ≥ ``PLATEAU_SHARE`` of them, each within ``tol`` of its first value); the window runs from the start of the
     stretch whose rise to the next stretch (to the curve's maximum after it, for the last) is the largest, to the
     end of that next stretch.  The whole curve when no stretch rises by more than ``least``."""
     z = np.asarray(z, dtype=float)
     n = len(z)
-    flats = _flat_stretches(z, tol, max(3, math.ceil(0.05 * n)))
+    flats = _flat_stretches(z, tol, max(3, math.ceil(PLATEAU_SHARE * n)))  # plateaus, not pauses within a rise
     best, window = least, (0, n)
     for k, (i, j) in enumerate(flats):
         nxt = flats[k + 1] if k + 1 < len(flats) else None

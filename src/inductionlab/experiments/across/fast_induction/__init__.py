@@ -52,6 +52,7 @@ from inductionlab.experiments.across.fast_induction.libraries import (
     build_hf,
     build_tl,
     check_packages,
+    save_library_model,
     train_module,
     train_own,
 )
@@ -194,11 +195,11 @@ def _claims(name: str) -> tuple[Claim, Claim]:
 CLAIMS = tuple(claim for name in MODELS for claim in _claims(name))
 
 
-def _train_own(cfg: Config, ctx: RunContext) -> list[Monitor]:
-    return train_own(cfg.own, cfg.task, cfg.seeds, cfg.monitor.monitor(), ctx)
+def _train_own(cfg: Config, ctx: RunContext, name: str) -> list[Monitor]:
+    return train_own(cfg.own, cfg.task, cfg.seeds, cfg.monitor.monitor(), ctx, name)
 
 
-def _train_hf(cfg: Config, ctx: RunContext) -> list[Monitor]:
+def _train_hf(cfg: Config, ctx: RunContext, name: str) -> list[Monitor]:
     monitors = []
     for seed in cfg.seeds:
         model = build_hf(cfg.hf, cfg.task, seed)
@@ -207,16 +208,18 @@ def _train_hf(cfg: Config, ctx: RunContext) -> list[Monitor]:
         def logits(tokens: torch.Tensor, model: Any = model) -> torch.Tensor:
             return model(input_ids=tokens, use_cache=False).logits
 
-        train_module(model, logits, cfg.hf, cfg.task, seed, monitors[-1], ctx, f"hf seed {seed}")
+        train_module(model, logits, cfg.hf, cfg.task, seed, monitors[-1], ctx, f"{name} seed {seed}")
+        save_library_model(model, "hf", name, seed, ctx.run_dir)
     return monitors
 
 
-def _train_tl(cfg: Config, ctx: RunContext) -> list[Monitor]:
+def _train_tl(cfg: Config, ctx: RunContext, name: str) -> list[Monitor]:
     monitors = []
     for seed in cfg.seeds:
         model = build_tl(cfg.tl, cfg.task, seed)
         monitors.append(Monitor(model, cfg.monitor.monitor()))
-        train_module(model, model, cfg.tl, cfg.task, seed, monitors[-1], ctx, f"tl seed {seed}")
+        train_module(model, model, cfg.tl, cfg.task, seed, monitors[-1], ctx, f"{name} seed {seed}")
+        save_library_model(model, "tl", name, seed, ctx.run_dir)
     return monitors
 
 
@@ -228,13 +231,13 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     steps, heads, phases, summary = [], [], [], {}
     for name in cfg.models:
         start = time.perf_counter()
-        monitors = TRAIN[name](cfg, ctx)
+        monitors = TRAIN[name](cfg, ctx, name)
         seconds = time.perf_counter() - start
         for seed, monitor in zip(cfg.seeds, monitors):
             steps.append(monitor.steps.assign(model=name, seed=seed))
             heads.append(monitor.heads.assign(model=name, seed=seed))
         twins = (
-            TRAIN[name](replace(cfg, task=replace(cfg.task, copies="shuffled")), ctx)
+            TRAIN[name](replace(cfg, task=replace(cfg.task, copies="shuffled")), ctx, f"{name}-shuffled-twin")
             if cfg.drop_from == "shuffled"
             else monitors
         )

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import math
+import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -110,12 +115,12 @@ def own_model(net: NetConfig, task: TaskConfig) -> tf.TransformerConfig:
 
 
 def train_own(
-    net: NetConfig, task: TaskConfig, seeds: Sequence[int], monitor: MonitorConfig, ctx: RunContext
+    net: NetConfig, task: TaskConfig, seeds: Sequence[int], monitor: MonitorConfig, ctx: RunContext, name: str = "own"
 ) -> list[Monitor]:
     """The toolkit's transformer, one run per seed on the run axis (each initialised from its seed, each drawing
     its batches from ``rng.generator(seed)``, as the other models do), trained by Adam on the toolkit's loop; a
     monitor per run measures at the loop's evaluations (every ``monitor.every`` steps and the last); :data:`THREADS`
-    torch threads.  Its one checkpoint, ``checkpoints/own.pt`` at the last step, is for ``load_model``: a resumed
+    torch threads.  Its one checkpoint, ``checkpoints/<name>.pt`` at the last step, is for ``load_model``: a resumed
     run trains it anew (the monitors' rows are not in a checkpoint, and the run is short enough to repeat)."""
     model, S = own_model(net, task), len(seeds)
     theta0, views = pack(tf.init_per_seed(model, seeds))
@@ -147,8 +152,8 @@ def train_own(
         eval_log_points=0,
         checkpoint_every=net.steps,
     )
-    own = dataclasses.replace(ctx.child("own"), resume=False, threads=THREADS)  # trained anew on a resume
-    train(cfg, theta0, loss, sample, evaluate, own, desc="own", model={"family": "transformer", "config": model})
+    own = dataclasses.replace(ctx.child(name), resume=False, threads=THREADS)  # trained anew on a resume
+    train(cfg, theta0, loss, sample, evaluate, own, desc=name, model={"family": "transformer", "config": model})
     return monitors
 
 
@@ -238,3 +243,41 @@ def train_module(
         monitor.maybe(net.steps, model) or monitor.measure(net.steps, model)
     finally:
         torch.set_num_threads(threads)
+
+
+def save_library_model(model: Any, library: str, name: str, seed: int, run_dir: Path | None) -> None:
+    """Keep a trained library model in ``run_dir/<name>/seed-<seed>`` (docs/monitor.md#fast-induction): a
+    HuggingFace model as ``save_pretrained`` writes it (``from_pretrained`` and ``inductionlab watch`` read it), a
+    TransformerLens one as ``model.pt`` (its state dict) beside ``config.json`` (its ``HookedTransformerConfig``
+    fields).  Written into a temporary folder renamed into place, so a folder that exists is complete."""
+    if run_dir is None:
+        return
+    final = Path(run_dir) / name / f"seed-{seed}"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{final.name}.") as scratch:
+        folder = Path(scratch) / "model"
+        if library == "hf":
+            import transformers
+
+            bars = transformers.utils.logging.is_progress_bar_enabled()
+            transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards"
+            model.save_pretrained(folder)
+            if bars:
+                transformers.utils.logging.enable_progress_bar()
+        else:
+            folder.mkdir()
+            torch.save(model.state_dict(), folder / "model.pt")
+            fields = {k: v for k, v in model.cfg.to_dict().items() if _plain(v)}
+            (folder / "config.json").write_text(json.dumps(fields, indent=1) + "\n")
+        if final.exists():
+            shutil.rmtree(final)  # the same run made again (a resume trains these models anew)
+        os.replace(folder, final)
+
+
+def _plain(value: Any) -> bool:
+    """A value JSON keeps as it is (a config's dtype, device or callables are left out: TransformerLens rebuilds them)."""
+    return (
+        value is None
+        or isinstance(value, (bool, int, float, str))
+        or (isinstance(value, (list, tuple)) and all(_plain(v) for v in value))
+    )
