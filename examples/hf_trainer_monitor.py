@@ -1,11 +1,13 @@
 """An induction head forms under a HuggingFace Trainer in about a CPU minute, watched by the monitor.
 
-    python examples/hf_trainer_monitor.py [--smoke] [--out DIR]
+    python examples/hf_trainer_monitor.py [--smoke] [--llc] [--out DIR]
 
 A two-layer attention-only Llama (32 wide, 2 heads per layer) learns windows of random tokens, each sequence
 repeating a window of its own length (``inductionlab.monitor.RepeatedWindows``); the monitor measures every head's
 induction score every 25 steps, logs it through the Trainer to TensorBoard (``DIR/runs/...``), and stops training
-at the phase change.  It prints the phase line, the step it stopped at and where the events are.
+at the phase change.  It prints the phase line, the step it stopped at and where the events are.  ``--llc`` also
+estimates the local learning coefficient at every measurement (the ``llc`` extra, devinterp), on a sample of the
+training sequences, trains all 800 steps instead of stopping, and draws the three signals (docs/monitor.md#the-llc).
 """
 
 import argparse
@@ -15,11 +17,12 @@ from pathlib import Path
 import torch
 import transformers
 
-from inductionlab.monitor import InductionCallback, Monitor, MonitorConfig, RepeatedWindows
+from inductionlab.monitor import InductionCallback, LLCConfig, Monitor, MonitorConfig, RepeatedWindows
 from inductionlab.monitor.phase import phase_line
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--smoke", action="store_true", help="a few seconds (the path only: no head forms)")
+parser.add_argument("--llc", action="store_true", help="also the LLC at every measurement; no early stop (~2 min)")
 parser.add_argument("--out", default="hf-monitor", help="the Trainer's output_dir (TensorBoard events under runs/)")
 args = parser.parse_args()
 
@@ -62,8 +65,11 @@ training = transformers.TrainingArguments(
     disable_tqdm=True,
     seed=0,
 )
-trainer = transformers.Trainer(model=model, args=training, train_dataset=RepeatedWindows(steps * 32, vocab, L))
-monitor = Monitor(model, MonitorConfig(every=25, batch=16, period=12, vocab=vocab), out_dir=Path(args.out) / "monitor")
+data = RepeatedWindows(steps * 32, vocab, L)
+trainer = transformers.Trainer(model=model, args=training, train_dataset=data)
+llc = {"llc": LLCConfig(), "llc_tokens": data.tokens[:256]} if args.llc else {}
+config = MonitorConfig(every=25, batch=16, period=12, vocab=vocab)
+monitor = Monitor(model, config, out_dir=Path(args.out) / "monitor", **llc)
 
 
 def stop(phase, control):
@@ -71,10 +77,12 @@ def stop(phase, control):
 
 
 trainer.remove_callback(transformers.PrinterCallback)  # the numbers go to TensorBoard, not the terminal
-trainer.add_callback(InductionCallback(monitor, trainer, on_phase_change=stop))
+trainer.add_callback(InductionCallback(monitor, trainer, on_phase_change=None if args.llc else stop))
 start = time.process_time()
 trainer.train()
 phase = monitor.phase()
 print(phase_line(phase))
 print(f"stopped at step {trainer.state.global_step} of {steps} ({time.process_time() - start:.0f} CPU s)")
+if args.llc:
+    print(f"figure with the LLC: {monitor.plot()}")
 print(f"TensorBoard: tensorboard --logdir {Path(args.out) / 'runs'}; the monitor's files: {monitor.out_dir}")

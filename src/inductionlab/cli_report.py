@@ -43,6 +43,12 @@ def watch_options(wa: argparse.ArgumentParser, settings: bool) -> None:
     )
     wa.add_argument("--name", help="a kept run's model (default: its main one; inductionlab watch lists them)")
     wa.add_argument("--run", type=integer, default=0, help="a kept run's row of the run axis (default 0)")
+    wa.add_argument(
+        "--llc", action="store_true", help="also the local learning coefficient of every checkpoint (devinterp's SGLD)"
+    )
+    wa.add_argument("--llc-draws", type=integer, metavar="N", help="SGLD steps per chain (with --llc; default 50)")
+    wa.add_argument("--llc-chains", type=integer, metavar="N", help="SGLD chains (with --llc; default 2)")
+    wa.add_argument("--llc-seed", type=integer, metavar="N", help="SGLD's seed (with --llc; default 0)")
     if settings:
         monitor_options(wa)
 
@@ -238,17 +244,35 @@ def watch_config(args: argparse.Namespace) -> Any:
         raise
 
 
+def watch_llc(args: argparse.Namespace) -> Any:
+    """The :class:`~inductionlab.monitor.llc.LLCConfig` of ``--llc`` and its ``--llc-*`` options (None without
+    ``--llc``; an ``--llc-*`` option without it is refused), devinterp checked before any checkpoint is read."""
+    from inductionlab.monitor.llc import LLCConfig, check_llc
+
+    given = {k: getattr(args, f"llc_{k}") for k in ("draws", "chains", "seed") if getattr(args, f"llc_{k}") is not None}
+    if not args.llc:
+        if given:
+            raise ConfigError(f"--llc-{next(iter(given))}: needs --llc (the LLC is not estimated without it)")
+        return None
+    try:
+        config = LLCConfig(**given)
+    except ConfigError as err:
+        raise ConfigError(str(err).replace("llc.", "--llc-", 1)) from None
+    check_llc()
+    return config
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     """Measure a series of checkpoints, or a Trainer's under each seed's folder (an hf-induction run of several
     seeds: RUN/hf/seed-0, seed-1, ...; docs/monitor.md#the-watch-command)."""
     from inductionlab.monitor.phase import phase_line
     from inductionlab.monitor.watch import trainer_dirs, watch
 
-    config = watch_config(args)
+    config, llc = watch_config(args), watch_llc(args)
     dirs = trainer_dirs(args.dir) or [Path(args.dir)]  # none: watch names what is missing
     for directory in dirs:
         try:
-            monitor, paths = watch(directory, config, every=args.every, name=args.name, run=args.run)
+            monitor, paths = watch(directory, config, every=args.every, name=args.name, run=args.run, llc=llc)
         except OSError as err:  # a read-only series: watch writes beside the checkpoints, it has no --out
             if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
                 raise

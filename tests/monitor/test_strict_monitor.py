@@ -12,8 +12,8 @@ import torch
 from inductionlab.config import ConfigError
 from inductionlab.models import transformer as tf
 from inductionlab.monitor import AdapterError, FunctionAdapter, Monitor, MonitorConfig, phase_change
-from inductionlab.monitor.core import PATTERN_BYTES
 from inductionlab.monitor.phase import phase_line
+from inductionlab.monitor.settings import PATTERN_BYTES
 
 SMALL = MonitorConfig(batch=3, period=6, vocab=11, every=5)
 

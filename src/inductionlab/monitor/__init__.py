@@ -16,19 +16,13 @@ from inductionlab.monitor.adapters import (
     toolkit_adapter,
 )
 from inductionlab.monitor.bridges import bridge_adapter, nnsight_adapter
-from inductionlab.monitor.core import (
-    LoggerError,
-    Monitor,
-    MonitorConfig,
-    attainable_scores,
-    chance_scores,
-    head_scores,
-    token_losses,
-)
+from inductionlab.monitor.core import LoggerError, Monitor, token_losses
 from inductionlab.monitor.data import RepeatedWindows, repeated_window_tokens
 from inductionlab.monitor.figure import plot_monitor
+from inductionlab.monitor.llc import LLCConfig, estimate_llc
 from inductionlab.monitor.phase import PhaseChange, phase_change
 from inductionlab.monitor.pick import adapter_for
+from inductionlab.monitor.settings import MonitorConfig, attainable_scores, chance_scores, head_scores
 
 __all__ = [
     "Adapter",
@@ -36,6 +30,7 @@ __all__ = [
     "FunctionAdapter",
     "InductionCallback",
     "InductionLightningCallback",
+    "LLCConfig",
     "LoggerError",
     "Monitor",
     "MonitorConfig",
@@ -45,6 +40,7 @@ __all__ = [
     "bridge_adapter",
     "attainable_scores",
     "chance_scores",
+    "estimate_llc",
     "head_scores",
     "hf_adapter",
     "nnsight_adapter",

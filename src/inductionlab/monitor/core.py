@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -24,126 +23,25 @@ import torch
 import torch.nn.functional as F
 
 from inductionlab import rng
-from inductionlab.analysis import heads as H
 from inductionlab.config import ConfigError, require
 from inductionlab.monitor.adapters import Adapter, checked
-from inductionlab.monitor.phase import LEAST_SPAN, PhaseChange, confirmed, phase_change
+from inductionlab.monitor.llc import LLCConfig, check_llc, estimate_llc, module_of
+from inductionlab.monitor.phase import LEAST_SPAN, PhaseChange, confirmed, located
 from inductionlab.monitor.pick import adapter_for
+from inductionlab.monitor.settings import (
+    SCORE_NAMES,
+    MonitorConfig,
+    attainable_scores,
+    chance_scores,
+    head_scores,
+    memory_check,
+)
 from inductionlab.runs import write_json, write_parquet
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.train.hooks import Logger
 
-SCORE_NAMES = (*H.HEAD_NAMES, "prefix_matching")
 FILES = ("monitor_heads.parquet", "monitor_steps.parquet", "monitor_phase.json")
 log = logging.getLogger(__name__)
-PATTERN_BYTES = 4 * 2**30  # a measurement's attention patterns in float64: n_layers · H · batch · L² · 8 bytes at most
-
-
-def pattern_bytes(units: int, batch: int, length: int) -> int:
-    """Bytes of ``units`` (layers × heads) attention patterns (batch, L, L) in float64."""
-    return units * batch * length * length * 8
-
-
-def _memory_check(units: int, batch: int, period: int, repeats: int, what: str) -> None:
-    """Refuse a measurement whose float64 attention patterns exceed :data:`PATTERN_BYTES`, saying the largest
-    period that fits."""
-    need = pattern_bytes(units, batch, period * repeats)
-    if need > PATTERN_BYTES:
-        longest = math.isqrt(PATTERN_BYTES // (units * batch * 8))
-        raise ConfigError(
-            f"period: period · repeats = {period * repeats} tokens need {what} · batch · L² · 8 bytes = "
-            f"{need / 2**30:.3g} GiB of attention patterns (float64), over the monitor's {PATTERN_BYTES / 2**30:.0f} "
-            f"GiB; with {what} = {units}, batch {batch} and repeats {repeats}, period ≤ {longest // repeats}"
-        )
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True)
-class MonitorConfig:
-    """What the monitor measures and how often (docs/monitor.md#what-it-measures)."""
-
-    every: int = 50  # measure every this many training steps (and at step 0 / the first call)
-    batch: int = 16  # repeated-random-token sequences per measurement
-    period: int = 25  # tokens of the first copy (sequence = the copy repeated `repeats` times)
-    repeats: int = 2  # copies in each sequence (≥ 2: the later ones can be copied from the earlier)
-    vocab: int = 0  # tokens drawn from ids below this; 0: the model's vocabulary size
-    seed: int = 0  # the fixed measurement tokens come from rng.generator(seed, "held-out")
-    icl_early: int = 10  # the in-context-learning score (Olsson et al.) is the loss at icl_late minus at icl_early
-    icl_late: int = 45  # the later token index of that score (within the held-out sequences, < their length)
-    threshold: float = 0.3  # an induction head once its fitted score reaches this, relative: 0 chance, 1 attainable
-    min_rise: float = 0.2  # a fitted rise of the best head's relative score of at most this: no phase change (NaN)
-    min_loss_drop: float = 0.1  # nats: a fitted fall of loss_repeated of at most this: no loss drop (NaN)
-    confirm: int = 2  # the live decision waits for this many measurements at or above threshold
-
-    def __post_init__(self) -> None:
-        for name in ("every", "batch", "period", "repeats", "vocab", "seed", "icl_early", "icl_late", "confirm"):
-            value = getattr(self, name)
-            require(_integer(value), name, f"must be an integer, got {value!r} ({type(value).__name__})")
-        for name in ("every", "batch", "confirm"):
-            require(getattr(self, name) >= 1, name, f"must be an integer ≥ 1, got {getattr(self, name)}")
-        require(self.period >= 2, "period", f"must be ≥ 2 (a copy of at least two tokens), got {self.period}")
-        require(self.repeats >= 2, "repeats", f"must be ≥ 2 (a copy needs an original), got {self.repeats}")
-        require(self.vocab == 0 or self.vocab >= 2, "vocab", f"must be 0 (the model's) or ≥ 2, got {self.vocab}")
-        require(self.icl_early >= 1, "icl_early", f"must be ≥ 1 (token 0 has no prediction), got {self.icl_early}")
-        require(self.icl_late > self.icl_early, "icl_late", f"must be > icl_early = {self.icl_early}")
-        ok = isinstance(self.threshold, numbers.Real) and not isinstance(self.threshold, bool)
-        require(ok and 0 < self.threshold <= 1, "threshold", f"must be a number in (0, 1], got {self.threshold!r}")
-        for name in ("min_rise", "min_loss_drop"):
-            value = getattr(self, name)
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-            require(ok and value >= 0, name, f"must be a number ≥ 0, got {value!r}")
-        _memory_check(1, self.batch, self.period, self.repeats, "one head")
-
-    @property
-    def length(self) -> int:
-        """Tokens per measurement sequence: period · repeats."""
-        return self.period * self.repeats
-
-
-def head_scores(patterns: Sequence[torch.Tensor], tokens: torch.Tensor, period: int) -> dict[str, np.ndarray]:
-    """Score name → (n_layers, H) float64 for attention patterns [(B, H, L, L) per layer] on tokens (B, L) that
-    repeat with period ``period``: TransformerLens's form for the three detection patterns, plus prefix matching."""
-    stacked = torch.stack([p.detach().to("cpu", torch.float64) for p in patterns])  # (n_layers, B, H, L, L)
-    out: dict[str, np.ndarray] = {"prefix_matching": H.prefix_matching_score(stacked, period).numpy()}
-    for name in H.HEAD_NAMES:
-        out[name] = H.attention_score(stacked, H.detection_pattern(tokens, name)).numpy()
-    return out
-
-
-def chance_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
-    """Score name → the score of a head attending uniformly to the keys j ≤ i on the same tokens (B, L): the level
-    a head scores without looking at the tokens (docs/monitor.md#chance-levels), e.g. previous-token
-    (H_L − 1)/L ≈ 0.070 at L = 50."""
-    B, L = tokens.shape
-    uniform = torch.ones(L, L, dtype=torch.float64).tril()  # (L, L): query rows, key columns j ≤ i
-    uniform = (uniform / uniform.sum(-1, keepdim=True)).expand(B, 1, L, L)
-    return {name: float(value[0, 0]) for name, value in head_scores([uniform], tokens, period).items()}
-
-
-def induction_levels(tokens: torch.Tensor, period: int) -> tuple[float, float]:
-    """The induction scores of a uniform and of the ideal head on the monitor's tokens (B, L): relative scores 0
-    and 1 (docs/monitor.md#chance-levels), for a phase change located from stored tables."""
-    return chance_scores(tokens, period)["induction"], attainable_scores(tokens, period)["induction"]
-
-
-def attainable_scores(tokens: torch.Tensor, period: int) -> dict[str, float]:
-    """Score name → the score of the ideal head of that name on the same tokens (B, L): each query row attends
-    wholly to the keys its detection pattern marks (spread evenly over them), uniformly where it marks none — the
-    most a head can score on these tokens (docs/monitor.md#chance-levels), e.g. induction (repeats − 1)/repeats ≈ 0.5
-    on two copies."""
-    B, L = tokens.shape
-    uniform = torch.ones(L, L, dtype=torch.float64).tril()
-    uniform = uniform / uniform.sum(-1, keepdim=True)
-    out: dict[str, float] = {}
-    for name in H.HEAD_NAMES:
-        marked = H.detection_pattern(tokens, name).to(torch.float64)  # (B, L, L)
-        rows = marked.sum(-1, keepdim=True)
-        ideal = torch.where(rows > 0, marked / rows.clamp_min(1), uniform)  # (B, L, L)
-        out[name] = float(H.attention_score(ideal.unsqueeze(1), marked)[0])
-    return out
 
 
 def token_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -178,6 +76,29 @@ def _held_out(held_out: torch.Tensor | None, config: MonitorConfig, vocab: int) 
     return held_out
 
 
+def _llc_tokens(
+    llc: LLCConfig | None, tokens: torch.Tensor | None, source: Any, config: MonitorConfig, vocab: int, model_vocab: int
+) -> torch.Tensor | None:
+    """The sequences (N, L) the LLC is sampled on, checked before any work; None without ``llc``."""
+    if llc is None:
+        require(tokens is None, "llc_tokens", "given without llc=LLCConfig(...): nothing would read them")
+        return None
+    require(isinstance(llc, LLCConfig), "llc", f"must be an LLCConfig, got {type(llc).__name__}")
+    check_llc()
+    module_of(source)
+    if tokens is None:
+        gen = rng.generator(config.seed, "held-out", 1)  # a second held-out set, apart from the measurement's
+        return repeated_random_tokens(256, config.period, config.repeats, gen, vocab=vocab)
+    ok = isinstance(tokens, torch.Tensor) and tokens.dim() == 2 and not tokens.is_floating_point()
+    require(ok and tokens.shape[0] >= 1 and tokens.shape[1] >= 2, "llc_tokens", "must be token ids (N, L), L ≥ 2")
+    require(
+        0 <= int(tokens.min()) and int(tokens.max()) < model_vocab,
+        "llc_tokens",
+        f"ids must lie in 0..{model_vocab - 1}",
+    )
+    return tokens
+
+
 class LoggerError(RuntimeError):
     """A logger of the monitor failed, with ``Monitor(logger_errors="raise")``; the measurement was saved."""
 
@@ -194,7 +115,10 @@ class Monitor:
     ``on_phase_change``: called once, with the :class:`PhaseChange`, at the first measurement at which a phase
     change is detected (its ``step`` finite): checkpoint, stop or alert there (docs/monitor.md#phase-detection).
     ``logger_errors``: a logger that raises is reported once, by name, and the monitor goes on (``"warn"``), or
-    its error stops the training (``"raise"``, :class:`LoggerError`); either way the measurement is saved first."""
+    its error stops the training (``"raise"``, :class:`LoggerError`); either way the measurement is saved first.
+    ``llc``: an :class:`~inductionlab.monitor.llc.LLCConfig` adds the local learning coefficient of the model at
+    every measurement (columns ``llc``, ``llc_std``; docs/monitor.md#the-llc), sampled on ``llc_tokens`` (N, L)
+    — the training data, ideally — else on 256 fresh sequences like the measurement's."""
 
     def __init__(
         self,
@@ -205,6 +129,8 @@ class Monitor:
         loggers: Sequence[Logger] = (),
         on_phase_change: Callable[[PhaseChange], Any] | None = None,
         logger_errors: str = "warn",
+        llc: LLCConfig | None = None,
+        llc_tokens: torch.Tensor | None = None,
     ):
         require(isinstance(config, MonitorConfig), "config", f"must be a MonitorConfig, got {type(config).__name__}")
         self.config, self._source = config, model_or_adapter
@@ -217,13 +143,14 @@ class Monitor:
         )
         units = int(getattr(self.adapter, "n_layers", 0) or 0) * int(getattr(self.adapter, "n_heads", 0) or 0)
         if units:
-            _memory_check(units, config.batch, config.period, config.repeats, "layers · heads")
+            memory_check(units, config.batch, config.period, config.repeats, "layers · heads")
         model_vocab = int(getattr(self.adapter, "vocab", 0) or 0) or self._probe_vocab()
         vocab = config.vocab or model_vocab
         require(vocab <= model_vocab, "vocab", f"must be ≤ the model's vocabulary size {model_vocab}, got {vocab}")
         gen = rng.generator(config.seed, "held-out")
         self.tokens = repeated_random_tokens(config.batch, config.period, config.repeats, gen, vocab=vocab)  # (B, L)
         self.held_out = _held_out(held_out, config, model_vocab)
+        self.llc, self.llc_tokens = llc, _llc_tokens(llc, llc_tokens, model_or_adapter, config, vocab, model_vocab)
         self.chance = chance_scores(self.tokens, config.period)  # score name → its level under uniform attention
         self.attainable = attainable_scores(self.tokens, config.period)  # score name → the ideal head's
         if self.attainable["induction"] - self.chance["induction"] < LEAST_SPAN:
@@ -296,6 +223,8 @@ class Monitor:
             "best_layer": best // n_heads if found else None,
             "best_head": best % n_heads if found else None,
         }
+        if self.llc is not None and self.llc_tokens is not None:
+            row["llc"], row["llc_std"] = estimate_llc(module_of(self._source), self.llc_tokens, self.llc)
         self._step_rows.append(row)
         self._measured.add(int(step))
         self._induction = scores["induction"]
@@ -316,12 +245,12 @@ class Monitor:
 
     def metrics(self) -> dict[str, float]:
         """The last measurement's headline numbers for a logger (docs/monitor.md#logging): ``monitor/`` +
-        best_induction, loss_repeated, loss_first, (icl_score), chance_induction, phase_step (NaN before one is
+        best_induction, loss_repeated, loss_first, (icl_score), (llc), chance_induction, phase_step (NaN before one is
         detected) and ``monitor/induction_l{layer}h{head}`` per head.  Empty before the first measurement."""
         if not self._step_rows:
             return {}
         row = self._step_rows[-1]
-        names = ("best_induction", "loss_repeated", "loss_first", "icl_score")
+        names = ("best_induction", "loss_repeated", "loss_first", "icl_score", "llc")
         out = {f"monitor/{name}": float(row[name]) for name in names if name in row}
         out["monitor/chance_induction"] = self.chance["induction"]
         out["monitor/phase_step"] = self.detected.step if self.detected is not None else math.nan
@@ -379,17 +308,7 @@ class Monitor:
 
     def phase(self) -> PhaseChange:
         """The phase change detected so far (valid after each measurement)."""
-        c, (chance, attainable) = self.config, self.levels
-        return phase_change(
-            self.heads,
-            self.steps,
-            c.every,
-            chance=chance,
-            attainable=attainable,
-            threshold=c.threshold,
-            min_rise=c.min_rise,
-            min_loss_drop=c.min_loss_drop,
-        )
+        return located(self.heads, self.steps, self.config, *self.levels)
 
     @property
     def levels(self) -> tuple[float, float]:

@@ -80,6 +80,18 @@ def _best(
     return lines
 
 
+def _llc(ax: Any, steps: pd.DataFrame, phase: PhaseChange) -> list:
+    """The local learning coefficient over the steps (± its spread over chains), the phase change marked: the
+    third signal beside the head's score and the loss (docs/monitor.md#the-llc)."""
+    ordered = steps.sort_values("step")
+    (line,) = ax.plot(ordered.step, ordered.llc, color="C2", lw=1.6, marker=".", label="LLC (SGLD estimate)")
+    ax.fill_between(ordered.step, ordered.llc - ordered.llc_std, ordered.llc + ordered.llc_std, color="C2", alpha=0.2)
+    if math.isfinite(phase.step):
+        ax.axvline(phase.step, color="k", ls="--", lw=1)
+    ax.set(xlabel="training step", ylabel="local learning coefficient", title="LLC (Lau et al.; SGLD)")
+    return [line]
+
+
 def plot_monitor(
     heads: pd.DataFrame,
     steps: pd.DataFrame,
@@ -95,10 +107,13 @@ def plot_monitor(
     under the panels, where it covers no curve.  ``attainable``: the ideal heads' scores (the colour scale and a line
     run to its induction score; 1 when not given)."""
     top = (attainable or {}).get("induction", 1.0)
-    fig, axes = plots.subplots(2, width=4.8, height=3.6)
+    with_llc = "llc" in steps.columns and bool(steps["llc"].notna().any())
+    fig, axes = plots.subplots(3 if with_llc else 2, width=4.8, height=3.6)
     _heatmap(axes[0], heads, phase, top)
     lines = _best(axes[1], heads, steps, phase, chance, threshold, top)
     axes[1].set_title("best head, chance level and loss")
+    if with_llc:
+        lines += _llc(axes[2], steps, phase)
     fig.legend(handles=lines, loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     if title:
         fig.suptitle(title)

@@ -81,7 +81,7 @@ def phase_change(
     """The phase change of a monitor's tables (docs/monitor.md#phase-detection) over the whole curve so far.
 
     ``chance`` and ``attainable``: the induction scores of a uniform and of the ideal head on the monitor's tokens
-    (:func:`~inductionlab.monitor.core.chance_scores`, :func:`~inductionlab.monitor.core.attainable_scores`); the
+    (:func:`~inductionlab.monitor.settings.chance_scores`, :func:`~inductionlab.monitor.settings.attainable_scores`); the
     best head's relative score must rise by more than ``min_rise`` to a fitted level ≥ ``threshold`` (both in
     relative units), and ``loss_repeated`` fall by more than ``min_loss_drop`` nats."""
     drop = _loss_drop(steps, min_loss_drop) if not steps.empty else math.nan
@@ -101,6 +101,20 @@ def phase_change(
     close = formed and math.isfinite(drop) and start - every <= drop <= end + every
     step = ramp.mid if formed else math.nan
     return PhaseChange((layer, head), step, float(y[-1]), ramp.after, start, end, drop, bool(close))
+
+
+def located(heads: pd.DataFrame, steps: pd.DataFrame, config: Any, chance: float, attainable: float) -> PhaseChange:
+    """:func:`phase_change` with a :class:`~inductionlab.monitor.settings.MonitorConfig`'s interval and thresholds."""
+    return phase_change(
+        heads,
+        steps,
+        config.every,
+        chance=chance,
+        attainable=attainable,
+        threshold=config.threshold,
+        min_rise=config.min_rise,
+        min_loss_drop=config.min_loss_drop,
+    )
 
 
 def confirmed(phase: PhaseChange, heads: pd.DataFrame, chance: float, attainable: float, threshold: float, k: int):

@@ -20,10 +20,12 @@ import numpy as np
 
 from inductionlab.config import ConfigError, require
 from inductionlab.monitor.adapters import AdapterError
-from inductionlab.monitor.core import Monitor, MonitorConfig
+from inductionlab.monitor.core import Monitor
 from inductionlab.monitor.figure import plot_monitor
+from inductionlab.monitor.llc import LLCConfig
 from inductionlab.monitor.pick import adapter_for
 from inductionlab.monitor.series import Series, find_series, no_series
+from inductionlab.monitor.settings import MonitorConfig
 from inductionlab.runs import write_parquet
 
 CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
@@ -177,13 +179,15 @@ def watch(
     template: Any = None,
     name: str | None = None,
     run: int = 0,
+    llc: LLCConfig | None = None,
 ) -> tuple[Monitor, list[Path]]:
     """Measure the complete checkpoints of ``directory`` whose step is a multiple of ``every`` (the last complete
     one always), in step order — a Trainer's output directory, ``save_pretrained`` folders named by their step,
     TransformerLens state dicts (loaded into ``template``), or a toolkit run kept with ``--keep-checkpoints`` (its
     model ``name``, default the main one, run ``run``): :func:`inductionlab.monitor.series.find_series` — and write
     ``watch_heads.parquet``, ``watch_steps.parquet`` and ``watch.png`` there.  A checkpoint that cannot be measured
-    (still being written, damaged, not a causal LM) is skipped with a log line naming it and why.  Returns the
+    (still being written, damaged, not a causal LM) is skipped with a log line naming it and why.  ``llc``: also
+    the LLC of every checkpoint (:class:`~inductionlab.monitor.llc.LLCConfig`, docs/monitor.md#the-llc).  Returns the
     monitor (its :meth:`~Monitor.phase` is the phase change) and the paths written.  A directory without
     checkpoints, or with none that can be measured, is a :class:`ConfigError` (for an hf-induction run of several
     seeds, naming the seed folders to watch)."""
@@ -197,7 +201,7 @@ def watch(
         raise ConfigError(f"--name, --run: for a run kept with --keep-checkpoints; {directory} holds {series.kind}")
     skipped: list[str] = []
     chosen = _complete(series, every, skipped)
-    monitor = _measure(chosen, series, config, every, skipped) if chosen else None
+    monitor = _measure(chosen, series, config, every, skipped, llc) if chosen else None
     if monitor is None or monitor.steps.empty:
         raise ConfigError(
             f"watch: none of the {len(series.items)} {series.kind} in {directory} can be measured ("
@@ -215,7 +219,12 @@ def watch(
 
 
 def _measure(
-    chosen: list[tuple[int, Path]], series: Series, config: MonitorConfig, every: int, skipped: list[str]
+    chosen: list[tuple[int, Path]],
+    series: Series,
+    config: MonitorConfig,
+    every: int,
+    skipped: list[str],
+    llc: LLCConfig | None = None,
 ) -> Monitor | None:
     """One monitor over the checkpoints in step order; one that fails to load or to measure is skipped with a log
     line naming it.  None when none could be loaded."""
@@ -228,7 +237,7 @@ def _measure(
             continue
         if monitor is None:
             try:
-                monitor = Monitor(model, _fitted(config, model, [s for s, _ in chosen], every))
+                monitor = Monitor(model, _fitted(config, model, [s for s, _ in chosen], every), llc=llc)
             except ConfigError as err:
                 raise ConfigError(f"watch: {folder}: {err}") from None
         try:

@@ -57,7 +57,7 @@ from inductionlab.experiments.wang._shared import (
     use_bf16,
 )
 from inductionlab.models import transformer as tf
-from inductionlab.monitor.core import MonitorConfig
+from inductionlab.monitor.settings import MonitorConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import TextConfig
@@ -333,7 +333,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 def _induction_head(scores: pd.Series) -> str:
     """The head with the largest induction score, called an induction head only when its score reaches the
-    monitor's threshold (:class:`inductionlab.monitor.core.MonitorConfig`, docs/monitor.md#phase-detection)."""
+    monitor's threshold (:class:`inductionlab.monitor.settings.MonitorConfig`, docs/monitor.md#phase-detection)."""
     (layer, head), best = scores.idxmax(), float(scores.max())
     if best >= INDUCTION_THRESHOLD:
         return f"induction head ({layer}, {head}), score {best:.2f} ≥ {INDUCTION_THRESHOLD:g}"

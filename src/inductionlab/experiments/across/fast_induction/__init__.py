@@ -58,7 +58,7 @@ from inductionlab.experiments.across.fast_induction.libraries import (
 )
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.monitor import Monitor, MonitorConfig
-from inductionlab.monitor.phase import phase_change
+from inductionlab.monitor.phase import located
 from inductionlab.runs import Results, RunContext
 
 LABELS = {"own": "toolkit transformer", "hf": "HF Llama", "tl": "TransformerLens"}
@@ -256,18 +256,7 @@ def _phase_row(monitor: Monitor, twin: Monitor) -> dict[str, Any]:
     drop on the repeated tokens of ``twin`` (``monitor`` itself, or the control's twin without an induction head); a
     time not reached is +inf (docs/conventions.md#never); formed: a phase step located and the final induction score
     ≥ the monitor's threshold."""
-    c = monitor.config
-    chance, attainable = monitor.levels
-    phase = phase_change(
-        monitor.heads,
-        twin.steps,
-        c.every,
-        chance=chance,
-        attainable=attainable,
-        threshold=c.threshold,
-        min_rise=c.min_rise,
-        min_loss_drop=c.min_loss_drop,
-    )
+    phase = located(monitor.heads, twin.steps, monitor.config, *monitor.levels)
     first, last = monitor.steps.iloc[0], monitor.steps.iloc[-1]
 
     def when(t: float) -> float:

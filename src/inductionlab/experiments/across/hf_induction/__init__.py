@@ -52,8 +52,9 @@ from inductionlab.experiments.across.hf_induction.gpt2 import (
 )
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.keys import keys_as
-from inductionlab.monitor import Monitor, MonitorConfig, phase_change
-from inductionlab.monitor.core import induction_levels
+from inductionlab.monitor import Monitor, MonitorConfig
+from inductionlab.monitor.phase import located
+from inductionlab.monitor.settings import induction_levels
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
@@ -287,18 +288,7 @@ def _own_phase(metrics: pd.DataFrame, monitor_cfg: MonitorConfig, levels: tuple[
     where = heads.name.str.extract(r"induction_l(\d+)h(\d+)").astype(int)
     heads = heads.assign(layer=where[0], head=where[1])
     steps = metrics[["step", "monitor_loss_repeated"]].rename(columns={"monitor_loss_repeated": "loss_repeated"})
-    m = monitor_cfg
-    chance, attainable = levels
-    phase = phase_change(
-        heads,
-        steps,
-        m.every,
-        chance=chance,
-        attainable=attainable,
-        threshold=m.threshold,
-        min_rise=m.min_rise,
-        min_loss_drop=m.min_loss_drop,
-    )
+    phase = located(heads, steps, monitor_cfg, *levels)
     out = phase_summary(phase, seconds)
     gain = float(metrics.loss_other.iloc[-1] - metrics.loss_repeated.iloc[-1])  # on repeated validation text
     return {"t_induction_half": out.pop("phase_step"), **out, "final_text_copy_gain": gain}
