@@ -73,6 +73,8 @@ def test_cli_watch_prints_the_phase_line_and_refuses_an_empty_directory(tmp_path
         (["--min-rise", "-1"], "--min-rise"),
         (["--batch", "４"], "--batch"),  # a full-width digit is no integer as typed
         (["--threshold", "0,3"], "--threshold"),
+        (["--confirm", "0"], "--confirm"),
+        (["--llc", "--llc-draws", "0"], "--llc-draws"),
     ],
 )
 def test_every_monitor_setting_is_a_watch_flag_refused_by_name(flags, said, tmp_path, capsys):
