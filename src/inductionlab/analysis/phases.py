@@ -189,11 +189,12 @@ def _flat_stretches(z: np.ndarray, tol: float, least_len: int) -> list[tuple[int
 
 
 def escape_window(z: np.ndarray, tol: float, least: float) -> tuple[int, int]:
-    """Sample indices [lo, hi) of the curve's largest escape from a plateau (docs/monitor.md#phase-detection): the
-    curve ``z`` (finite, oriented to rise at the change: a score, or a loss as −log loss) is cut into flat stretches
-    (≥ 3 samples and ≥ ``PLATEAU_SHARE`` of them, each within ``tol`` of its first value); the window runs from the start of the
-    stretch whose rise to the next stretch (to the curve's maximum after it, for the last) is the largest, to the
-    end of that next stretch.  The whole curve when no stretch rises by more than ``least``."""
+    """Sample indices lo to hi (hi excluded) of the curve's largest escape from a plateau
+    (docs/monitor.md#phase-detection): the curve ``z`` (finite, oriented to rise at the change: a score, or a loss as
+    −log loss) is cut into flat stretches (≥ 3 samples and ≥ ``PLATEAU_SHARE`` of them, each within ``tol`` of its
+    first value); the window runs from the start of the stretch whose rise to the next stretch (to the curve's
+    maximum after it, for the last) is the largest, to the end of that next stretch.  The whole curve when no stretch
+    rises by more than ``least``."""
     z = np.asarray(z, dtype=float)
     n = len(z)
     flats = _flat_stretches(z, tol, max(3, math.ceil(PLATEAU_SHARE * n)))  # plateaus, not pauses within a rise

@@ -99,6 +99,19 @@ def _llc_tokens(
     return tokens
 
 
+def _warn_without_scale(chance: float, attainable: float, vocab: int) -> None:
+    """One log line when a uniform and the ideal induction head score too alike to read a head between them."""
+    if attainable - chance < LEAST_SPAN:
+        log.warning(
+            "monitor: on vocabulary %d the ideal induction head scores %.3f and a uniform one %.3f: too close to "
+            "tell a head from chance, so no phase change is located (docs/monitor.md#chance-levels); a larger "
+            "vocabulary or period separates them",
+            vocab,
+            attainable,
+            chance,
+        )
+
+
 class LoggerError(RuntimeError):
     """A logger of the monitor failed, with ``Monitor(logger_errors="raise")``; the measurement was saved."""
 
@@ -153,15 +166,7 @@ class Monitor:
         self.llc, self.llc_tokens = llc, _llc_tokens(llc, llc_tokens, model_or_adapter, config, vocab, model_vocab)
         self.chance = chance_scores(self.tokens, config.period)  # score name → its level under uniform attention
         self.attainable = attainable_scores(self.tokens, config.period)  # score name → the ideal head's
-        if self.attainable["induction"] - self.chance["induction"] < LEAST_SPAN:
-            log.warning(
-                "monitor: on vocabulary %d the ideal induction head scores %.3f and a uniform one %.3f: too close to "
-                "tell a head from chance, so no phase change is located (docs/monitor.md#chance-levels); a larger "
-                "vocabulary or period separates them",
-                vocab,
-                self.attainable["induction"],
-                self.chance["induction"],
-            )
+        _warn_without_scale(self.chance["induction"], self.attainable["induction"], vocab)
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.loggers = tuple(loggers)
         for logger in self.loggers:

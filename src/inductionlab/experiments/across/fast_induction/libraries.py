@@ -246,7 +246,7 @@ def train_module(
 
 
 def save_library_model(model: Any, library: str, name: str, seed: int, run_dir: Path | None) -> None:
-    """Keep a trained library model in ``run_dir/<name>/seed-<seed>`` (docs/monitor.md#fast-induction): a
+    """Keep a trained library model in ``run_dir/<name>/seed-<seed>`` (docs/monitor.md#a-head-in-two-cpu-minutes): a
     HuggingFace model as ``save_pretrained`` writes it (``from_pretrained`` and ``inductionlab watch`` read it), a
     TransformerLens one as ``model.pt`` (its state dict) beside ``config.json`` (its ``HookedTransformerConfig``
     fields).  Written into a temporary folder renamed into place, so a folder that exists is complete."""
