@@ -82,6 +82,14 @@ def phase_times(t, loss_g4, loss_ih2, h, w_kq, alpha_star: float, w_star: float)
     )
 
 
+def _run_end(z: np.ndarray, i: int, tol: float) -> int:
+    """The last index j ≥ i such that z[i..j] all lie within ``tol`` of z[i]."""
+    j = i
+    while j + 1 < len(z) and abs(z[j + 1] - z[i]) <= tol:
+        j += 1
+    return j
+
+
 def plateau(t: np.ndarray, y: np.ndarray, tol: float = 0.05) -> tuple[float, float]:
     """The longest stretch [t_i, t_j] over which a loss stays within ``tol`` × (its total range) of its value at
     t_i; it may run to the last sample (a plateau still going on when training stopped).  (NaN, NaN) if no
@@ -90,9 +98,7 @@ def plateau(t: np.ndarray, y: np.ndarray, tol: float = 0.05) -> tuple[float, flo
     span = tol * (np.nanmax(y) - np.nanmin(y))
     best, found = -1.0, (math.nan, math.nan)
     for i in range(len(t)):
-        j = i
-        while j + 1 < len(t) and abs(y[j + 1] - y[i]) <= span:
-            j += 1
+        j = _run_end(y, i, span)
         if j - i >= 2 and t[j] - t[i] > best:
             best, found = t[j] - t[i], (float(t[i]), float(t[j]))
     return found
@@ -177,9 +183,7 @@ def _flat_stretches(z: np.ndarray, tol: float, least_len: int) -> list[tuple[int
     """Left to right, the maximal runs of ≥ ``least_len`` samples that stay within ``tol`` of their first one."""
     out, i, n = [], 0, len(z)
     while i < n:
-        j = i
-        while j + 1 < n and abs(z[j + 1] - z[i]) <= tol:
-            j += 1
+        j = _run_end(z, i, tol)
         if j - i + 1 >= least_len:
             out.append((i, j))
             i = j + 1

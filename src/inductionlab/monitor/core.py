@@ -188,6 +188,7 @@ class Monitor:
         self._head_rows: list[pd.DataFrame] = []  # one table per measurement, joined on demand (and kept)
         self._step_rows: list[dict[str, Any]] = []
         self._measured: set[int] = set()
+        self._phase: tuple[int, PhaseChange] | None = None  # (measurements it was located on, the phase change)
 
     def _probe_vocab(self) -> int:
         return int(checked(self.adapter, torch.zeros(1, 2, dtype=torch.long), patterns=False)[0].shape[-1])
@@ -312,8 +313,11 @@ class Monitor:
                     log.error("monitor: logger %s failed at step %s (%s); the monitor goes on", name, row["step"], err)
 
     def phase(self) -> PhaseChange:
-        """The phase change detected so far (valid after each measurement)."""
-        return located(self.heads, self.steps, self.config, *self.levels)
+        """The phase change detected so far (valid after each measurement; located once per measurement, which
+        :meth:`save`, the live decision and the figure then share)."""
+        if self._phase is None or self._phase[0] != len(self._step_rows):
+            self._phase = (len(self._step_rows), located(self.heads, self.steps, self.config, *self.levels))
+        return self._phase[1]
 
     @property
     def levels(self) -> tuple[float, float]:

@@ -92,7 +92,7 @@ def estimate_llc(model: torch.nn.Module, tokens: torch.Tensor, config: LLCConfig
             num_draws=config.draws,
             batch_size=config.batch,
             init_seed=config.seed,
-            device="cpu" if next(model.parameters()).device.type == "cpu" else str(next(model.parameters()).device),
+            device=str(next(model.parameters()).device),
             output_path=Path(scratch) / "samples.zarr",
         )
     return float(out.llc_mean.values), float(out.llc_std.values)

@@ -85,12 +85,13 @@ def phase_change(
     best head's relative score must rise by more than ``min_rise`` to a fitted level ≥ ``threshold`` (both in
     relative units), and ``loss_repeated`` fall by more than ``min_loss_drop`` nats."""
     drop = _loss_drop(steps, min_loss_drop) if not steps.empty else math.nan
+    no_head = PhaseChange(None, math.nan, math.nan, math.nan, math.nan, math.nan, drop, False)
     if heads.empty:
-        return PhaseChange(None, math.nan, math.nan, math.nan, math.nan, math.nan, drop, False)
+        return no_head
     last = heads[heads.step == heads.step.max()]
     scores = last.induction.to_numpy(float)
     if not np.isfinite(scores).any():  # no head has a score (e.g. no query had keys): no best head
-        return PhaseChange(None, math.nan, math.nan, math.nan, math.nan, math.nan, drop, False)
+        return no_head
     best = np.where(np.isfinite(scores), scores, -math.inf).argmax()
     layer, head = int(last["layer"].iloc[best]), int(last["head"].iloc[best])
     curve = heads[(heads["layer"] == layer) & (heads["head"] == head)].sort_values("step")
