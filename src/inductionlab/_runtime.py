@@ -80,6 +80,12 @@ def native_bf16(device: str = "cpu") -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def use_bf16(choice: str, device: str = "cpu") -> bool:
+    """A ``bf16`` key's choice resolved: ``on``, ``off``, or ``auto`` — bf16 autocast only where ``device`` computes
+    bf16 natively (:func:`native_bf16`; a CPU without AVX512-BF16 or AMX emulates it, about 8× slower than float32)."""
+    return choice == "on" or (choice == "auto" and native_bf16(device))
+
+
 # (rtol, atol) of the self-check (:class:`Checked`) per output dtype.  float32: 20× the largest spread measured
 # between CPU kernel paths (5.1e-6 relative, docs/conventions.md#portable-numbers); float64: the goldens' 1e-9;
 # half precision: about 2.5 units in the last place of bf16.  Other dtypes (integers, bool) must be equal.

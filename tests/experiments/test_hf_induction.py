@@ -39,3 +39,49 @@ def test_the_control_builds_a_one_layer_attention_only_gpt2():
     assert torch.equal(block.mlp(x), torch.zeros_like(x))  # the MLP adds nothing: attention only
     own = cfg.model.own()
     assert own.n_layers == 1 and own.ffn_width == 0
+
+
+@pytest.mark.parametrize("bf16", ["on", "off"])
+def test_bf16_trains_under_autocast_and_the_monitor_measures_in_float32(tmp_path, monkeypatch, bf16):
+    """``bf16 on``: the Trainer's and the toolkit model's losses run under bf16 autocast, while every measurement
+    (the monitor's callback, the own model's head scores) runs in float32; ``off``: nothing under autocast."""
+    from inductionlab.experiments.across.hf_induction import gpt2
+    from inductionlab.train import text
+
+    seen: dict[str, set] = {"train": set(), "measure": set()}
+    built = gpt2.build_gpt2
+
+    def build(*args):
+        model = built(*args)
+        model.transformer.h[0].attn.c_attn.register_forward_hook(  # in bf16 under autocast, wherever entered
+            lambda m, _, out: seen["train" if torch.is_grad_enabled() else "measure"].add(out.dtype == torch.bfloat16)
+        )
+        return model
+
+    scores = gpt2.own_scores
+
+    def own_scores(tokens, period):
+        measure = scores(tokens, period)
+
+        def recorded(*args):
+            seen["measure"].add(torch.is_autocast_enabled("cpu"))
+            return measure(*args)
+
+        return recorded
+
+    token_losses = text.token_losses
+
+    def losses(*args, **kwargs):
+        if torch.is_grad_enabled():
+            seen["train"].add(torch.is_autocast_enabled("cpu"))
+        return token_losses(*args, **kwargs)
+
+    monkeypatch.setattr(gpt2, "build_gpt2", build)
+    monkeypatch.setattr("inductionlab.experiments.across.hf_induction.build_gpt2", build)
+    monkeypatch.setattr("inductionlab.experiments.across.hf_induction.own_scores", own_scores)
+    monkeypatch.setattr(text, "token_losses", losses)
+    out = run_experiment("hf-induction", resolve("hf-induction", "smoke", {"bf16": bf16}), tmp_path / "r", threads=1)
+    assert seen == {"train": {bf16 == "on"}, "measure": {False}}
+    assert json.loads((out / "summary.json").read_text())["precision"] == (
+        "bf16 autocast" if bf16 == "on" else "float32"
+    )

@@ -155,8 +155,8 @@ def fit_lm(
                 rep = sum((l * m).sum((1, 2)) for l, m in losses) / sum(m.sum() for _, m in losses)
                 rest = sum((l * ~m).sum((1, 2)) for l, m in losses) / sum((~m).sum() for _, m in losses)
                 row |= {"loss_repeated": rep.double().cpu().numpy(), "loss_other": rest.double().cpu().numpy()}
-            if diagnostics is not None:
-                row |= diagnostics(model, params, score_tokens)
+        if diagnostics is not None:  # measured in float32 whatever the training precision
+            row |= diagnostics(model, params, score_tokens)
         return row | weight_norms(model, params)
 
     def sample(g: torch.Generator) -> torch.Tensor:

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from inductionlab import plots
-from inductionlab._runtime import native_bf16
+from inductionlab._runtime import use_bf16 as bf16_chosen
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.config import check_device, check_seeds, require
@@ -76,9 +76,8 @@ SMOKE = {
 
 
 def use_bf16(cfg: Config) -> bool:
-    """bf16 autocast on or off: ``auto`` chooses it where the device computes bf16 natively (a CPU without
-    AVX512-BF16 emulates it, about 8× slower than float32)."""
-    return cfg.bf16 == "on" or (cfg.bf16 == "auto" and native_bf16(cfg.device))
+    """bf16 autocast on or off (:func:`inductionlab._runtime.use_bf16` on ``cfg.bf16`` and ``cfg.device``)."""
+    return bf16_chosen(cfg.bf16, cfg.device)
 
 
 def intervention_windows(cfg: Config) -> dict:

@@ -183,10 +183,12 @@ def train_gpt2(
     monitor: Monitor,
     ctx: RunContext,
     save: bool,
+    bf16: bool = False,
 ) -> None:
     """``transformers.Trainer`` on ``data`` (one pass in an order drawn from ``seed``, ``cfg.steps`` steps of
-    ``batch``), on the CPU with ``ctx.threads`` threads, the monitor's callback measuring; ``save``:
-    checkpoint-STEP folders (model only) in ``out``.  The Trainer prints nothing (its printer callback is
+    ``batch``), on the CPU with ``ctx.threads`` threads, the monitor's callback measuring (outside autocast: in
+    float32); ``save``: checkpoint-STEP folders (model only) in ``out``; ``bf16``: the loss's forward (and so its backward)
+    under bf16 autocast, the weights and AdamW in float32 (:func:`_bf16_trainer`).  The Trainer prints nothing (its printer callback is
     removed)."""
     import transformers
 
@@ -216,7 +218,7 @@ def train_gpt2(
     if not ctx.progress:
         transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards"
     try:
-        trainer = transformers.Trainer(
+        trainer = (_bf16_trainer() if bf16 else transformers.Trainer)(
             model=model, args=args, train_dataset=_Tokens(data), callbacks=[callback_class()(monitor)]
         )
         trainer.remove_callback(transformers.trainer_callback.PrinterCallback)
@@ -225,6 +227,19 @@ def train_gpt2(
         torch.set_num_threads(threads)
         if bars:
             transformers.utils.logging.enable_progress_bar()
+
+
+def _bf16_trainer() -> type:
+    """A ``transformers.Trainer`` whose loss runs under bf16 autocast, through the hook the Trainer leaves for it.
+    ``TrainingArguments(bf16=True)`` would have accelerate wrap ``model.forward`` itself in autocast, so the monitor's
+    callback would measure the heads in bf16 too; here it measures in float32 whatever the training precision."""
+    import transformers
+
+    class Bf16Trainer(transformers.Trainer):
+        def autocast_smart_context_manager(self, cache_enabled: bool | None = True):
+            return torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=cache_enabled)
+
+    return Bf16Trainer
 
 
 def own_scores(tokens: torch.Tensor, period: int):
