@@ -113,13 +113,11 @@ def test_a_disagreement_falls_back_to_eager(monkeypatch, caplog):
 
 @needs_kernel
 def test_the_self_check_takes_float32_rounding_at_long_sequences_and_rejects_a_small_error(monkeypatch):
-    """At a text model's layer (L = 95, 4 heads of 16, D = 64) the slope's gradient, a sum over B·L² terms, rounds
-    beyond the fixed float32 tolerance in both paths; the fused one is accepted there because it lies no farther
-    from float64 than eager float32 does, and an error of 1e-4 relative in the output is still refused."""
-    real, verdicts = fused._disagreement, []
-    monkeypatch.setattr(fused, "_disagreement", lambda *args: verdicts.append(real(*args)) or verdicts[-1])
+    """At a text model's layer (L = 95, 4 heads of 16, D = 64) the slope's gradient, a sum over B·L² terms, can round
+    beyond the fixed float32 tolerance in both paths (it did, by 1.3e-5 of its size, on AVX-512 with the earlier
+    kernel); the fused one is accepted when it lies no farther from float64 than eager float32 does, and an error
+    of 1e-4 relative in the output is still refused."""
     assert fused._self_check(95, (4, 64, 16), 1, 1.0, 95, tf._layer_eager) is None
-    assert verdicts[0] is not None and "[6]" in verdicts[0]  # the fixed tolerance alone refuses the slope's gradient
     wrong = fused._layer
     monkeypatch.setattr(fused, "_layer", lambda *a: wrong(*a) * (1 + 1e-4))
     assert fused._self_check(95, (4, 64, 16), 1, 1.0, 95, tf._layer_eager) is not None
@@ -146,14 +144,15 @@ def test_without_a_compiler_the_model_runs_eagerly(monkeypatch, caplog):
 @needs_kernel
 def test_threads_split_the_blocks_without_changing_a_bit():
     g = torch.Generator().manual_seed(3)
-    q, k, v = (torch.randn(2, 4, 8, 20, 64, generator=g) for _ in range(3))
-    slope, dout = torch.randn(2, 4, generator=g), torch.randn(2, 4, 8, 20, 64, generator=g)
+    z = torch.randn(2, 64, 20, 6, generator=g)  # (S, B, L, D): 4 lane blocks per run on AVX-512, 8 on AVX2
+    W = [torch.randn(2, 4, 6, 8, generator=g) / 2 for _ in range(3)] + [torch.randn(2, 4, 8, 6, generator=g)]
+    slope, dout = torch.randn(2, 4, generator=g), torch.randn(2, 64, 20, 6, generator=g)
     before, results = torch.get_num_threads(), []
     try:
         for n in (1, 2):
             torch.set_num_threads(n)
-            leaves = [t.clone().requires_grad_(True) for t in (q, k, v, slope)]
-            out = fused._Core.apply(*leaves, 1, 1.0)
+            leaves = [t.clone().requires_grad_(True) for t in (z, *W, slope)]
+            out = fused._layer(leaves[0], tuple(leaves[1:5]), leaves[5], 1, 1.0, 20)
             out.backward(dout)
             results.append([out.detach(), *(t.grad for t in leaves)])
     finally:

@@ -1,10 +1,11 @@
-"""The general transformer's attention layer with its core fused, forward and backward (``fused_attention.c``;
+"""The general transformer's attention layer fused, forward and backward (``fused_attention.c``;
 docs/conventions.md#fused-attention).
 
 What it computes is :func:`inductionlab.models.transformer.attention`'s output: ``softmax(scale·q kᵀ + bias)·v``
 with the strictly causal mask from ``key_start``, the RPE slope (paper eq. 2) and rows without keys set to 0,
-through W_O — without the (S, B, H, L', L) score and pattern tensors, which eager autograd writes and reads some
-twenty times per step.  The projections write q, k and v batch-last (the kernel's vector lanes are sequences).
+through W_O — the projections by W_Q, W_K, W_V and W_O inside the kernel, without q, k, v or the (S, B, H, L', L)
+score and pattern tensors, which eager autograd writes and reads some twenty times per step.  Only z and the
+output change layout, to batch-last (the kernel's vector lanes are sequences).
 
 * Built on first use by the C compiler (``$CC``, else ``gcc``, else ``cc``: the one Inductor needs; a compile
   has :data:`BUILD_TIMEOUT` seconds) into
@@ -133,8 +134,8 @@ def _load(cc: list[str], flags: list[str], path: Path) -> ctypes.CDLL:
                 os.unlink(tmp)
     lib = ctypes.CDLL(str(path))
     i64, i32, f32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-    lib.fused_forward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 6]  # AttributeError: not this library
-    lib.fused_backward.argtypes = [i64, i64, *[i32] * 5, f32, *[ptr] * 11]
+    lib.fused_forward.argtypes = [i64, i64, *[i32] * 7, f32, *[ptr] * 9]  # AttributeError: not this library
+    lib.fused_backward.argtypes = [i64, i64, *[i32] * 7, f32, *[ptr] * 15]
     return lib
 
 
@@ -162,56 +163,52 @@ def _call(fn, n_blocks: int, *args) -> None:
         raise MemoryError("fused attention: out of memory for a block buffer")
 
 
-class _Core(torch.autograd.Function):
-    """q (S, H, K, Lq, Bp), k and v (S, H, K, L, Bp), contiguous, slope (S, H), float32 → heads (S, H, K, Lq, Bp):
-    the batch last, padded to a multiple of the kernel's lanes."""
+class _Fused(torch.autograd.Function):
+    """zt (S, D, L, Bp) contiguous (the batch last, padded to a multiple of the kernel's lanes), W_Q, W_K, W_V
+    (S, H, D, K), W_O (S, H, K, D), slope (S, H), float32 → the layer's output (S, D, Lq, Bp)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, slope, key_start: int, scale: float):
-        S, H, K, Lq, Bp = q.shape
-        q, k, v, slope = q.contiguous(), k.contiguous(), v.contiguous(), slope.contiguous()
-        if any(t.dtype != torch.float32 or t.device.type != "cpu" for t in (q, k, v, slope)):
+    def forward(ctx, zt, W_Q, W_K, W_V, W_O, slope, key_start: int, scale: float, Lq: int):
+        tensors = [t.contiguous() for t in (zt, W_Q, W_K, W_V, W_O, slope)]
+        if any(t.dtype != torch.float32 or t.device.type != "cpu" for t in tensors):
             raise TypeError("fused attention: float32 CPU tensors only")  # the kernel reads raw float32 memory
-        out, stats = torch.empty_like(q), q.new_empty(S, H, Lq, 2, Bp)
-        dims = (Bp, Lq, k.shape[3], K, key_start, scale)
-        tensors = (q, k, v, slope, out, stats)
+        (S, D, L, Bp), (H, K) = zt.shape, W_Q.shape[1::2]
+        out, heads, stats = zt.new_empty(S, D, Lq, Bp), zt.new_empty(S, H, Lq * K, Bp), zt.new_empty(S, H, 2 * Lq, Bp)
+        dims = (Bp, Lq, L, D, H, K, key_start, scale)
         lib = _kernel()
-        _call(lib.forward, S * H * Bp // lib.lanes, *dims, *(t.data_ptr() for t in tensors))
-        ctx.save_for_backward(q, k, v, slope, out, stats)
+        _call(lib.forward, S * Bp // lib.lanes, *dims, *(t.data_ptr() for t in (*tensors, out, heads, stats)))
+        ctx.save_for_backward(*tensors, heads, stats)
         ctx.dims = dims
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
-        q, k, v, slope, out, stats = ctx.saved_tensors
-        S, H, Bp = q.shape[0], q.shape[1], q.shape[-1]
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        zt, W_Q = ctx.saved_tensors[:2]
+        (S, D, _, Bp), (H, K) = zt.shape, W_Q.shape[1::2]
         lib = _kernel()
-        dslope = q.new_empty(S, H, Bp // lib.lanes)
-        tensors = (q, k, v, slope, out, stats, dout.contiguous(), dq, dk, dv, dslope)
-        _call(lib.backward, S * H * Bp // lib.lanes, *ctx.dims, *(t.data_ptr() for t in tensors))
-        return dq, dk, dv, dslope.sum(-1), None, None
+        tasks = Bp // lib.lanes
+        dz = torch.empty_like(zt)
+        dW = [zt.new_empty(S, tasks, H, D, K) for _ in range(4)]  # per task, summed below; W_O's as (K, D)
+        dslope = zt.new_empty(S, tasks, H)
+        tensors = (*ctx.saved_tensors, dout.contiguous(), dz, *dW, dslope)
+        _call(lib.backward, S * tasks, *ctx.dims, *(t.data_ptr() for t in tensors))
+        dW_Q, dW_K, dW_V, dW_O = (d.sum(1) for d in dW)
+        return dz, dW_Q, dW_K, dW_V, dW_O.view(S, H, K, D), dslope.sum(1), None, None, None
 
 
 def _layer(
     z: torch.Tensor, W: tuple[torch.Tensor, ...], slope: torch.Tensor, key_start: int, scale: float, Lq: int
 ) -> torch.Tensor:
     """The attention layer's output (S, B, Lq, D) from z (S, B, L, D), W = (W_Q, W_K, W_V) (S, H, D, K) and W_O
-    (S, H, K, D): the projections write q, k, v straight into the kernel's layout (batch last), so only z and the
-    output — D wide, not H·K — change layout."""
-    (S, B, L, D), (W_Q, W_K, W_V, W_O) = z.shape, W
+    (S, H, K, D): projections, core and output projection in one kernel, so only z and the output — D wide — change
+    layout, and q, k, v never reach memory."""
+    S, B, L, D = z.shape
     lanes = _kernel().lanes
-    H, K, Bp = W_Q.shape[1], W_Q.shape[3], -(-B // lanes) * lanes
+    Bp = -(-B // lanes) * lanes
     zt = torch.nn.functional.pad(z.permute(0, 3, 2, 1), (0, Bp - B)).contiguous()  # (S, D, L, Bp)
-
-    def project(W: torch.Tensor, rows: int) -> torch.Tensor:  # → (S, H, K, rows, Bp)
-        x = zt[:, :, L - rows :].reshape(S, D, rows * Bp)
-        return torch.bmm(W.transpose(2, 3).reshape(S, H * K, D), x).view(S, H, K, rows, Bp)
-
-    heads = _Core.apply(project(W_Q, Lq), project(W_K, L), project(W_V, L), slope, key_start, scale)
-    out = torch.bmm(W_O.reshape(S, H * K, D).transpose(1, 2), heads.view(S, H * K, Lq * Bp))  # (S, D, Lq·Bp)
-    return out.view(S, D, Lq, Bp)[..., :B].permute(0, 3, 2, 1)
+    out = _Fused.apply(zt, *W, slope, key_start, scale, Lq)
+    return out[..., :B].permute(0, 3, 2, 1)
 
 
 def _usable(q: torch.Tensor) -> bool:

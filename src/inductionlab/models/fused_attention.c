@@ -1,15 +1,17 @@
-/* Fused attention core of the general transformer (inductionlab.models.fused; docs/conventions.md#fused-attention).
+/* Fused attention layer of the general transformer (inductionlab.models.fused; docs/conventions.md#fused-attention):
+   the projections by W_Q, W_K, W_V, the attention core and the projection by W_O, forward and backward.
 
-   Layout: the batch is the vector lane.  q is (G, K, Lq, Bp), k and v are (G, K, L, Bp), contiguous, with
-   G = runs × heads (group g = s·H + h, slope[g]) and the batch padded to Bp, a multiple of LANES (8).  A task is one
-   group and LANES sequences of it: every sequence has the same mask and slope, so all arithmetic is lane by lane — no
-   masks, no shuffles, no reductions across lanes — and each query row loops over exactly its own keys.
+   Layout: the batch is the vector lane.  z is (S, D, L, Bp), contiguous, the batch padded to Bp, a multiple of
+   LANES (16 or 8); the weights are (S, H, D, K) and W_O (S, H, K, D), slope (S, H).  A task is one run and LANES
+   sequences of it: every sequence has the same mask, weights and slope, so all arithmetic is lane by lane — no
+   masks, no shuffles, no reductions across lanes until a weight's gradient is summed — and each query row loops
+   over exactly its own keys.  q, k and v of a head live only in the task's buffers.
 
    Query row r sits at position i = L − Lq + r (0-indexed) and attends to the keys j with key_start − 1 ≤ j < i
-   (strictly causal, docs/conventions.md#wang-a1) with the score  scale·q_r·k_j − p_g·(i − j − 1)  (paper eq. 2,
+   (strictly causal, docs/conventions.md#wang-a1) with the score  scale·q_r·k_j − p·(i − j − 1)  (paper eq. 2,
    the ALiBi-type RPE with slope p), softmax over those keys; a row without keys outputs 0.  The forward keeps
-   each row's max and 1/Σ (stats, (G, Lq, 2, Bp)); the backward recomputes the probabilities from them
-   (flash-attention style), so no (L, L) tensor leaves the row.
+   each head's output o and each row's max and 1/Σ; the backward recomputes q, k, v and the probabilities from
+   them (flash-attention style), so no (L, L) tensor leaves the row.
 
    Tasks [t0, t1) per call, so that callers may split them over threads; no state is shared. */
 
@@ -61,138 +63,236 @@ static inline vf vexp(vf x) {
     return blend(x < -87.3f, splat(0.0f), p * two_n);
 }
 
-/* Entry (row, c) of a (K, rows, Bp) block; the kernels are inlined per head size K so that the K-long arrays of
+/* Entry (row, c) of a (c, rows, Bp) block; the kernels are inlined per head size K so that the K-long arrays of
    vectors live in registers. */
 #define AT(base, rows, row, c) (*(const vf *)((base) + ((size_t)(c) * (rows) + (row)) * Bp))
 #define REF(base, rows, row, c) (*(vf *)((base) + ((size_t)(c) * (rows) + (row)) * Bp))
 #define INLINE static inline __attribute__((always_inline))
-
-/* A task's lanes of a (K, rows, Bp) block, copied to (rows, K) vectors: one key's K vectors in one run of memory
-   (read in place, the K planes lie L·Bp floats apart and evict each other from the cache). */
-INLINE void gather(vf *restrict to, const float *from, int rows, int K, int Bp) {
-    for (int j = 0; j < rows; j++)
-        for (int c = 0; c < K; c++) to[j * K + c] = AT(from, rows, j, c);
-}
-
-INLINE void scatter(float *to, const vf *restrict from, int rows, int K, int Bp) {
-    for (int j = 0; j < rows; j++)
-        for (int c = 0; c < K; c++) REF(to, rows, j, c) = from[j * K + c];
-}
 
 static vf *buffers(int n) {
     void *p = NULL;
     return posix_memalign(&p, 64, sizeof(vf) * (size_t)(n > 0 ? n : 1)) ? NULL : p;
 }
 
-INLINE int forward(int64_t t0, int64_t t1, int Bp, int Lq, int L, const int K, int key_start, float scale,
-                   const float *q, const float *k, const float *v, const float *slope, float *out, float *stats) {
-    vf qs[KMAX], acc[KMAX]; /* not VLAs: fixed arrays go to registers once K is a constant */
-    vf *kb = buffers(2 * L * K + L), *vb = kb + L * K, *s = vb + L * K;
-    if (!kb) return 1;
-    const int64_t tasks_per_group = Bp / LANES;
-    for (int64_t t = t0; t < t1; t++) {
-        const int64_t g = t / tasks_per_group, lane = (t % tasks_per_group) * LANES;
-        const float p = slope[g];
-        const float *qg = q + g * Lq * K * Bp + lane, *kg = k + g * L * K * Bp + lane, *vg = v + g * L * K * Bp + lane;
-        float *og = out + g * Lq * K * Bp + lane, *sg = stats + g * Lq * 2 * Bp + lane;
-        gather(kb, kg, L, K, Bp);
-        gather(vb, vg, L, K, Bp);
-        for (int r = 0; r < Lq; r++) {
-            const int i = L - Lq + r, j0 = key_start - 1;
-            vf m = splat(0.0f), sum = splat(0.0f);
+/* The attention core of one head on one task's lanes, all blocks (rows, K) vectors in this task's buffers: q is
+   scale·q (Lq rows), k and v (L rows); o (Lq rows) and the stats (m, 1/Σ per row: stats[2r], stats[2r + 1]) out;
+   s holds one row's scores (L). */
+INLINE void core_forward(int Lq, int L, const int K, int j0, float p, const vf *restrict qb, const vf *restrict kb,
+                         const vf *restrict vb, vf *restrict ob, vf *restrict stats, vf *restrict s) {
+    vf acc[KMAX]; /* not a VLA: a fixed array goes to registers once K is a constant */
+    for (int r = 0; r < Lq; r++) {
+        const int i = L - Lq + r;
+        const vf *qs = qb + r * K;
+        vf m = splat(0.0f), sum = splat(0.0f);
+        for (int c = 0; c < K; c++) acc[c] = splat(0.0f);
+        for (int j = j0; j < i; j++) {
+            vf x = splat(-p * (float)(i - j - 1));
+            for (int c = 0; c < K; c++) x += qs[c] * kb[j * K + c];
+            s[j] = x;
+            m = j == j0 ? x : blend(x > m, x, m);
+        }
+        for (int j = j0; j < i; j++) {
+            const vf e = vexp(s[j] - m);
+            sum += e;
+            for (int c = 0; c < K; c++) acc[c] += e * vb[j * K + c];
+        }
+        const vf inv = i > j0 ? 1.0f / sum : splat(0.0f);
+        for (int c = 0; c < K; c++) ob[r * K + c] = acc[c] * inv;
+        stats[2 * r] = m;
+        stats[2 * r + 1] = inv;
+    }
+}
+
+/* Gradients of the core's o (given g = dL/do) with respect to scale·q (dq, then times scale: dL/dq), k, v, and the
+   slope (returned per lane).  dS = P ∘ (dP − Σ_c g_c o_c).  P and dS of every (row, key) are kept (Pb, dSb: Lq·L). */
+INLINE vf core_backward(int Lq, int L, const int K, int j0, float p, float scale, const vf *restrict qb,
+                        const vf *restrict kb, const vf *restrict vb, const vf *restrict ob,
+                        const vf *restrict stats, const vf *restrict gb, vf *restrict dqb, vf *restrict dkb,
+                        vf *restrict dvb, vf *restrict Pb, vf *restrict dSb) {
+    vf dqr[KMAX], dka[KMAX], dva[KMAX];
+    vf dp = splat(0.0f);
+    for (int r = 0; r < Lq; r++) { /* rows: P, dS (kept for the keys' pass) and dq */
+        const int i = L - Lq + r;
+        const vf m = stats[2 * r], inv = stats[2 * r + 1];
+        const vf *qs = qb + r * K, *gr = gb + r * K;
+        vf d = splat(0.0f);
+        for (int c = 0; c < K; c++) {
+            d += gr[c] * ob[r * K + c];
+            dqr[c] = splat(0.0f);
+        }
+        for (int j = j0; j < i; j++) {
+            const float dist = (float)(i - j - 1);
+            vf x = splat(-p * dist), dP = splat(0.0f);
             for (int c = 0; c < K; c++) {
-                qs[c] = AT(qg, Lq, r, c) * scale;
-                acc[c] = splat(0.0f);
+                x += qs[c] * kb[j * K + c];
+                dP += gr[c] * vb[j * K + c];
             }
-            for (int j = j0; j < i; j++) {
-                vf x = splat(-p * (float)(i - j - 1));
-                for (int c = 0; c < K; c++) x += qs[c] * kb[j * K + c];
-                s[j] = x;
-                m = j == j0 ? x : blend(x > m, x, m);
+            const vf P = vexp(x - m) * inv;
+            const vf dS = P * (dP - d);
+            Pb[r * L + j] = P;
+            dSb[r * L + j] = dS;
+            dp += dS * dist;
+            for (int c = 0; c < K; c++) dqr[c] += dS * kb[j * K + c];
+        }
+        for (int c = 0; c < K; c++) dqb[r * K + c] = dqr[c] * scale;
+    }
+    /* keys: dk_j = Σ_r dS_rj scale·q_r, dv_j = Σ_r P_rj g_r over the rows that see key j */
+    for (int j = 0; j < L; j++) {
+        for (int c = 0; c < K; c++) dka[c] = dva[c] = splat(0.0f);
+        for (int r = j < j0 ? Lq : (j - L + Lq + 1 > 0 ? j - L + Lq + 1 : 0); r < Lq; r++) {
+            const vf P = Pb[r * L + j], dS = dSb[r * L + j];
+            for (int c = 0; c < K; c++) {
+                dka[c] += dS * qb[r * K + c];
+                dva[c] += P * gb[r * K + c];
             }
-            for (int j = j0; j < i; j++) {
-                const vf e = vexp(s[j] - m);
-                sum += e;
-                for (int c = 0; c < K; c++) acc[c] += e * vb[j * K + c];
-            }
-            const vf inv = i > j0 ? 1.0f / sum : splat(0.0f);
-            for (int c = 0; c < K; c++) REF(og, Lq, r, c) = acc[c] * inv;
-            *(vf *)(sg + (size_t)(2 * r) * Bp) = m;
-            *(vf *)(sg + (size_t)(2 * r + 1) * Bp) = inv;
+        }
+        for (int c = 0; c < K; c++) {
+            dkb[j * K + c] = dka[c];
+            dvb[j * K + c] = dva[c];
         }
     }
-    free(kb);
+    return -dp;
+}
+
+/* x (rows, D) · W (D, K) → y (rows, K), times a: a projection of a task's lanes (W one run's and head's, scalars). */
+INLINE void project(vf *restrict y, const vf *restrict x, const float *restrict W, int rows, int D, const int K,
+                    float a) {
+    vf acc[KMAX];
+    for (int j = 0; j < rows; j++) {
+        for (int c = 0; c < K; c++) acc[c] = splat(0.0f);
+        for (int d = 0; d < D; d++) {
+            const vf xd = x[j * D + d];
+            for (int c = 0; c < K; c++) acc[c] += xd * W[d * K + c];
+        }
+        for (int c = 0; c < K; c++) y[j * K + c] = acc[c] * a;
+    }
+}
+
+/* y (rows, D) += dy (rows, K) · Wᵀ for W (D, K): the input's gradient of a projection. */
+INLINE void project_back(vf *restrict y, const vf *restrict dy, const float *restrict W, int rows, int D,
+                         const int K) {
+    for (int j = 0; j < rows; j++)
+        for (int d = 0; d < D; d++) {
+            vf acc = y[j * D + d];
+            for (int c = 0; c < K; c++) acc += dy[j * K + c] * W[d * K + c];
+            y[j * D + d] = acc;
+        }
+}
+
+/* G (D, K) += Σ_rows x_row ⊗ dy_row, per lane: a projection's weight gradient, summed over lanes by the caller. */
+INLINE void outer(vf *restrict G, const vf *restrict x, const vf *restrict dy, int rows, int D, const int K) {
+    for (int j = 0; j < rows; j++)
+        for (int d = 0; d < D; d++) {
+            const vf xd = x[j * D + d];
+            for (int c = 0; c < K; c++) G[d * K + c] += xd * dy[j * K + c];
+        }
+}
+
+/* A task's lanes of z (S, D, L, Bp) for run s as (L, D) vectors, and back. */
+INLINE void load_rows(vf *restrict to, const float *from, int rows, int D, int Bp) {
+    for (int j = 0; j < rows; j++)
+        for (int d = 0; d < D; d++) to[j * D + d] = AT(from, rows, j, d);
+}
+
+INLINE void store_rows(float *to, const vf *restrict from, int rows, int D, int Bp) {
+    for (int j = 0; j < rows; j++)
+        for (int d = 0; d < D; d++) REF(to, rows, j, d) = from[j * D + d];
+}
+
+static float lane_sum(vf x) {
+    float total = 0.0f;
+    for (int l = 0; l < LANES; l++) total += x[l];
+    return total;
+}
+
+/* The layer: a task is one run s and LANES sequences; every head h in turn projects z (S, D, L, Bp) with
+   W_Q, W_K, W_V (S, H, D, K), runs the core and adds o·W_O[s, h] (W_O (S, H, K, D)) into out (S, D, Lq, Bp).
+   o is kept for the backward in heads (S, H, Lq·K, Bp), the stats in stats (S, H, Lq·2, Bp). */
+INLINE int forward(int64_t t0, int64_t t1, int Bp, int Lq, int L, int D, int H, const int K, int key_start,
+                   float scale, const float *z, const float *Wq, const float *Wk, const float *Wv, const float *Wo,
+                   const float *slope, float *out, float *heads, float *stats) {
+    vf *zb = buffers(L * D + Lq * D + 2 * L * K + 2 * Lq * K + 2 * Lq + L);
+    if (!zb) return 1;
+    vf *yb = zb + L * D, *qb = yb + Lq * D, *kb = qb + Lq * K, *vb = kb + L * K, *ob = vb + L * K;
+    vf *st = ob + Lq * K, *s = st + 2 * Lq;
+    const int64_t tasks_per_run = Bp / LANES;
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t run = t / tasks_per_run, lane = (t % tasks_per_run) * LANES;
+        load_rows(zb, z + run * D * L * Bp + lane, L, D, Bp);
+        for (int e = 0; e < Lq * D; e++) yb[e] = splat(0.0f);
+        for (int h = 0; h < H; h++) {
+            const int64_t g = run * H + h;
+            const float *wq = Wq + g * D * K, *wk = Wk + g * D * K, *wv = Wv + g * D * K, *wo = Wo + g * K * D;
+            project(qb, zb + (L - Lq) * D, wq, Lq, D, K, scale);
+            project(kb, zb, wk, L, D, K, 1.0f);
+            project(vb, zb, wv, L, D, K, 1.0f);
+            core_forward(Lq, L, K, key_start - 1, slope[g], qb, kb, vb, ob, st, s);
+            for (int e = 0; e < Lq * K; e++) REF(heads + g * Lq * K * Bp + lane, 1, 0, e) = ob[e];
+            for (int e = 0; e < 2 * Lq; e++) REF(stats + g * 2 * Lq * Bp + lane, 1, 0, e) = st[e];
+            for (int r = 0; r < Lq; r++) /* y_r += o_r · W_O */
+                for (int c = 0; c < K; c++)
+                    for (int d = 0; d < D; d++) yb[r * D + d] += ob[r * K + c] * wo[c * D + d];
+        }
+        store_rows(out + run * D * Lq * Bp + lane, yb, Lq, D, Bp);
+    }
+    free(zb);
     return 0;
 }
 
-/* Gradients of the forward's output o (given dout) with respect to q, k, v, and the slope per task
-   (dslope[t], summed over its lanes; the caller sums the tasks of a group).  dS = P ∘ (dP − Σ_c dout_c o_c). */
-INLINE int backward(int64_t t0, int64_t t1, int Bp, int Lq, int L, const int K, int key_start, float scale,
-                    const float *q, const float *k, const float *v, const float *slope, const float *out,
-                    const float *stats, const float *dout, float *dq, float *dk, float *dv, float *dslope) {
-    vf dqr[KMAX], dka[KMAX], dva[KMAX];
-    vf *kb = buffers(2 * L * K + 2 * Lq * K + 2 * Lq * L);
-    if (!kb) return 1;
-    vf *vb = kb + L * K, *qb = vb + L * K, *gb = qb + Lq * K, *Pb = gb + Lq * K, *dSb = Pb + Lq * L;
-    const int64_t tasks_per_group = Bp / LANES;
-    const int j0 = key_start - 1;
+/* Gradients of the layer given dout (S, D, Lq, Bp): dz (S, D, L, Bp), and per task (summed over its lanes; the
+   caller sums a run's tasks) dW_Q, dW_K, dW_V (T, H, D, K), dW_O (T, H, K, D) and dslope (T, H). */
+INLINE int backward(int64_t t0, int64_t t1, int Bp, int Lq, int L, int D, int H, const int K, int key_start,
+                    float scale, const float *z, const float *Wq, const float *Wk, const float *Wv, const float *Wo,
+                    const float *slope, const float *heads, const float *stats, const float *dout, float *dz,
+                    float *dWq, float *dWk, float *dWv, float *dWo, float *dslope) {
+    const int n = 2 * L * D + Lq * D + 4 * L * K + 4 * Lq * K + 2 * Lq + 2 * Lq * L + 4 * D * K;
+    vf *zb = buffers(n);
+    if (!zb) return 1;
+    vf *dzb = zb + L * D, *gy = dzb + L * D, *qb = gy + Lq * D, *kb = qb + Lq * K, *vb = kb + L * K;
+    vf *ob = vb + L * K, *gb = ob + Lq * K, *dqb = gb + Lq * K, *dkb = dqb + Lq * K, *dvb = dkb + L * K;
+    vf *st = dvb + L * K, *Pb = st + 2 * Lq, *dSb = Pb + Lq * L, *G = dSb + Lq * L;
+    const int64_t tasks_per_run = Bp / LANES;
     for (int64_t t = t0; t < t1; t++) {
-        const int64_t g = t / tasks_per_group, lane = (t % tasks_per_group) * LANES;
-        const float p = slope[g];
-        const size_t qoff = g * Lq * K * Bp + lane, koff = g * L * K * Bp + lane;
-        const float *og = out + qoff, *sg = stats + g * Lq * 2 * Bp + lane;
-        vf dp = splat(0.0f);
-        gather(kb, k + koff, L, K, Bp);
-        gather(vb, v + koff, L, K, Bp);
-        gather(qb, q + qoff, Lq, K, Bp);
-        gather(gb, dout + qoff, Lq, K, Bp);
-        for (int e = 0; e < Lq * K; e++) qb[e] *= scale; /* scale·q */
-        /* rows: P, dS (kept for the keys' pass) and dq */
-        for (int r = 0; r < Lq; r++) {
-            const int i = L - Lq + r;
-            const vf m = *(const vf *)(sg + (size_t)(2 * r) * Bp), inv = *(const vf *)(sg + (size_t)(2 * r + 1) * Bp);
-            const vf *qs = qb + r * K, *gr = gb + r * K;
-            vf d = splat(0.0f);
-            for (int c = 0; c < K; c++) {
-                d += gr[c] * AT(og, Lq, r, c);
-                dqr[c] = splat(0.0f);
-            }
-            for (int j = j0; j < i; j++) {
-                const float dist = (float)(i - j - 1);
-                vf x = splat(-p * dist), dP = splat(0.0f);
+        const int64_t run = t / tasks_per_run, lane = (t % tasks_per_run) * LANES;
+        load_rows(zb, z + run * D * L * Bp + lane, L, D, Bp);
+        load_rows(gy, dout + run * D * Lq * Bp + lane, Lq, D, Bp);
+        for (int e = 0; e < L * D; e++) dzb[e] = splat(0.0f);
+        for (int h = 0; h < H; h++) {
+            const int64_t g = run * H + h, w = (t * H + h) * D * K;
+            const float *wq = Wq + g * D * K, *wk = Wk + g * D * K, *wv = Wv + g * D * K, *wo = Wo + g * K * D;
+            project(qb, zb + (L - Lq) * D, wq, Lq, D, K, scale);
+            project(kb, zb, wk, L, D, K, 1.0f);
+            project(vb, zb, wv, L, D, K, 1.0f);
+            for (int e = 0; e < Lq * K; e++) ob[e] = AT(heads + g * Lq * K * Bp + lane, 1, 0, e);
+            for (int e = 0; e < 2 * Lq; e++) st[e] = AT(stats + g * 2 * Lq * Bp + lane, 1, 0, e);
+            for (int e = 0; e < 4 * D * K; e++) G[e] = splat(0.0f);
+            for (int r = 0; r < Lq; r++) /* g_r = dy_r · W_Oᵀ; dW_O += o_r ⊗ dy_r */
                 for (int c = 0; c < K; c++) {
-                    x += qs[c] * kb[j * K + c];
-                    dP += gr[c] * vb[j * K + c];
+                    vf acc = splat(0.0f);
+                    for (int d = 0; d < D; d++) {
+                        acc += gy[r * D + d] * wo[c * D + d];
+                        G[3 * D * K + c * D + d] += ob[r * K + c] * gy[r * D + d];
+                    }
+                    gb[r * K + c] = acc;
                 }
-                const vf P = vexp(x - m) * inv;
-                const vf dS = P * (dP - d);
-                Pb[r * L + j] = P;
-                dSb[r * L + j] = dS;
-                dp += dS * dist;
-                for (int c = 0; c < K; c++) dqr[c] += dS * kb[j * K + c];
-            }
-            for (int c = 0; c < K; c++) REF(dq + qoff, Lq, r, c) = dqr[c] * scale;
-        }
-        /* keys: dk_j = Σ_r dS_rj scale·q_r, dv_j = Σ_r P_rj dout_r over the rows that see key j */
-        for (int j = 0; j < L; j++) {
-            for (int c = 0; c < K; c++) dka[c] = dva[c] = splat(0.0f);
-            for (int r = j < j0 ? Lq : (j - L + Lq + 1 > 0 ? j - L + Lq + 1 : 0); r < Lq; r++) {
-                const vf P = Pb[r * L + j], dS = dSb[r * L + j];
-                for (int c = 0; c < K; c++) {
-                    dka[c] += dS * qb[r * K + c];
-                    dva[c] += P * gb[r * K + c];
-                }
-            }
-            for (int c = 0; c < K; c++) {
-                REF(dk + koff, L, j, c) = dka[c];
-                REF(dv + koff, L, j, c) = dva[c];
+            dslope[t * H + h] = lane_sum(core_backward(Lq, L, K, key_start - 1, slope[g], scale, qb, kb, vb, ob, st,
+                                                       gb, dqb, dkb, dvb, Pb, dSb));
+            project_back(dzb + (L - Lq) * D, dqb, wq, Lq, D, K);
+            project_back(dzb, dkb, wk, L, D, K);
+            project_back(dzb, dvb, wv, L, D, K);
+            outer(G, zb + (L - Lq) * D, dqb, Lq, D, K);
+            outer(G + D * K, zb, dkb, L, D, K);
+            outer(G + 2 * D * K, zb, dvb, L, D, K);
+            for (int e = 0; e < D * K; e++) {
+                dWq[w + e] = lane_sum(G[e]);
+                dWk[w + e] = lane_sum(G[D * K + e]);
+                dWv[w + e] = lane_sum(G[2 * D * K + e]);
+                dWo[w + e] = lane_sum(G[3 * D * K + e]);
             }
         }
-        float total = 0.0f;
-        for (int l = 0; l < LANES; l++) total += dp[l];
-        dslope[t] = -total;
+        store_rows(dz + run * D * L * Bp + lane, dzb, L, D, Bp);
     }
-    free(kb);
+    free(zb);
     return 0;
 }
 
@@ -208,28 +308,32 @@ INLINE int backward(int64_t t0, int64_t t1, int Bp, int Lq, int L, const int K, 
     default: fn(__VA_ARGS__, K);                 \
     }
 
-#define FORWARD(t0, t1, Bp, Lq, L, ks, sc, q, k, v, p, o, st, K) forward(t0, t1, Bp, Lq, L, K, ks, sc, q, k, v, p, o, st)
-#define BACKWARD(t0, t1, Bp, Lq, L, ks, sc, q, k, v, p, o, st, g, dq, dk, dv, dp, K) \
-    backward(t0, t1, Bp, Lq, L, K, ks, sc, q, k, v, p, o, st, g, dq, dk, dv, dp)
+#define FORWARD(t0, t1, Bp, Lq, L, D, H, ks, sc, z, wq, wk, wv, wo, p, o, hd, st, K) \
+    forward(t0, t1, Bp, Lq, L, D, H, K, ks, sc, z, wq, wk, wv, wo, p, o, hd, st)
+#define BACKWARD(t0, t1, Bp, Lq, L, D, H, ks, sc, z, wq, wk, wv, wo, p, hd, st, g, dz, dq, dk, dv, dO, dp, K) \
+    backward(t0, t1, Bp, Lq, L, D, H, K, ks, sc, z, wq, wk, wv, wo, p, hd, st, g, dz, dq, dk, dv, dO, dp)
 
 int fused_lanes(void) { return LANES; }
 
-int fused_forward(int64_t t0, int64_t t1, int Bp, int Lq, int L, int K, int key_start, float scale,
-                  const float *q, const float *k, const float *v, const float *slope, float *out, float *stats) {
+int fused_forward(int64_t t0, int64_t t1, int Bp, int Lq, int L, int D, int H, int K, int key_start, float scale,
+                  const float *z, const float *Wq, const float *Wk, const float *Wv, const float *Wo,
+                  const float *slope, float *out, float *heads, float *stats) {
     FTZ_BEGIN
     int status = 0;
-    DISPATCH(status = FORWARD, K, t0, t1, Bp, Lq, L, key_start, scale, q, k, v, slope, out, stats)
+    DISPATCH(status = FORWARD, K, t0, t1, Bp, Lq, L, D, H, key_start, scale, z, Wq, Wk, Wv, Wo, slope, out, heads,
+             stats)
     FTZ_END
     return status;
 }
 
-int fused_backward(int64_t t0, int64_t t1, int Bp, int Lq, int L, int K, int key_start, float scale,
-                   const float *q, const float *k, const float *v, const float *slope, const float *out,
-                   const float *stats, const float *dout, float *dq, float *dk, float *dv, float *dslope) {
+int fused_backward(int64_t t0, int64_t t1, int Bp, int Lq, int L, int D, int H, int K, int key_start, float scale,
+                   const float *z, const float *Wq, const float *Wk, const float *Wv, const float *Wo,
+                   const float *slope, const float *heads, const float *stats, const float *dout, float *dz,
+                   float *dWq, float *dWk, float *dWv, float *dWo, float *dslope) {
     FTZ_BEGIN
     int status = 0;
-    DISPATCH(status = BACKWARD, K, t0, t1, Bp, Lq, L, key_start, scale, q, k, v, slope, out, stats, dout, dq, dk, dv,
-             dslope)
+    DISPATCH(status = BACKWARD, K, t0, t1, Bp, Lq, L, D, H, key_start, scale, z, Wq, Wk, Wv, Wo, slope, heads, stats,
+             dout, dz, dWq, dWk, dWv, dWo, dslope)
     FTZ_END
     return status;
 }
