@@ -12,7 +12,10 @@ float64 as the experiment trains it, one seed.  Its baseline ("whole table") is 
 of occurring window states (S·Z², :func:`chen.kernel_table`) gathered at the entries, where the model computes it
 only at the pairs that occur (:func:`chen.pair_kernel`).
 
-Run: ``python benchmarks/bench_chen.py [--model authors]`` (numbers in benchmarks/RESULTS.md).
+``--model joint``: ``markov-joint``'s model, float32.  Every mode also times the epoch with the fused pair and entry
+loops against the eager ones (docs/conventions.md#chen-fused), alternated in this process.
+
+Run: ``python benchmarks/bench_chen.py [--model joint|authors]`` (numbers in benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 import torch
 
 from inductionlab._runtime import tune_process
-from inductionlab.models import chen
+from inductionlab.models import chen, chen_fused
 from inductionlab.tasks.markov import MarkovConfig, sample
 from inductionlab.train.autograd import pack
 
@@ -99,11 +102,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=9000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--model", choices=("default", "authors"), default="default")
+    ap.add_argument("--model", choices=("default", "joint", "authors"), default="default")
     args = ap.parse_args()
     tune_process(1)
     if args.model == "authors":
         authors(args)
+        return
+    if args.model == "joint":
+        joint(args)
         return
     cfg = chen.ChenConfig()
     tokens, _ = sample(MarkovConfig(), args.n, np.random.default_rng(0))
@@ -128,6 +134,38 @@ def main() -> None:
             f"({base / ours:.1f}x); target ≤ 20 ms"
         )
         print("  " + flop_rate(lambda: step(lambda: chen.loss(cfg, views(theta), batch)), ours, dtype))
+        fused_against_eager(cfg, batch, dtype, args)
+
+
+def fused_against_eager(cfg: chen.ChenConfig, batch: chen.Batch, dtype: torch.dtype, args: argparse.Namespace) -> None:
+    """One epoch (forward, backward, SGD) with the fused pair and entry loops against the eager ones, alternated
+    (docs/conventions.md#chen-fused)."""
+    theta, views = pack(chen.init_params(cfg, 1, dtype))
+
+    def step():
+        theta.requires_grad_(True)
+        chen.loss(cfg, views(theta), batch).sum().backward()
+        with torch.no_grad():
+            theta.sub_(1e-3 * theta.grad)
+        theta.grad = None
+        theta.requires_grad_(False)
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(args.rounds):
+        for on in times:
+            with chen_fused.enabled(on):
+                times[on].append(timed(step, 1, args.reps))
+    fused, eager = (statistics.median(times[on]) * 1e3 for on in (True, False))
+    print(f"  {dtype}: fused loops {fused:.2f} ms/epoch, eager loops {eager:.2f} ms/epoch ({eager / fused:.2f}x)")
+
+
+def joint(args: argparse.Namespace) -> None:
+    """``--model joint``: ``markov-joint``'s model (shifted windows of 5 lags, ℓ2 heads), float32 as it trains."""
+    cfg = chen.ChenConfig(windows="shifted", window=5)
+    tokens, _ = sample(MarkovConfig(), 10_000, np.random.default_rng(0))
+    batch = chen.make_batch(cfg, tokens, torch.float32)
+    print(f"markov-joint's model: Z = {len(batch.states)}, Q = {len(batch.row)}, U = {len(batch.pair)}")
+    fused_against_eager(cfg, batch, torch.float32, args)
 
 
 def authors(args: argparse.Namespace) -> None:
@@ -154,6 +192,7 @@ def authors(args: argparse.Namespace) -> None:
     print(f"authors' App. B model: Z = {Z} states, Q = {Q} pairs, U = {U} entries; |loss difference| {gap:.1e}")
     print(f"pairwise kernel {ours * 1e3:.1f} ms/epoch, whole table {base * 1e3:.1f} ms/epoch ({base / ours:.1f}x)")
     print(flop_rate(lambda: step(lambda: chen.loss(cfg, views(theta), batch)), ours, torch.float64))
+    fused_against_eager(cfg, batch, torch.float64, args)
 
 
 if __name__ == "__main__":

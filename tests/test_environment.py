@@ -11,7 +11,7 @@ import pytest
 
 from inductionlab import environ
 from inductionlab.cli import main
-from inductionlab.models import fused
+from inductionlab.models import fused, native
 
 BAD = [
     ("INDUCTIONLAB_FUSED", "maybe", "INDUCTIONLAB_FUSED: a switch"),
@@ -75,7 +75,7 @@ def test_a_damaged_cache_entry_is_rebuilt_once_and_killed_builds_temporaries_are
         f.truncate(100)
     stale, fresh = cache / "tmpdead.so", cache / "tmplive.so"
     stale.write_bytes(b"half"), fresh.write_bytes(b"half")
-    old = time.time() - 2 * fused.STALE
+    old = time.time() - 2 * native.STALE
     os.utime(stale, (old, old))
     lanes, log = _kernel_in_a_new_process(env).split("|", 1)
     assert lanes in ("8", "16") and "unavailable" not in log  # removed, built again, loaded

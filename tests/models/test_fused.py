@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from inductionlab.models import fused
+from inductionlab.models import fused, native
 from inductionlab.models import transformer as tf
 from inductionlab.tasks.induction import InductionTaskConfig, sample_tokens
 
@@ -126,7 +126,7 @@ def test_the_self_check_takes_float32_rounding_at_long_sequences_and_rejects_a_s
 def test_without_a_compiler_the_model_runs_eagerly(monkeypatch, caplog):
     fused.library.cache_clear()
     monkeypatch.delenv("CC", raising=False)
-    monkeypatch.setattr(fused.environ.shutil, "which", lambda name: None)
+    monkeypatch.setattr(native.environ.shutil, "which", lambda name: None)
     try:
         with caplog.at_level(logging.WARNING):
             assert fused.library() is None
@@ -165,7 +165,7 @@ def test_the_avx2_build_passes_its_self_check():
     """On the AVX2 path (``ATEN_CPU_CAPABILITY=avx2``) the kernel is built for AVX2 + FMA and checks itself."""
     code = (
         "import torch; from inductionlab.models import fused, transformer as tf;"
-        "print(fused._arch_flags());"
+        "from inductionlab.models import native; print(native.arch_flags());"
         "i = [torch.randn(1, 20, 9, 4), *[torch.randn(1, 2, 4, 4) for _ in range(4)], torch.randn(1, 2)];"
         "print(fused._self_check(9, (2, 4, 4), 1, 1.0, 9, tf._layer_eager))"
     )

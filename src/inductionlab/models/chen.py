@@ -38,6 +38,7 @@ shared by the heads.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, fields
 from typing import Literal, NamedTuple
@@ -45,6 +46,7 @@ from typing import Literal, NamedTuple
 import torch
 
 from inductionlab.config import require
+from inductionlab.models import chen_fused
 
 EPS_LOG = 1e-12  # docs/conventions.md#chen-a2
 EPS_L2 = 1e-7  # the repo's v / (‖v‖ + 1e−7)
@@ -310,41 +312,53 @@ def pair_kernel(
     cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None
 ) -> torch.Tensor:
     """T[z_{L+1}, z_l] (Q,) of :func:`kernel_table` at the batch's pairs only: the Q pairs of states that occur,
-    not the S·Z² of the table (the same products, pair by pair)."""
+    not the S·Z² of the table (the same products, pair by pair; fused where it can: docs/conventions.md#chen-fused)."""
     v = normed_heads(cfg, params, batch.states)  # (S, H, Z, d)
     S, H, Z, d = v.shape
     p = selection_weights(params["c"]) if p is None else p
     by_state = v.transpose(1, 2).reshape(S * Z, H, d)  # (S·Z, H, d)
-    query = by_state.index_select(0, batch.row)  # (Q, H, d)
-    key = by_state.index_select(0, batch.col)  # (Q, H, d)
-    gram = (query * key).sum(-1)  # (Q, H)
-    if cfg.norm != "exact":
-        gram = gram.relu()
-    weights = p.index_select(0, batch.pair_run).unbind(1)  # n_sub × (Q,)
-    pairs = _subset_sum(cfg, gram.unbind(1), weights)
     if cfg.norm == "exact":
-        sq = _subset_sum(cfg, (by_state * by_state).sum(-1).unbind(1), p.repeat_interleave(Z, 0).unbind(1))  # (S·Z,)
-        n = sq.clamp_min(torch.finfo(sq.dtype).tiny).sqrt()
-        pairs = pairs / (n.index_select(0, batch.row) * n.index_select(0, batch.col))
-    return pairs
+        return _exact_pairs(cfg, by_state, p, batch)
+    masks = torch.tensor([sum(1 << h for h in subset) for subset in cfg.subsets], dtype=torch.int32)
+    eager = functools.partial(_relu_pairs, cfg)
+    return chen_fused.pairs(by_state, p, masks, batch.row, batch.col, batch.pair_run, eager)
+
+
+def _relu_pairs(cfg: ChenConfig, by_state, p, masks, row, col, pair_run) -> torch.Tensor:
+    """The eager pair kernel with relu'd grams (the fused loop's reference; ``masks`` are ``cfg.subsets``)."""
+    gram = (by_state.index_select(0, row) * by_state.index_select(0, col)).sum(-1).relu()  # (Q, H)
+    return _subset_sum(cfg, gram.unbind(1), p.index_select(0, pair_run).unbind(1))
+
+
+def _exact_pairs(cfg: ChenConfig, by_state: torch.Tensor, p: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """The pair kernel of the exact normalisation: Σ_S p_S Π⟨v, v'⟩ over ‖φ(v)‖ ‖φ(v')‖ (docs/conventions.md#chen-2-2)."""
+    Z = len(batch.states)
+    gram = (by_state.index_select(0, batch.row) * by_state.index_select(0, batch.col)).sum(-1)  # (Q, H)
+    pairs = _subset_sum(cfg, gram.unbind(1), p.index_select(0, batch.pair_run).unbind(1))
+    sq = _subset_sum(cfg, (by_state * by_state).sum(-1).unbind(1), p.repeat_interleave(Z, 0).unbind(1))  # (S·Z,)
+    n = sq.clamp_min(torch.finfo(sq.dtype).tiny).sqrt()
+    return pairs / (n.index_select(0, batch.row) * n.index_select(0, batch.col))
 
 
 def predict(
     cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None
 ) -> torch.Tensor:
     """The output distribution y = Σ_{l≤L} softmax_l(a K_l) e_{x_l} (S, B, d); ``p`` as in :func:`kernel_table`."""
-    kernel = pair_kernel(cfg, params, batch, p).index_select(0, batch.pair)  # (U,)
-    logits = params["a"].view(-1).index_select(0, batch.run) * kernel
-    n_seq = batch.labels.numel()
-    # the largest logit of each sequence, subtracted for stability (it cancels in y)
-    shift = torch.full((n_seq,), float("-inf"), dtype=logits.dtype).scatter_reduce(
-        0, batch.seq, logits.detach(), "amax"
-    )
-    mass = torch.zeros(n_seq * cfg.vocab_size, dtype=logits.dtype).index_add_(
-        0, batch.slot, (logits - shift.index_select(0, batch.seq)).exp() * batch.count.to(logits.dtype)
-    )
-    y = mass.view(*batch.labels.shape, cfg.vocab_size)
+    kernel = pair_kernel(cfg, params, batch, p)  # (Q,)
+    d = cfg.vocab_size
+    args = (batch.pair, batch.run, batch.seq, batch.slot, batch.count, batch.labels.numel(), d)
+    mass = chen_fused.mass(kernel, params["a"].view(-1), *args, _mass)
+    y = mass.view(*batch.labels.shape, d)
     return y / y.sum(-1, keepdim=True)
+
+
+def _mass(kernel, a, pair, run, seq, slot, count, n_seq: int, d: int) -> torch.Tensor:
+    """The eager numerators of y (n_seq·d,): Σ_u count_u exp(a K − shift) per slot (the fused loop's reference)."""
+    logits = a.index_select(0, run) * kernel.index_select(0, pair)  # (U,)
+    # the largest logit of each sequence, subtracted for stability (it cancels in y)
+    shift = torch.full((n_seq,), float("-inf"), dtype=logits.dtype).scatter_reduce(0, seq, logits.detach(), "amax")
+    weights = (logits - shift.index_select(0, seq)).exp() * count.to(logits.dtype)
+    return torch.zeros(n_seq * d, dtype=logits.dtype).index_add_(0, slot, weights)
 
 
 def loss(cfg: ChenConfig, params: dict[str, torch.Tensor], batch: Batch, p: torch.Tensor | None = None) -> torch.Tensor:

@@ -7,12 +7,8 @@ through W_O — the projections by W_Q, W_K, W_V and W_O inside the kernel, with
 score and pattern tensors, which eager autograd writes and reads some twenty times per step.  Only z and the
 output change layout, to batch-last (the kernel's vector lanes are sequences).
 
-* Built on first use by the C compiler (``$CC``, else ``gcc``, else ``cc``: the one Inductor needs; a compile
-  has :data:`BUILD_TIMEOUT` seconds) into
-  ``$XDG_CACHE_HOME/inductionlab/fused`` (``~/.cache``), one library per source, flags, compiler and CPU
-  (its ``/proc/cpuinfo`` flags and torch's CPU capability: ``ATEN_CPU_CAPABILITY=avx2`` builds for AVX2), written
-  atomically; an entry that fails to load is removed and built again once, and killed builds' temporaries are
-  swept.  Without a compiler, or when the build fails, it is unavailable: one log line, and the eager path.
+* Built on first use by the C compiler (:func:`inductionlab.models.native.build`): without a compiler, or when the
+  build fails, it is unavailable: one log line, and the eager path.
 * Checked against the eager path, outputs and gradients, at the first call of each configuration (query rows,
   keys, head size, ``key_start``, scale) on inputs of its own; a disagreement logs one warning and turns it off
   for the process (:func:`inductionlab._runtime._disagreement`, float32 tolerances, or no farther from float64 than
@@ -27,12 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import hashlib
 import logging
-import os
-import subprocess
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,28 +32,13 @@ from typing import Any
 
 import torch
 
-from inductionlab import environ, rng
+from inductionlab import rng
 from inductionlab._runtime import _disagreement
+from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("fused_attention.c")
 KMAX = 32  # the largest head size it takes: measured, eager/fused ≈ 3 at K = 8, 1.1–1.5 at 16, 0.9–1.2 at 32, 0.7 at 64
 _log = logging.getLogger(__name__)
-
-
-def _arch_flags() -> list[str]:
-    """Vector flags for torch's CPU capability (which ``ATEN_CPU_CAPABILITY`` lowers): the CPU's own on AVX-512,
-    AVX2 + FMA on the AVX2 path, none on the default path or off x86."""
-    capability = torch.backends.cpu.get_cpu_capability().lower()
-    if os.uname().machine not in ("x86_64", "AMD64"):
-        return []
-    return {"avx512": ["-march=native", "-mprefer-vector-width=512"], "avx2": ["-mavx2", "-mfma"]}.get(capability, [])
-
-
-def _cpu_flags() -> str:
-    try:
-        return next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
-    except OSError:
-        return ""
 
 
 @dataclass(frozen=True)
@@ -74,69 +50,18 @@ class Kernel:
     lanes: int
 
 
-BUILD_TIMEOUT = 300  # seconds a compile may take before it counts as failed (the build takes a few)
-STALE = 3600  # seconds after which a build's leftover temporary (a killed build's) is swept
+def _declare(lib: ctypes.CDLL) -> None:
+    i64, i32, f32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    lib.fused_forward.argtypes = [i64, i64, *[i32] * 7, f32, *[ptr] * 9]  # AttributeError: not this library
+    lib.fused_backward.argtypes = [i64, i64, *[i32] * 7, f32, *[ptr] * 15]
 
 
 @functools.cache
 def library() -> Kernel | None:
-    """The built kernel, or None (logged once) when it cannot be built or loaded.  ``INDUCTIONLAB_FUSED`` and
-    ``CC`` are read strictly (:mod:`inductionlab.environ`): a value it cannot read fails, naming the variable."""
-    if not environ.flag("INDUCTIONLAB_FUSED", True):
-        return None
-    cc = environ.compiler()
-    if cc is None:
-        _log.warning("fused attention unavailable (no C compiler: set CC); the transformer runs its eager attention")
-        return None
-    flags = ["-O3", "-ffast-math", "-fno-finite-math-only", "-fPIC", "-shared", *_arch_flags()]
-    try:
-        version = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60).stdout
-        key = hashlib.sha256("\0".join([SOURCE.read_text(), *flags, version, _cpu_flags()]).encode()).hexdigest()
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inductionlab" / "fused"
-        path = cache / f"fused-{key[:16]}.so"
-        _sweep(cache)
-        try:
-            lib = _load(cc, flags, path)
-        except (OSError, AttributeError):  # a damaged entry (a truncated file): removed and built again, once
-            path.unlink(missing_ok=True)
-            lib = _load(cc, flags, path)
-    except (OSError, AttributeError, subprocess.SubprocessError) as err:
-        _log.warning("fused attention unavailable (%s); the transformer runs its eager attention", err)
-        return None
-    return Kernel(lib.fused_forward, lib.fused_backward, lib.fused_lanes())  # lanes: 16 on AVX-512, else 8
-
-
-def _sweep(cache: Path) -> None:
-    """Remove the temporaries that killed builds left in ``cache`` (older than :data:`STALE` seconds)."""
-    now = time.time()
-    for tmp in cache.glob("tmp*.so") if cache.is_dir() else ():
-        with contextlib.suppress(OSError):
-            if now - tmp.stat().st_mtime > STALE:
-                tmp.unlink()
-
-
-def _load(cc: list[str], flags: list[str], path: Path) -> ctypes.CDLL:
-    """The library at ``path``, built there first when absent: into a temporary of this process, then renamed in
-    place, so that two processes building at once never read each other's half-written file."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
-        os.close(fd)
-        try:
-            done = subprocess.run(
-                [*cc, *flags, str(SOURCE), "-o", tmp, "-lm"], capture_output=True, text=True, timeout=BUILD_TIMEOUT
-            )
-            if done.returncode:
-                raise OSError(f"{cc[0]} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    lib = ctypes.CDLL(str(path))
-    i64, i32, f32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-    lib.fused_forward.argtypes = [i64, i64, *[i32] * 7, f32, *[ptr] * 9]  # AttributeError: not this library
-    lib.fused_backward.argtypes = [i64, i64, *[i32] * 7, f32, *[ptr] * 15]
-    return lib
+    """The built kernel (:func:`inductionlab.models.native.build`), or None (logged once) when it cannot be built
+    or loaded."""
+    lib = native.build(SOURCE, ["-O3", "-ffast-math", "-fno-finite-math-only"], _declare, "fused", "fused attention")
+    return None if lib is None else Kernel(lib.fused_forward, lib.fused_backward, lib.fused_lanes())  # 16 or 8 lanes
 
 
 def _kernel() -> Kernel:
