@@ -216,7 +216,7 @@ def _self_check(L: int, HDK: tuple[int, ...], key_start: int, scale: float, Lq: 
                 (out * weight.to(dtype)).sum().backward()
         except (RuntimeError, MemoryError) as err:
             return f"{type(err).__name__}: {err}"
-        results.append([out.detach(), *(t.grad for t in leaves)])
+        results.append([out.detach(), *(torch.zeros_like(t) if t.grad is None else t.grad for t in leaves)])
     problem = _disagreement(results[0], results[1], "(out, dz, dW_Q, dW_K, dW_V, dW_O, dslope)")
     fused, eager32, exact = results
     worse = [
