@@ -18,7 +18,7 @@ BF16 = sorted(n for n, m in experiments.REGISTRY.items() if "bf16" in flatten(m.
 
 
 def test_the_bf16_capable_experiments_are_the_text_ones():
-    assert BF16 == ["repeated-text", "wikitext"]
+    assert BF16 == ["hf-induction", "repeated-text", "wikitext"]
 
 
 @pytest.mark.parametrize("name", BF16)
