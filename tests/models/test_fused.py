@@ -5,6 +5,7 @@ fallback; a machine without a compiler; the AVX2 build; threads."""
 import logging
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -121,6 +122,21 @@ def test_the_self_check_takes_float32_rounding_at_long_sequences_and_rejects_a_s
     wrong = fused._layer
     monkeypatch.setattr(fused, "_layer", lambda *a: wrong(*a) * (1 + 1e-4))
     assert fused._self_check(95, (4, 64, 16), 1, 1.0, 95, tf._layer_eager) is not None
+
+
+@needs_kernel
+def test_loading_the_kernels_leaves_the_processs_subnormals_alone():
+    """The kernels flush subnormals only inside themselves: loading them changes no eager float op, on this thread
+    or a new one (``-ffast-math`` would link crtfastmath.o, whose constructor sets flush-to-zero on load)."""
+    from inductionlab.models import chen_fused
+
+    assert fused.library() is not None and chen_fused.library() is not None
+    tiny = torch.tensor([1e-39], dtype=torch.float32)  # a float32 subnormal
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(float(tiny * 2)))
+    thread.start()
+    thread.join()
+    assert float(tiny * 2) > 0 and seen[0] > 0 and float(torch.tensor([1e-310], dtype=torch.float64) * 2) > 0
 
 
 def test_without_a_compiler_the_model_runs_eagerly(monkeypatch, caplog):

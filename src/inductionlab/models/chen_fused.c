@@ -46,7 +46,7 @@ void SUFFIX(pairs_forward)(int64_t Q, int H, int d, int n_sub, const int32_t *ma
         for (int h = 0; h < H; h++) {
             REAL dot = 0;
             for (int e = 0; e < d; e++) dot += a[h * d + e] * b[h * d + e];
-            gq[h] = dot > 0 ? dot : 0;
+            gq[h] = dot <= 0 ? 0 : dot; /* relu as torch's: NaN stays NaN */
         }
         REAL total = 0;
         for (int k = 0; k < n_sub; k++) {
@@ -87,7 +87,7 @@ void SUFFIX(pairs_backward)(int64_t Q, int H, int d, int n_sub, const int32_t *m
             }
         }
         for (int h = 0; h < H; h++) {
-            if (!(gq[h] > 0)) continue; /* relu: no gradient where the gram is ≤ 0 */
+            if (gq[h] <= 0) continue; /* relu: no gradient where the gram is ≤ 0 (NaN passes, as in torch) */
             const REAL s = dK[q] * dg[h];
             for (int e = 0; e < d; e++) {
                 da[h * d + e] += s * b[h * d + e];

@@ -109,7 +109,7 @@ def _usable(*tensors: torch.Tensor) -> bool:
     return (
         _switch["on"]
         and not _failed
-        and all(t.device.type == "cpu" for t in tensors)
+        and all(t.device.type == "cpu" and t.dtype == tensors[0].dtype for t in tensors)  # one float type: no promotion
         and tensors[0].dtype in (torch.float32, torch.float64)
         and not torch.compiler.is_compiling()
         and not functorch_active()
@@ -143,7 +143,7 @@ def pairs(
     key = ("pairs", H, d, tuple(masks.tolist()), v.dtype)
     if H > HMAX or len(masks) > SUBSETS_MAX or not _usable(v, p) or not _checked(key, lambda: _check_pairs(key, eager)):
         return eager(v, p, masks, row, col, pair_run)
-    return _Pairs.apply(v, p, masks, row, col, pair_run)
+    return _Pairs.apply(v, p, masks, *_indices(row, col, pair_run))
 
 
 def mass(
@@ -164,7 +164,12 @@ def mass(
     key = ("mass", d, K.dtype)
     if not _usable(K, a) or not _checked(key, lambda: _check_mass(key, eager)):
         return eager(K, a, pair, run, seq, slot, count, n_seq, d)
-    return _Mass.apply(K, a, pair, run, seq, slot, count, n_seq, d)
+    return _Mass.apply(K, a, *_indices(pair, run, seq, slot), count, n_seq, d)
+
+
+def _indices(*index: torch.Tensor) -> list[torch.Tensor]:
+    """The index tensors as the kernel reads them: int64, contiguous (no copy when they are already)."""
+    return [t.to(torch.int64).contiguous() for t in index]
 
 
 def _checked(key: tuple, check: Callable[[], str | None]) -> bool:
@@ -196,13 +201,16 @@ def _compare(fused: Callable, eager: Callable, inputs: list[torch.Tensor], rest:
 
 
 def _check_pairs(key: tuple, eager: Pairs) -> str | None:
-    """The pair loop on inputs of its own: 2 runs of 5 states, 40 pairs within runs."""
+    """The pair loop on inputs of its own: 2 runs of 5 states (one of them v = 0, as an empty window's), 40 pairs
+    within runs, with row = col among them; grams of either sign and exactly 0, so the relu's both sides count."""
     _, H, d, masks, dtype = key
     g = rng.generator(1, "check")
-    v = torch.randn(10, H, d, generator=g, dtype=dtype).abs() + 0.1 * torch.randn(10, H, d, generator=g, dtype=dtype)
+    v = torch.randn(10, H, d, generator=g, dtype=dtype)
+    v[3] = 0.0
     p = torch.rand(2, len(masks), generator=g, dtype=dtype) + 0.1
     pair_run = torch.randint(0, 2, (40,), generator=g)
     row, col = (pair_run * 5 + torch.randint(0, 5, (40,), generator=g) for _ in range(2))
+    col[:4] = row[:4]
     rest = (torch.tensor(masks, dtype=torch.int32), row, col, pair_run)
     return _compare(lambda v, p, *r: _Pairs.apply(v, p, *r), eager, [v, p], rest, "(K, dv, dp)")
 

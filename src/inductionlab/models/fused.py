@@ -60,7 +60,7 @@ def _declare(lib: ctypes.CDLL) -> None:
 def library() -> Kernel | None:
     """The built kernel (:func:`inductionlab.models.native.build`), or None (logged once) when it cannot be built
     or loaded."""
-    lib = native.build(SOURCE, ["-O3", "-ffast-math", "-fno-finite-math-only"], _declare, "fused", "fused attention")
+    lib = native.build(SOURCE, ["-O3", *native.FAST_MATH], _declare, "fused", "fused attention")
     return None if lib is None else Kernel(lib.fused_forward, lib.fused_backward, lib.fused_lanes())  # 16 or 8 lanes
 
 
@@ -182,7 +182,8 @@ def attend(
     """An attention layer's output (S, B, Lq, D) for the last Lq queries — fused where usable and checked, else
     ``eager(z, W, slope, key_start, scale, Lq)``.  z (S, B, L, D); W = (W_Q, W_K, W_V, W_O), (S, H, D, K) and
     (S, H, K, D); slope (S, H): each head's RPE slope (0: no RPE term)."""
-    if _failed or W[0].shape[-1] > KMAX or not _usable(z) or not all(_usable(w) for w in W):
+    usable = key_start >= 1 and _usable(z) and _usable(slope) and all(_usable(w) for w in W)
+    if _failed or W[0].shape[-1] > KMAX or not usable:
         return eager(z, W, slope, key_start, scale, Lq)
     key = (tuple(W[0].shape[1:]), z.shape[2], Lq, key_start, scale)
     if key not in _checked:

@@ -24,6 +24,9 @@ import torch
 from inductionlab import environ
 
 _log = logging.getLogger(__name__)
+# -ffast-math's parts less -ffinite-math-only: -ffast-math itself links crtfastmath.o (gcc ≤ 12, even -shared), whose
+# constructor sets flush-to-zero for the whole process on load — every eager float op after it would flush subnormals
+FAST_MATH = ["-fno-math-errno", "-fno-trapping-math", "-fno-signed-zeros", "-freciprocal-math", "-fassociative-math"]
 BUILD_TIMEOUT = 300  # seconds a compile may take before it counts as failed (the build takes a few)
 STALE = 3600  # seconds after which a build's leftover temporary (a killed build's) is swept
 
@@ -60,7 +63,7 @@ def build(
     flags = [*flags, "-fPIC", "-shared", *arch_flags()]
     try:
         version = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60).stdout
-        key = hashlib.sha256("\0".join([source.read_text(), *flags, version, _cpu_flags()]).encode()).hexdigest()
+        key = hashlib.sha256("\0".join([source.read_text(), *cc, *flags, version, _cpu_flags()]).encode()).hexdigest()
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inductionlab" / "fused"
         path = cache / f"{name}-{key[:16]}.so"
         _sweep(cache)
@@ -100,9 +103,11 @@ def _load(
             if done.returncode:
                 raise OSError(f"{cc[0]} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
             os.replace(tmp, path)
+            tmp = ""  # renamed: nothing of ours is left to remove
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
     lib = ctypes.CDLL(str(path))
     declare(lib)
     return lib
