@@ -291,7 +291,7 @@ EXPERIMENT = Experiment(
     name="markov-transformer",
     description="Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags",
     figure="Wang et al. × Chen et al. (stages)",
-    wall="~5.5 min",  # default preset, 2 cores (measured 643 s with another job on the second core)
+    wall="~3.5 min",  # default, one core beside another run: 211 s (2026-12-02, AMD EPYC; the fused layer)
     cpu_only="a d = 32 two-layer model on 3 tokens: the step is Python and sampling overhead",
     headline=("t_unigram", "t_bigram", "t_bayes", "final_kl_to_bayes", "final_induction_score", "layer1_top_lags"),
     config=CONFIG,

@@ -195,7 +195,7 @@ EXPERIMENT = Experiment(
     name="markov-stages",
     description="Chen et al.: three-stage training (c, then w, then a) for D = 2 and 3; p_S(t), RPE, a(t) ~ ln t",
     figure="Chen et al. Figs. 3–5",
-    wall="~4 min",  # default preset, 2 cores
+    wall="~3 min",  # default, one core beside another run: 183 s (2026-12-02, AMD EPYC)
     cpu_only="the model runs on tables over the few window states that occur; an epoch takes milliseconds",
     headline=("a_log_slope", "gih_argmax_agreement", "p_selected.{1,2}"),
     config=CONFIG,

@@ -177,7 +177,7 @@ EXPERIMENT = Experiment(
     name="probe",
     description="Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4",
     figure="Wang et al. Fig. 3",
-    wall="~5 min",  # default preset, one core: 217–415 s at 16 000 steps beside two other runs on 2 cores (AMD EPYC)
+    wall="~1.5 min",  # default, one core beside another run: 89 s at 16 000 steps (2026-12-02, AMD EPYC; the fused layer)
     headline=("probe_distance_initial", "probe_distance_final", "loss_initial", "loss_final"),
     config=CONFIG,
     presets=PRESETS,

@@ -376,7 +376,7 @@ EXPERIMENT = Experiment(
         "Causal tests: toy layer 1 clamped, w_KQ held until t0, Chen copier RPE frozen — each beside its unintervened run"
     ),
     figure="Wang et al. §5; Chen et al. §3",
-    wall="~6.5 min",  # default preset, 2 cores (measured 392 s)
+    wall="~7 min",  # default, one core beside another run: 420 s (2026-12-02, AMD EPYC)
     cpu_only="the toy and the Chen model train with steps bound by Python overhead, which a GPU does not remove",
     headline=(
         "toy_layer1_clamped.T_50",
