@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from inductionlab.models import cross_entropy
 from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import TextConfig, load_corpus, random_chunks
@@ -130,6 +131,18 @@ def ours_rate(ids, V, L, B, steps, device, bf16, threads) -> float:
     return steps * B * L / (time.perf_counter() - t)
 
 
+def fused_loss_step(ids, V, L, B, steps, rounds, threads) -> None:
+    """Ours in bf16 with the fused cross-entropy (docs/conventions.md#fused-cross-entropy) against the eager
+    loss (``F.cross_entropy`` of the float32 logits, as before), rounds alternated in one process."""
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for on in (False, True):
+            with cross_entropy.enabled(on):
+                rates[on].append(ours_rate(ids, V, L, B, steps, torch.device("cpu"), True, threads))
+    eager, fused = max(rates[False]), max(rates[True])
+    print(f"  bf16, L = {L}: eager loss {eager:9.0f}   fused loss {fused:9.0f} tokens/s   ({fused / eager:.2f}x)")
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -145,6 +158,7 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=2000)
     ap.add_argument("--L", type=int, default=200)
     ap.add_argument("--B", type=int, default=32)
+    ap.add_argument("--fused-loss", action="store_true", help="only the bf16 step, fused against eager loss")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -158,6 +172,10 @@ def main() -> None:
         f"vocabulary {V}, L = {args.L}, B = {args.B}, {args.threads} threads, device {device}; tokens/s, "
         f"best of {args.rounds} rounds of {args.steps} steps"
     )
+    if args.fused_loss:
+        for L in (args.L, args.L // 2):  # wikitext's L = 200; repeated-text's 100
+            fused_loss_step(ids, V, L, args.B, args.steps, args.rounds, args.threads)
+        return
     for bf16 in (False, True):
         ours = max(
             ours_rate(ids, V, args.L, args.B, args.steps, device, bf16, args.threads) for _ in range(args.rounds)

@@ -23,6 +23,7 @@ from inductionlab._runtime import tune_process
 from inductionlab.models import toy
 from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget
+from inductionlab.train import toy_batches
 from inductionlab.train.toy import ToyTrainConfig, train_toy
 
 B, L = 1000, 40
@@ -67,8 +68,11 @@ def plain(steps: int, ideal: bool = True) -> float:
     return (time.perf_counter() - t) / steps
 
 
-def ours(steps: int, runs: int, stage: str, prefetch: bool, compile: str | None = None) -> float:
-    """train_toy as its default compile="auto" runs a long stage (compiled at ≤ 4 runs), unless given."""
+def ours(
+    steps: int, runs: int, stage: str, prefetch: bool, compile: str | None = None, one_seed: bool = False
+) -> float:
+    """train_toy as its default compile="auto" runs a long stage (compiled at ≤ 4 runs), unless given;
+    ``one_seed``: every run on seed 0 (the same data)."""
     compile = compile or ("on" if runs <= 4 else "off")
     s1, s2 = (steps, 0) if stage == "I" else (0, steps)
     cfg = ToyTrainConfig(
@@ -76,7 +80,8 @@ def ours(steps: int, runs: int, stage: str, prefetch: bool, compile: str | None 
     )
     target = MixedTarget.per_run([1.0] * runs, [0.49] * runs, L)
     t = time.perf_counter()
-    train_toy(cfg, target, toy.init_params(0.01, runs), list(range(runs)), RunContext(threads=2 if prefetch else 1))
+    seeds = [0] * runs if one_seed else list(range(runs))
+    train_toy(cfg, target, toy.init_params(0.01, runs), seeds, RunContext(threads=2 if prefetch else 1))
     return (time.perf_counter() - t) / steps / runs
 
 
@@ -89,12 +94,41 @@ def plain_in_fresh_process(steps: int) -> float:
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
+def own_draws(steps: int, runs: int) -> float:
+    """(e) as before shared batches: every run on seed 0 drawing and preparing its own batch."""
+    shared = toy_batches.twins
+    toy_batches.twins = lambda states, target, a: list(range(len(states)))
+    try:
+        return ours(steps, runs, "II", False, one_seed=True)
+    finally:
+        toy_batches.twins = shared
+
+
+def shared_batches(steps: int, rounds: int) -> None:
+    """(e) runs on the same data (one seed): the batch drawn once (docs/conventions.md#shared-batches) against
+    each run drawing its own, Stage II, one thread, per run-step, interleaved."""
+    tune_process()
+    ours(20, 2, "II", False)  # compile once before timing
+    print(f"B={B}, L={L}, {steps} steps, {rounds} interleaved rounds, one thread, µs per run-step (median)\n")
+    print("| runs on one seed | own draws (before) | shared draws | ratio |\n|---|---|---|---|")
+    for runs in (2, 8):
+        own, shared = [], []
+        for _ in range(rounds):
+            own.append(own_draws(steps, runs))
+            shared.append(ours(steps, runs, "II", False, one_seed=True))
+        a, b = statistics.median(own), statistics.median(shared)
+        print(f"| {runs} | {a * 1e6:.0f} | {b * 1e6:.0f} | {a / b:.2f}× |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved repetitions; medians are reported")
+    ap.add_argument("--shared", action="store_true", help="only (e): runs on one seed, shared against own draws")
     args = ap.parse_args()
     n = args.steps
+    if args.shared:
+        return shared_batches(n, args.rounds)
     cases = {
         "(a) RNG floor: torch.randn(B, L)": lambda: floor(n),
         "(b) plain eager autograd + torch.optim.SGD, own process (Stage II, ideal layer 1)": lambda: (

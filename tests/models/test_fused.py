@@ -117,10 +117,11 @@ def test_the_self_check_takes_float32_rounding_at_long_sequences_and_rejects_a_s
     """At a text model's layer (L = 95, 4 heads of 16, D = 64) the slope's gradient, a sum over B·L² terms, can round
     beyond the fixed float32 tolerance in both paths (it did, by 1.3e-5 of its size, on AVX-512 with the earlier
     kernel); the fused one is accepted when it lies no farther from float64 than eager float32 does, and an error
-    of 1e-4 relative in the output is still refused."""
+    of 5e-4 relative in the output is still refused (1e-4 sits on the float32 rtol itself: accepted on an Intel
+    Xeon, where eager float32 lies 5e-6 from float64, refused on an AMD EPYC)."""
     assert fused._self_check(95, (4, 64, 16), 1, 1.0, 95, tf._layer_eager) is None
     wrong = fused._layer
-    monkeypatch.setattr(fused, "_layer", lambda *a: wrong(*a) * (1 + 1e-4))
+    monkeypatch.setattr(fused, "_layer", lambda *a: wrong(*a) * (1 + 5e-4))
     assert fused._self_check(95, (4, 64, 16), 1, 1.0, 95, tf._layer_eager) is not None
 
 

@@ -48,9 +48,15 @@ def _cpu_flags() -> str:
 
 
 def build(
-    source: Path, flags: list[str], declare: Callable[[ctypes.CDLL], None], name: str, what: str
+    source: Path,
+    flags: list[str],
+    declare: Callable[[ctypes.CDLL], None],
+    name: str,
+    what: str,
+    libs: tuple[str, ...] = ("-lm",),
 ) -> ctypes.CDLL | None:
-    """The library of ``source`` built with ``flags`` (and ``-fPIC -shared`` and the vector flags), its entry points
+    """The library of ``source`` built with ``flags`` (and ``-fPIC -shared`` and the vector flags) and linked with
+    ``libs``, its entry points
     typed by ``declare`` (which raises AttributeError for a library without them), cached as ``name-KEY.so``; None
     (logged once, naming ``what``) when it cannot be built or loaded.  ``INDUCTIONLAB_FUSED`` and ``CC`` are read
     strictly (:mod:`inductionlab.environ`): a value it cannot read fails, naming the variable."""
@@ -63,15 +69,16 @@ def build(
     flags = [*flags, "-fPIC", "-shared", *arch_flags()]
     try:
         version = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60).stdout
-        key = hashlib.sha256("\0".join([source.read_text(), *cc, *flags, version, _cpu_flags()]).encode()).hexdigest()
+        parts = [source.read_text(), *cc, *flags, *libs, version, _cpu_flags()]
+        key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inductionlab" / "fused"
         path = cache / f"{name}-{key[:16]}.so"
         _sweep(cache)
         try:
-            lib = _load(cc, flags, source, path, declare)
+            lib = _load(cc, flags, libs, source, path, declare)
         except (OSError, AttributeError):  # a damaged entry (a truncated file): removed and built again, once
             path.unlink(missing_ok=True)
-            lib = _load(cc, flags, source, path, declare)
+            lib = _load(cc, flags, libs, source, path, declare)
     except (OSError, AttributeError, subprocess.SubprocessError) as err:
         _log.warning("%s unavailable (%s); running eagerly", what, err)
         return None
@@ -88,7 +95,12 @@ def _sweep(cache: Path) -> None:
 
 
 def _load(
-    cc: list[str], flags: list[str], source: Path, path: Path, declare: Callable[[ctypes.CDLL], None]
+    cc: list[str],
+    flags: list[str],
+    libs: tuple[str, ...],
+    source: Path,
+    path: Path,
+    declare: Callable[[ctypes.CDLL], None],
 ) -> ctypes.CDLL:
     """The library at ``path``, built there first when absent: into a temporary of this process, then renamed in
     place, so that two processes building at once never read each other's half-written file."""
@@ -98,7 +110,7 @@ def _load(
         os.close(fd)
         try:
             done = subprocess.run(
-                [*cc, *flags, str(source), "-o", tmp, "-lm"], capture_output=True, text=True, timeout=BUILD_TIMEOUT
+                [*cc, *flags, str(source), "-o", tmp, *libs], capture_output=True, text=True, timeout=BUILD_TIMEOUT
             )
             if done.returncode:
                 raise OSError(f"{cc[0]} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")

@@ -104,6 +104,10 @@ class MixedTarget:
         """Optimal induction-head value weight 1/(1+α*), (S,)."""
         return 1 / (1 + self.alpha_star)
 
+    def select_runs(self, runs: torch.Tensor) -> MixedTarget:
+        """The runs ``runs`` (indices) alone, in that order."""
+        return MixedTarget(self.alpha_star[runs], self.w_star[runs], self.L, self.tokens)
+
     def repeat_runs(self, k: int) -> MixedTarget:
         """Each run repeated k times in a row (S·k runs), to match a (S, k, L, B) block of batches."""
         return MixedTarget(self.alpha_star.repeat_interleave(k), self.w_star.repeat_interleave(k), self.L, self.tokens)

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.models import transformer as tf
+from inductionlab.models.cross_entropy import cross_entropy
 from inductionlab.runs import RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import periodic_chunks, random_chunks, repeated_chunks
@@ -61,7 +61,7 @@ def token_losses(
     hooks (e.g. a head ablation)."""
     logits = tf.forward(cfg, params, tokens[:, :-1].unsqueeze(0), hooks=hooks)[0]  # (S, B, L − 1, V)
     targets = tokens[:, 1:].expand(logits.shape[0], -1, -1)
-    return F.cross_entropy(logits.flatten(0, 2).float(), targets.flatten(), reduction="none").view(targets.shape)
+    return cross_entropy(logits.flatten(0, 2), targets.flatten()).view(targets.shape)  # fused: #fused-cross-entropy
 
 
 def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.ndarray]:

@@ -29,6 +29,24 @@ def make_batch(x: torch.Tensor, target: MixedTarget, layer1: toy.Layer1, a: torc
     return toy.Batch(x, targets, bound, keys, scores)
 
 
+def twins(states: list[torch.Tensor], target: MixedTarget, a: torch.Tensor | None) -> list[int]:
+    """For each run, the first run that would draw the same batch: the same generator state, target (α*, w*)
+    and frozen layer-1 rows ``a`` (S, L−2, L) — a run's own index when none before it does."""
+    first: list[int] = []
+    for r, state in enumerate(states):
+        same = (
+            q
+            for q in range(r)
+            if first[q] == q
+            and torch.equal(states[q], state)
+            and bool(target.alpha_star[q] == target.alpha_star[r])
+            and bool(target.w_star[q] == target.w_star[r])
+            and (a is None or torch.equal(a[q], a[r]))
+        )
+        first.append(next(same, r))
+    return first
+
+
 class EvalSet:
     """Fixed evaluation sample (shared by all runs, drawn from ``eval_seed``) with cached targets."""
 
@@ -79,7 +97,8 @@ class BatchStream:
         fits = max(1, min(64, block_bytes // (4 * S * L * batch)))
         self.block = math.gcd(1 << (fits.bit_length() - 1), align)  # a power of two dividing the checkpoint interval
         self.shape = (S, self.block, L, batch)
-        self.target, self.gens, self.layer1, self.a = target.repeat_runs(self.block), gens, layer1, a
+        self.base, self.target = target, target.repeat_runs(self.block)
+        self.gens, self.layer1, self.a = gens, layer1, a
         self.k = self.block
         self.prepared: toy.Batch | None = None
         self.states: list[torch.Tensor] | None = None
@@ -93,9 +112,29 @@ class BatchStream:
             self._thread.start()
 
     def _make(self) -> tuple[list[torch.Tensor], list[torch.Tensor], toy.Batch]:
+        """The next block: runs that would draw the same tokens (docs/conventions.md#shared-batches) draw them once."""
         start = [g.get_state() for g in self.gens]
-        x = sample_tokens(torch.empty(self.shape), self.gens, self.target.tokens)
-        return start, [g.get_state() for g in self.gens], make_batch(x, self.target, self.layer1, self.a)
+        first = twins(start, self.base, self.a)
+        unique = sorted(set(first))
+        if len(unique) == len(first):
+            x = sample_tokens(torch.empty(self.shape), self.gens, self.target.tokens)
+            return start, [g.get_state() for g in self.gens], make_batch(x, self.target, self.layer1, self.a)
+        x = sample_tokens(
+            torch.empty((len(unique), *self.shape[1:])), [self.gens[r] for r in unique], self.target.tokens
+        )
+        for r, f in enumerate(first):
+            if f != r:
+                self.gens[r].set_state(self.gens[f].get_state())  # where its own draw would have left it
+        own = torch.tensor(unique)
+        target = self.base.select_runs(own).repeat_runs(self.block)
+        shared = make_batch(x, target, self.layer1, None if self.a is None else self.a[own])
+        at = torch.tensor([unique.index(f) for f in first])  # each run's row among the drawn ones
+        one = len(unique) == 1  # one batch for all: tokens, keys and scores stay (1, …) and broadcast in the step
+        pick = lambda t: None if t is None or one else t.index_select(0, at)  # noqa: E731
+        keys, scores = (shared.keys, shared.scores) if one else (pick(shared.keys), pick(shared.scores))
+        targets = shared.targets.expand(len(first), *shared.targets.shape[1:]) if one else pick(shared.targets)
+        batch = toy.Batch(shared.x if one else pick(shared.x), targets, shared.bound, keys, scores)
+        return start, [g.get_state() for g in self.gens], batch
 
     def _produce(self) -> None:
         assert self._queue is not None  # the thread runs only with prefetch, which makes the queue
