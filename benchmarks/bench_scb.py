@@ -4,6 +4,11 @@ dense one-hot X (N, T) per sample, as the paper's NumPy code would be written.  
 B = 64, one thread.  Target: ≥ 5×.
 
 Run: ``python benchmarks/bench_scb.py`` (prints a markdown table; numbers in benchmarks/RESULTS.md).
+
+``--transfer``: the transfer step's gradient instead (docs/conventions.md#scb-fused) — one chunk as
+``transfer_start`` draws it (4 instances, T = 16000: CHUNK_TOKENS // (4 · 16001) = 65 samples each), uniforms,
+examples and gradient, eager against fused (:mod:`inductionlab.models.linear_fused`), the cases alternating in one
+process: ns per context token of each and their ratio.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ import numpy as np
 import torch
 
 from inductionlab._runtime import tune_process
+from inductionlab.models import linear_fused
 from inductionlab.tasks import scb
 from inductionlab.train.proximal import initial_state, preconditioned_gradients
+from inductionlab.train.scb_batch import sampled_gradients
+from inductionlab.train.transfer import CHUNK_TOKENS
 
 B = 64
 
@@ -55,12 +63,46 @@ def numpy_dense(inst: scb.SCBInstance, steps: int) -> float:
     return steps * B / (time.perf_counter() - t)
 
 
+def transfer_chunk(inst: scb.SCBInstance, fused: bool, repeats: int) -> float:
+    """ns per context token of ``repeats`` chunks of the transfer step's gradient at V₀ (γ = 0.5), A₀ = 11ᵀ/T."""
+    S, T, mu = inst.P.shape[0], inst.T, inst.mu.unsqueeze(-1)
+    V0, A0 = mu + 0.5 * (inst.P - mu), torch.full_like(inst.Q, 1.0 / T)
+    chunk = max(1, min(4096, CHUNK_TOKENS // (S * (T + 1))))
+    gen = torch.Generator().manual_seed(0)
+    with linear_fused.enabled(fused):
+        sampled_gradients(V0, A0, inst, chunk, gen)  # the build and self-check, untimed
+        t = time.perf_counter()
+        for _ in range(repeats):
+            sampled_gradients(V0, A0, inst, chunk, gen)
+        return (time.perf_counter() - t) * 1e9 / (repeats * S * chunk * (T + 1))
+
+
+def transfer(T: int, instances: int, rounds: int, repeats: int) -> None:
+    inst = scb.random_instance(scb.SCBConfig(T=T), instances, np.random.default_rng(0))
+    rows: dict[str, list[float]] = {"eager": [], "fused": []}
+    for _ in range(rounds):  # the cases alternate, so a slower moment of the machine hits both
+        for name in rows:
+            rows[name].append(transfer_chunk(inst, name == "fused", repeats))
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    print(f"| transfer gradient, T = {T}, {instances} instances, one chunk | ns/token |\n|---|---|")
+    for k, v in med.items():
+        print(f"| {k} | {v:.2f} |")
+    print(f"\nratio eager/fused = {med['eager'] / med['fused']:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--transfer", action="store_true", help="time the transfer step's gradient, eager vs fused")
+    ap.add_argument("--T", type=int, default=16000, help="--transfer: context length")
+    ap.add_argument("--instances", type=int, default=4, help="--transfer: instances")
+    ap.add_argument("--repeats", type=int, default=5, help="--transfer: chunks per timed case and round")
     args = ap.parse_args()
     tune_process(1)
+    if args.transfer:
+        transfer(args.T, args.instances, args.rounds, args.repeats)
+        return
     inst = scb.random_instance(scb.SCBConfig(), 1, np.random.default_rng(0))
     rows = {"ours (index sampler, gather/scatter)": [], "NumPy, dense one-hot per sample": []}
     for _ in range(args.rounds):

@@ -103,11 +103,13 @@ def test_the_transfer_step_draws_its_samples_in_chunks_of_bounded_size(monkeypat
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=3000), 2, np.random.default_rng(4))
     sizes = []
 
-    def recording(inst_, batch, generator):
-        sizes.append(batch)
-        return scb.sample(inst_, batch, generator)
+    drawn = TR.sampled_gradients
 
-    monkeypatch.setattr(TR, "sample", recording)
+    def recording(V, A, inst_, batch, generator):
+        sizes.append(batch)
+        return drawn(V, A, inst_, batch, generator)
+
+    monkeypatch.setattr(TR, "sampled_gradients", recording)
     monkeypatch.setattr(TR, "CHUNK_TOKENS", 2 * 3001 * 100)  # 100 samples of the two runs at once
     TR.transfer_start(inst, inst.P, 0.5, 0.8, 1050, torch.Generator().manual_seed(0))
     assert sizes == [100] * 10 + [50]  # all 1050 samples, never more than the token budget at once

@@ -155,11 +155,11 @@ def _categorical(cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return (u >= cdf[..., :-1]).sum(-1)
 
 
-def _iid_tokens(mu_cdf: torch.Tensor, shape: tuple[int, int, int], generator: torch.Generator) -> torch.Tensor:
-    """Tokens i.i.d. from μ, (S, B, n) int64, from float32 uniforms (the CDF rounded to float32: probabilities
-    off by < 1e-7).  Small N: one uint8 comparison pass per CDF step; large N: a binary search."""
-    S = shape[0]
-    u = torch.rand(shape, generator=generator)
+def _iid_tokens(mu_cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Tokens i.i.d. from μ, (S, B, n) int64, from float32 uniforms u (S, B, n) (the CDF rounded to float32:
+    probabilities off by < 1e-7).  Small N: one uint8 comparison pass per CDF step; large N: a binary search
+    (clamped: the same count of CDF steps ≤ u)."""
+    S, shape = u.shape[0], u.shape
     cdf = mu_cdf.float()
     if cdf.shape[-1] > 16:
         return torch.searchsorted(cdf.contiguous(), u.view(S, -1), right=True).clamp_max(cdf.shape[-1] - 1).view(shape)
@@ -169,19 +169,47 @@ def _iid_tokens(mu_cdf: torch.Tensor, shape: tuple[int, int, int], generator: to
     return tokens.long()
 
 
+def draw_uniforms(inst: SCBInstance, batch: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The uniforms of ``batch`` examples per run, in the stream's order: float32 (S, B, T + 1) for the context
+    tokens, then the instance's float type (S, B, 2) for the position and the label."""
+    S, T = inst.P.shape[0], inst.T
+    u_tok = torch.rand((S, batch, T + 1), generator=generator)
+    return u_tok, torch.rand(S, batch, 2, generator=generator, dtype=inst.mu.dtype)
+
+
+def examples_from_uniforms(
+    u_tok: torch.Tensor,
+    u_pl: torch.Tensor,
+    mu_cdf: torch.Tensor,
+    q_positions: torch.Tensor,
+    q_cdf: torch.Tensor,
+    p_cdf: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tokens (S, B, T), last token (S, B), label (S, B) (int64) from the uniforms of :func:`draw_uniforms` and an
+    instance's caches (:class:`SCBInstance`: μ's CDF, each q^{(k)}'s support positions and CDF, P's columns' CDFs)
+    — inverse-CDF look-ups only, a pure function."""
+    T = u_tok.shape[-1] - 1
+    tokens = _iid_tokens(mu_cdf, u_tok)
+    last = tokens[:, :, T]
+    runs = torch.arange(u_tok.shape[0]).view(-1, 1)
+    j = _categorical(q_cdf[runs, last], u_pl[:, :, 0, None])  # which support entry of q^{(x_{T+1})}
+    s = q_positions[runs, last].gather(2, j.unsqueeze(-1)).squeeze(-1)
+    source = tokens.gather(2, s.unsqueeze(-1)).squeeze(-1)
+    label = _categorical(p_cdf[runs, source], u_pl[:, :, 1, None])
+    return tokens[:, :, :T], last, label
+
+
+def from_uniforms(
+    inst: SCBInstance, u_tok: torch.Tensor, u_pl: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`examples_from_uniforms` with ``inst``'s caches."""
+    return examples_from_uniforms(u_tok, u_pl, inst.mu_cdf, inst.q_positions, inst.q_cdf, inst.p_cdf)
+
+
 def sample(
     inst: SCBInstance, batch: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """B examples per run: tokens x_1..x_T (S, B, T), last token x_{T+1} (S, B), label x_o (S, B) (int64).
     All draws are inverse-CDF look-ups of uniforms (float32 for the T + 1 context tokens, float64 for the
-    position and the label)."""
-    S, T = inst.P.shape[0], inst.T
-    tokens = _iid_tokens(inst.mu_cdf, (S, batch, T + 1), generator)
-    u = torch.rand(S, batch, 2, generator=generator, dtype=inst.mu.dtype)
-    last = tokens[:, :, T]
-    runs = torch.arange(S).view(-1, 1)
-    j = _categorical(inst.q_cdf[runs, last], u[:, :, 0, None])  # which support entry of q^{(x_{T+1})}
-    s = inst.q_positions[runs, last].gather(2, j.unsqueeze(-1)).squeeze(-1)
-    source = tokens.gather(2, s.unsqueeze(-1)).squeeze(-1)
-    label = _categorical(inst.p_cdf[runs, source], u[:, :, 1, None])
-    return tokens[:, :, :T], last, label
+    position and the label): :func:`draw_uniforms`, then :func:`from_uniforms`."""
+    return from_uniforms(inst, *draw_uniforms(inst, batch, generator))

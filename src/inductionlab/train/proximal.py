@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from inductionlab import rng, timing
+from inductionlab import rng
 from inductionlab.config import check_schedule, require
 from inductionlab.models import linear
 from inductionlab.runs import RunContext
-from inductionlab.tasks.scb import SCBInstance, mu_inner, mu_norm2, sample
+from inductionlab.tasks.scb import SCBInstance, mu_inner, mu_norm2
 from inductionlab.theory.scb import population_loss, signal, v_star
 from inductionlab.train import loop
+from inductionlab.train.scb_batch import sampled_gradients
 
 
 def step_sizes(
@@ -275,7 +276,7 @@ class SCBStepper:
             return
         V, A, inst, stage, raw = self.V, self.A, self.inst, self.stage, self.raw
         if self.oracle is None:
-            g_v, g_a = _batch_gradients(V, A, self.data_inst, self.base.batch_size, self.gen)
+            g_v, g_a = sampled_gradients(V, A, self.data_inst, self.base.batch_size, self.gen)
             pre_v, pre_a = linear.precondition(g_v, inst.mu), linear.precondition(g_a, inst.mu)
         else:
             pre_v, pre_a = self.oracle(V, A, inst, self.gen)
@@ -350,18 +351,6 @@ def log_row(
     S = V.shape[0]
     metrics = {k: v.numpy() for k, v in evaluate(V, A, inst, Q_sparsity, C).items()}
     return {"run": np.arange(S), "step": np.full(S, step), "samples": np.full(S, step * batch_size), **extra, **metrics}
-
-
-def _batch_gradients(
-    V: torch.Tensor, A: torch.Tensor, data_inst: SCBInstance, batch_size: int, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Raw mini-batch gradients: one batch per instance, or — when ``data_inst`` holds one instance and V, A
-    hold S runs — one batch shared by all runs."""
-    with timing.section("data"):
-        batch: tuple[torch.Tensor, ...] = sample(data_inst, batch_size, generator)
-    if data_inst.P.shape[0] != V.shape[0]:
-        batch = tuple(b.expand(V.shape[0], *b.shape[1:]) for b in batch)
-    return linear.gradients(V, A, *batch)
 
 
 def _enter_stage2(

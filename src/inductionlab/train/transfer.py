@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import torch
 
-from inductionlab import timing
 from inductionlab.config import require
 from inductionlab.models import linear
-from inductionlab.tasks.scb import SCBInstance, sample
+from inductionlab.tasks.scb import SCBInstance
 from inductionlab.theory.scb import signal
+from inductionlab.train.scb_batch import sampled_gradients
 
 
 def reversal(P: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
@@ -44,8 +44,6 @@ def transfer_start(
     chunk = max(1, min(chunk, CHUNK_TOKENS // (A0.shape[0] * (inst.T + 1))))  # (S, chunk, T) temporaries bounded
     for start in range(0, n_samples, chunk):
         size = min(chunk, n_samples - start)
-        with timing.section("data"):
-            batch = sample(inst, size, generator)
-        grad += linear.gradients(V0, A0, *batch)[1] * (size / n_samples)
+        grad += sampled_gradients(V0, A0, inst, size, generator)[1] * (size / n_samples)
     eta_A = (alpha_target / (inst.K_P * beta0)).view(-1, 1, 1)
     return V0, A0 - eta_A * linear.precondition(grad, mu), beta0
