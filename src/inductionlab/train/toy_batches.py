@@ -129,11 +129,12 @@ class BatchStream:
         target = self.base.select_runs(own).repeat_runs(self.block)
         shared = make_batch(x, target, self.layer1, None if self.a is None else self.a[own])
         at = torch.tensor([unique.index(f) for f in first])  # each run's row among the drawn ones
-        one = len(unique) == 1  # one batch for all: tokens, keys and scores stay (1, …) and broadcast in the step
-        pick = lambda t: None if t is None or one else t.index_select(0, at)  # noqa: E731
-        keys, scores = (shared.keys, shared.scores) if one else (pick(shared.keys), pick(shared.scores))
-        targets = shared.targets.expand(len(first), *shared.targets.shape[1:]) if one else pick(shared.targets)
-        batch = toy.Batch(shared.x if one else pick(shared.x), targets, shared.bound, keys, scores)
+        if len(unique) == 1:  # one batch for all: tokens, keys and scores stay (1, …) and broadcast in the step
+            targets = shared.targets.expand(len(first), *shared.targets.shape[1:])
+            batch = toy.Batch(shared.x, targets, shared.bound, shared.keys, shared.scores)
+        else:
+            keys, scores = (None if t is None else t.index_select(0, at) for t in (shared.keys, shared.scores))
+            batch = toy.Batch(shared.x[at], shared.targets[at], shared.bound, keys, scores)
         return start, [g.get_state() for g in self.gens], batch
 
     def _produce(self) -> None:
