@@ -47,19 +47,19 @@ def test_fused_loss_and_gradients_equal_the_eager_path(name, dtype):
     tol = 1e-12 if dtype == torch.float64 else 1e-5
     assert torch.allclose(loss, want, rtol=tol, atol=0)
     assert torch.allclose(grad, want_grad, rtol=tol, atol=tol * float(want_grad.abs().max()))
-    assert not chen_fused._failed and {k[0] for k in chen_fused._checked_keys} >= {"pairs", "mass"}
+    assert not chen_fused.GATE.failed and {k[0] for k in chen_fused.GATE.checked} >= {"pairs", "mass"}
 
 
 @needs_kernel
 def test_a_disagreement_falls_back_to_eager(monkeypatch, caplog):
-    monkeypatch.setattr(chen_fused, "_checked_keys", set())
-    monkeypatch.setattr(chen_fused, "_failed", [])
+    monkeypatch.setattr(chen_fused.GATE, "checked", set())
+    monkeypatch.setattr(chen_fused.GATE, "failed", [])
     wrong = chen_fused._Pairs.apply
     monkeypatch.setattr(chen_fused._Pairs, "apply", lambda *a: wrong(*a) * (1 + 1e-4))
     cfg = CONFIGS["simplified, head_l2, shifted"]
     with caplog.at_level(logging.WARNING):
         loss, _ = _loss_and_grad(cfg, torch.float64, True)
-    assert "the fused Chen loops disagree with eager" in caplog.text and chen_fused._failed
+    assert "the fused Chen loops disagree with eager" in caplog.text and chen_fused.GATE.failed
     assert torch.equal(loss, _loss_and_grad(cfg, torch.float64, False)[0])  # the eager numbers, bit for bit
 
 

@@ -100,8 +100,8 @@ def test_training_trajectory_matches_eager():
 
 @needs_kernel
 def test_a_disagreement_falls_back_to_eager(monkeypatch, caplog):
-    monkeypatch.setattr(fused, "_checked", set())
-    monkeypatch.setattr(fused, "_failed", [])
+    monkeypatch.setattr(fused.GATE, "checked", set())
+    monkeypatch.setattr(fused.GATE, "failed", [])
     wrong = fused._layer
     monkeypatch.setattr(fused, "_layer", lambda *a: wrong(*a) * 1.01)
     inputs = _inputs(1, 3, 7, 2, 4, 4)
@@ -109,7 +109,7 @@ def test_a_disagreement_falls_back_to_eager(monkeypatch, caplog):
         out = fused.attend(inputs[0], tuple(inputs[1:5]), inputs[5], 1, 1.0, 7, tf._layer_eager)
     assert torch.equal(out, tf._layer_eager(inputs[0], tuple(inputs[1:5]), inputs[5], 1, 1.0, 7))
     assert "fused attention disagrees with eager" in caplog.text
-    assert fused._failed  # off for the process from then on
+    assert fused.GATE.failed  # off for the process from then on
 
 
 @needs_kernel

@@ -49,7 +49,7 @@ def test_fused_draws_and_sums_equal_the_eager_composition(shape, dtype):
     S, B, T, N = shape
     args, inst = _inputs(S, B, T, N, dtype)
     tokens, last, label = scb.from_uniforms(inst, *args[:2])
-    out = linear_fused.gradient_sums(*args, with_tokens=True)
+    out = linear_fused.gradient_sums(args[:6], *args[6:], with_tokens=True)
     assert torch.equal(out["tokens"], tokens) and torch.equal(out["last"], last) and torch.equal(out["label"], label)
     g_v, g_a = linear.gradients(*args[6:], tokens, last, label)
     tol = 1e-12 if dtype == torch.float64 else 1e-5
@@ -60,7 +60,7 @@ def test_fused_draws_and_sums_equal_the_eager_composition(shape, dtype):
 @needs_kernel
 def test_a_u_on_a_cdf_value_takes_the_step_above_it():
     args, inst = _inputs(1, 4, 12, 5, torch.float64)
-    out = linear_fused.gradient_sums(*args, with_tokens=True)
+    out = linear_fused.gradient_sums(args[:6], *args[6:], with_tokens=True)
     assert bool((out["tokens"][0, 0, ::2] == 3).all()) and int(out["last"][0, -1]) == 1  # u = cdf[2] → 3; cdf[0] → 1
 
 
@@ -70,22 +70,23 @@ def test_one_batch_shared_by_the_runs_and_the_mean_path(N):
     args, inst = _inputs(1, 12, 25, N, torch.float64)
     V, A = (t.expand(3, *t.shape[1:]) + torch.randn(3, *t.shape[1:], dtype=t.dtype) for t in args[6:])
     with linear_fused.enabled(True):
-        got = linear_fused.gradients(*args[:6], V, A, scb_batch.eager_gradients)
-    want = scb_batch.eager_gradients(*args[:6], V, A)
-    assert all(_close(x, y, 1e-12) for x, y in zip(got, want)) and (N, torch.float64) in linear_fused._checked_keys
+        got = linear_fused.gradients(args[:6], V, A, scb_batch.eager_gradients)
+    want = scb_batch.eager_gradients(args[:6], V, A)
+    assert all(_close(x, y, 1e-12) for x, y in zip(got, want)) and (N, torch.float64) in linear_fused.GATE.checked
 
 
 def test_the_kernel_refuses_what_it_cannot_index():
     args, _ = _inputs(2, 4, 10, 5, torch.float64)
     for bad in ({2: args[2][:, :4]}, {3: args[3] + 10}, {0: args[0].double()}, {7: args[7][:, :9]}):
         with pytest.raises(ValueError, match="do not fit"):
-            linear_fused.gradient_sums(*(bad.get(i, t) for i, t in enumerate(args)))
+            given = [bad.get(i, t) for i, t in enumerate(args)]
+            linear_fused.gradient_sums(tuple(given[:6]), *given[6:])
 
 
 @needs_kernel
 def test_a_disagreement_falls_back_to_eager(monkeypatch, caplog):
-    monkeypatch.setattr(linear_fused, "_checked_keys", set())
-    monkeypatch.setattr(linear_fused, "_failed", [])
+    monkeypatch.setattr(linear_fused.GATE, "checked", set())
+    monkeypatch.setattr(linear_fused.GATE, "failed", [])
     right = linear_fused.gradient_sums
 
     def wrong(*args, **kwargs):
@@ -97,7 +98,7 @@ def test_a_disagreement_falls_back_to_eager(monkeypatch, caplog):
     V, A = torch.randn(2, 5, 5, dtype=torch.float64), torch.rand(2, 30, 5, dtype=torch.float64)
     with caplog.at_level(logging.WARNING):
         got = scb_batch.sampled_gradients(V, A, inst, 8, torch.Generator().manual_seed(3))
-    assert "the fused SCB gradient disagrees with eager" in caplog.text and linear_fused._failed
+    assert "the fused SCB gradient disagrees with eager" in caplog.text and linear_fused.GATE.failed
     want = linear.gradients(V, A, *scb.sample(inst, 8, torch.Generator().manual_seed(3)))
     assert all(torch.equal(x, y) for x, y in zip(got, want))  # the eager numbers, bit for bit
 

@@ -15,11 +15,10 @@ gathers, products and scatters over Q or U.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,8 @@ from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("chen_fused.c")
 HMAX, SUBSETS_MAX = 16, 64  # the kernel's limits (chen_fused.c); larger models run eagerly
-_log = logging.getLogger(__name__)
-_switch = {"on": True}
-_failed: list[str] = []  # the first disagreement: the fused path is off for the process
-_checked_keys: set[tuple] = set()
+GATE = native.Gate("the fused Chen loops disagree with eager", logging.getLogger(__name__))
+enabled = GATE.enabled  # within the block, the fused loops are used where usable (on) or never (the eager path)
 Pairs = Callable[..., torch.Tensor]  # (v (S·Z, H, d), p (S, n_sub), masks, row, col, pair_run) → K (Q,)
 Mass = Callable[..., torch.Tensor]  # (K (Q,), a (S,), pair, run, seq, slot, count (U,), n_seq, d) → (n_seq·d,)
 
@@ -105,26 +102,7 @@ class _Mass(torch.autograd.Function):
 
 
 def _usable(*tensors: torch.Tensor) -> bool:
-    functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
-    return (
-        _switch["on"]
-        and not _failed
-        and all(t.device.type == "cpu" and t.dtype == tensors[0].dtype for t in tensors)  # one float type: no promotion
-        and tensors[0].dtype in (torch.float32, torch.float64)
-        and not torch.compiler.is_compiling()
-        and not functorch_active()
-        and library() is not None
-    )
-
-
-@contextlib.contextmanager
-def enabled(on: bool) -> Iterator[None]:
-    """Within the block, the fused loops are used where usable (``on``) or never (the eager path)."""
-    before, _switch["on"] = _switch["on"], on
-    try:
-        yield
-    finally:
-        _switch["on"] = before
+    return GATE.open(tensors, (torch.float32, torch.float64), library)
 
 
 def pairs(
@@ -141,7 +119,12 @@ def pairs(
     (n_sub,) int32 head bitmasks — fused where usable and checked, else ``eager`` of the same arguments."""
     H, d = v.shape[1:]
     key = ("pairs", H, d, tuple(masks.tolist()), v.dtype)
-    if H > HMAX or len(masks) > SUBSETS_MAX or not _usable(v, p) or not _checked(key, lambda: _check_pairs(key, eager)):
+    if (
+        H > HMAX
+        or len(masks) > SUBSETS_MAX
+        or not _usable(v, p)
+        or not GATE.passes(key, lambda: _check_pairs(key, eager))
+    ):
         return eager(v, p, masks, row, col, pair_run)
     return _Pairs.apply(v, p, masks, *_indices(row, col, pair_run))
 
@@ -162,7 +145,7 @@ def mass(
     shift[seq_u]) into ``slot`` u (seq·d + token), the shift each sequence's largest logit (held constant) — fused
     where usable and checked, else ``eager`` of the same arguments."""
     key = ("mass", d, K.dtype)
-    if not _usable(K, a) or not _checked(key, lambda: _check_mass(key, eager)):
+    if not _usable(K, a) or not GATE.passes(key, lambda: _check_mass(key, eager)):
         return eager(K, a, pair, run, seq, slot, count, n_seq, d)
     return _Mass.apply(K, a, *_indices(pair, run, seq, slot), count, n_seq, d)
 
@@ -170,20 +153,6 @@ def mass(
 def _indices(*index: torch.Tensor) -> list[torch.Tensor]:
     """The index tensors as the kernel reads them: int64, contiguous (no copy when they are already)."""
     return [t.to(torch.int64).contiguous() for t in index]
-
-
-def _checked(key: tuple, check: Callable[[], str | None]) -> bool:
-    """Whether the fused path passed its self-check at ``key`` (run now when new); a failure is logged once and
-    turns the fused loops off for the process."""
-    if key in _checked_keys:
-        return True
-    problem = check()
-    if problem:
-        _failed.append(problem)
-        _log.warning("the fused Chen loops disagree with eager at %s (%s); running eagerly", key, problem)
-        return False
-    _checked_keys.add(key)
-    return True
 
 
 def _compare(fused: Callable, eager: Callable, inputs: list[torch.Tensor], rest: tuple, what: str) -> str | None:

@@ -15,11 +15,9 @@ writes their gradient in their own type.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -30,10 +28,8 @@ from inductionlab._runtime import _disagreement
 from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("cross_entropy.c")
-_log = logging.getLogger(__name__)
-_switch = {"on": True}
-_failed: list[str] = []  # the first disagreement: the fused loss is off for the process
-_checked: set[torch.dtype] = set()
+GATE = native.Gate("the fused cross-entropy disagrees with eager", logging.getLogger(__name__))
+enabled = GATE.enabled  # within the block, the fused loss is used where usable (on) or never (the eager loss)
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -80,51 +76,16 @@ def eager(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 
 def _usable(z: torch.Tensor, t: torch.Tensor) -> bool:
-    functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
-    return (
-        _switch["on"]
-        and not _failed
-        and z.device.type == "cpu"
-        and z.dim() == 2
-        and z.shape[1] >= 1
-        and z.dtype in (torch.float32, torch.bfloat16)
-        and t.dtype == torch.int64
-        and not torch.compiler.is_compiling()
-        and not functorch_active()
-        and library() is not None
-    )
-
-
-@contextlib.contextmanager
-def enabled(on: bool) -> Iterator[None]:
-    """Within the block, the fused loss is used where usable (``on``) or never (the eager path)."""
-    before, _switch["on"] = _switch["on"], on
-    try:
-        yield
-    finally:
-        _switch["on"] = before
+    good = z.dim() == 2 and z.shape[1] >= 1 and t.dtype == torch.int64 and t.device == z.device
+    return good and GATE.open((z,), (torch.float32, torch.bfloat16), library)
 
 
 def cross_entropy(z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """Per-row next-token loss (R,) float32 of logits z (R, V) at targets t (R,) — fused where usable and checked,
     else :func:`eager`.  Targets must lie in 0..V−1 (the fused path does not check them; a language model's do)."""
-    if not _usable(z, t) or not _passes(z.dtype):
+    if not _usable(z, t) or not GATE.passes(z.dtype, lambda: _check(z.dtype)):
         return eager(z, t)
     return _CrossEntropy.apply(z.contiguous(), t.contiguous())
-
-
-def _passes(dtype: torch.dtype) -> bool:
-    """Whether the fused loss passed its self-check for logits of ``dtype`` (run now when new); a failure is
-    logged once and turns it off for the process."""
-    if dtype in _checked:
-        return True
-    problem = _check(dtype)
-    if problem:
-        _failed.append(problem)
-        _log.warning("the fused cross-entropy disagrees with eager for %s logits (%s); running eagerly", dtype, problem)
-        return False
-    _checked.add(dtype)
-    return True
 
 
 def _check(dtype: torch.dtype) -> str | None:

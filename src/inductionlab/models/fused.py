@@ -20,11 +20,10 @@ output change layout, to batch-last (the kernel's vector lanes are sequences).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,35 +135,13 @@ def _layer(
     return out[..., :B].permute(0, 3, 2, 1)
 
 
-def _usable(q: torch.Tensor) -> bool:
-    functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
-    return (
-        _switch["on"]
-        and q.dtype == torch.float32
-        and not torch.is_autocast_enabled(q.device.type)  # autocast: the projections would come out in bf16
-        and q.device.type == "cpu"
-        and not torch.compiler.is_compiling()
-        and not functorch_active()
-        and library() is not None
-    )
+def _usable(*tensors: torch.Tensor) -> bool:
+    autocast = any(torch.is_autocast_enabled(t.device.type) for t in tensors)  # the projections would be bf16
+    return not autocast and GATE.open(tensors, (torch.float32,), library)
 
 
-_switch = {"on": True}  # :func:`enabled`
-
-
-@contextlib.contextmanager
-def enabled(on: bool) -> Iterator[None]:
-    """Within the block, the fused core is used where usable (``on``) or never (the eager path: benchmarks,
-    comparisons)."""
-    before, _switch["on"] = _switch["on"], on
-    try:
-        yield
-    finally:
-        _switch["on"] = before
-
-
-_failed: list[str] = []  # the first disagreement: the fused path is off for the process
-_checked: set[tuple] = set()
+GATE = native.Gate("fused attention disagrees with eager", _log)
+enabled = GATE.enabled  # within the block, the fused layer is used where usable (on) or never (the eager path)
 
 
 Layer = Callable[[torch.Tensor, tuple[torch.Tensor, ...], torch.Tensor, int, float, int], torch.Tensor]
@@ -182,17 +159,10 @@ def attend(
     """An attention layer's output (S, B, Lq, D) for the last Lq queries — fused where usable and checked, else
     ``eager(z, W, slope, key_start, scale, Lq)``.  z (S, B, L, D); W = (W_Q, W_K, W_V, W_O), (S, H, D, K) and
     (S, H, K, D); slope (S, H): each head's RPE slope (0: no RPE term)."""
-    usable = key_start >= 1 and _usable(z) and _usable(slope) and all(_usable(w) for w in W)
-    if _failed or W[0].shape[-1] > KMAX or not usable:
-        return eager(z, W, slope, key_start, scale, Lq)
     key = (tuple(W[0].shape[1:]), z.shape[2], Lq, key_start, scale)
-    if key not in _checked:
-        problem = _self_check(z.shape[2], W[0].shape[1:], key_start, scale, Lq, eager)
-        if problem:
-            _failed.append(problem)
-            _log.warning("fused attention disagrees with eager at %s (%s); running eagerly", key, problem)
-            return eager(z, W, slope, key_start, scale, Lq)
-        _checked.add(key)
+    check = lambda: _self_check(z.shape[2], W[0].shape[1:], key_start, scale, Lq, eager)  # noqa: E731
+    if key_start < 1 or W[0].shape[-1] > KMAX or not _usable(z, slope, *W) or not GATE.passes(key, check):
+        return eager(z, W, slope, key_start, scale, Lq)
     return _layer(z, W, slope, key_start, scale, Lq)
 
 

@@ -16,11 +16,10 @@ It equals :func:`inductionlab.models.linear.gradients` of the examples that ``ta
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -30,12 +29,11 @@ from inductionlab._runtime import _disagreement
 from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("linear_fused.c")
-_log = logging.getLogger(__name__)
-_switch = {"on": True}
-_failed: list[str] = []  # the first disagreement: the fused path is off for the process
-_checked_keys: set[tuple] = set()
-# (u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf, V, A) → (G_V, G_A), the batch means
-Eager = Callable[..., tuple[torch.Tensor, torch.Tensor]]
+GATE = native.Gate("the fused SCB gradient disagrees with eager", logging.getLogger(__name__))
+enabled = GATE.enabled  # within the block, the fused loop is used where usable (on) or never (the eager path)
+# the uniforms and an instance's caches: (u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf) (gradient_sums)
+Data = tuple[torch.Tensor, ...]
+Eager = Callable[[Data, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # (data, V, A) → means
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -51,49 +49,22 @@ def library() -> ctypes.CDLL | None:
 
 
 def _usable(*tensors: torch.Tensor) -> bool:
-    functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
-    return (
-        _switch["on"]
-        and not _failed
-        and all(t.device.type == "cpu" and t.dtype == tensors[0].dtype for t in tensors)  # one float type: no promotion
-        and tensors[0].dtype in (torch.float32, torch.float64)
-        and not torch.compiler.is_compiling()
-        and not functorch_active()
-        and library() is not None
-    )
-
-
-@contextlib.contextmanager
-def enabled(on: bool) -> Iterator[None]:
-    """Within the block, the fused loop is used where usable (``on``) or never (the eager path)."""
-    before, _switch["on"] = _switch["on"], on
-    try:
-        yield
-    finally:
-        _switch["on"] = before
+    return GATE.open(tensors, (torch.float32, torch.float64), library)
 
 
 def gradient_sums(
-    u_tok: torch.Tensor,
-    u_pl: torch.Tensor,
-    mu_cdf: torch.Tensor,
-    q_positions: torch.Tensor,
-    q_cdf: torch.Tensor,
-    p_cdf: torch.Tensor,
-    V: torch.Tensor,
-    A: torch.Tensor,
-    *,
-    with_tokens: bool = False,
+    data: Data, V: torch.Tensor, A: torch.Tensor, *, with_tokens: bool = False
 ) -> dict[str, torch.Tensor]:
     """The kernel itself, unchecked: the SUMS over the B samples ``G_V`` (S, N, N) and ``G_A`` (S, T, N), the
     draws ``last`` and ``label`` (S, B) int64, and with ``with_tokens`` ``tokens`` (S, B, T) int64.  The data —
     u_tok (S_d, B, T + 1) float32, u_pl (S_d, B, 2), mu_cdf (S_d, N) (compared in float32), q_positions and q_cdf
     (S_d, N, m), p_cdf (S_d, N, N) — holds S_d = S runs, or one shared by the S runs of V (S, N, N), A (S, T, N)."""
-    if not _fits(u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf, V, A):
+    if not _fits(data, V, A):
         raise ValueError("linear_fused.gradient_sums: the shapes, the uniforms' dtype or the positions do not fit")
+    u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf = data
     (S, T, N), (S_d, B, _), m = A.shape, u_tok.shape, q_cdf.shape[-1]
     dtype = V.dtype
-    data = [
+    read = [  # as the kernel reads them
         u_tok.float().contiguous(),
         u_pl.to(dtype).contiguous(),
         mu_cdf.float().contiguous(),
@@ -106,7 +77,7 @@ def gradient_sums(
     G_V, G_A = torch.zeros(S, N, N, dtype=dtype), torch.zeros(S, T, N, dtype=dtype)
     outputs = [tok, hrw, last, label]
     entry = getattr(library(), f"scb_gradients_{'f64' if dtype == torch.float64 else 'f32'}")
-    pointers = [t.data_ptr() for t in (*data, *outputs)]
+    pointers = [t.data_ptr() for t in (*read, *outputs)]
     token_out = tokens.data_ptr() if tokens is not None else None
     entry(S, B, T, N, m, int(S_d == S), *pointers, token_out, G_V.data_ptr(), G_A.data_ptr())
     out = {"G_V": G_V, "G_A": G_A, "last": last, "label": label}
@@ -115,43 +86,25 @@ def gradient_sums(
     return out
 
 
-def gradients(
-    u_tok: torch.Tensor,
-    u_pl: torch.Tensor,
-    mu_cdf: torch.Tensor,
-    q_positions: torch.Tensor,
-    q_cdf: torch.Tensor,
-    p_cdf: torch.Tensor,
-    V: torch.Tensor,
-    A: torch.Tensor,
-    eager: Eager,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def gradients(data: Data, V: torch.Tensor, A: torch.Tensor, eager: Eager) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch means (G_V (S, N, N), G_A (S, T, N)) of the examples drawn from the uniforms (arguments as
     :func:`gradient_sums`) — fused where usable and checked (the kernel's sums divided by B), else ``eager`` of
     the same arguments."""
-    args = (u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf, V, A)
     key = (V.shape[-1], V.dtype)
-    if not _usable(V, A, u_pl, q_cdf, p_cdf) or not _fits(*args) or not _checked(key, lambda: _check(key, eager)):
-        return eager(*args)
-    out = gradient_sums(*args)
-    B = u_tok.shape[1]
+    usable = _usable(V, A, data[1], *data[4:]) and _fits(data, V, A)
+    if not usable or not GATE.passes(key, lambda: _check(key, eager)):
+        return eager(data, V, A)
+    out = gradient_sums(data, V, A)
+    B = data[0].shape[1]
     return out["G_V"] / B, out["G_A"] / B
 
 
-def _fits(
-    u_tok: torch.Tensor,
-    u_pl: torch.Tensor,
-    mu_cdf: torch.Tensor,
-    q_positions: torch.Tensor,
-    q_cdf: torch.Tensor,
-    p_cdf: torch.Tensor,
-    V: torch.Tensor,
-    A: torch.Tensor,
-) -> bool:
+def _fits(data: Data, V: torch.Tensor, A: torch.Tensor) -> bool:
     """Whether the arguments are what the kernel reads (every index it takes in range): float32 CPU uniforms, the
     shapes of :func:`gradient_sums` with S_d ∈ {1, S}, and the support positions in 0..T−1."""
-    if A.dim() != 3 or u_tok.dim() != 3 or q_cdf.dim() != 3:
+    if len(data) != 6 or A.dim() != 3 or data[0].dim() != 3 or data[4].dim() != 3:
         return False
+    u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf = data
     (S, T, N), (S_d, B, _), m = A.shape, u_tok.shape, q_cdf.shape[-1]
     return (
         u_tok.dtype == torch.float32
@@ -169,22 +122,8 @@ def _fits(
     )
 
 
-def _checked(key: tuple, check: Callable[[], str | None]) -> bool:
-    """Whether the fused path passed its self-check at ``key`` (run now when new); a failure is logged once and
-    turns the fused loop off for the process."""
-    if key in _checked_keys:
-        return True
-    problem = check()
-    if problem:
-        _failed.append(problem)
-        _log.warning("the fused SCB gradient disagrees with eager at %s (%s); running eagerly", key, problem)
-        return False
-    _checked_keys.add(key)
-    return True
-
-
-def check_inputs(N: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
-    """The self-check's inputs (u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf, V, A): 2 runs, 6 samples, T = 9,
+def check_inputs(N: int, dtype: torch.dtype) -> tuple[Data, torch.Tensor, torch.Tensor]:
+    """The self-check's inputs (the data (u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf), V, A): 2 runs, 6 samples, T = 9,
     supports of 3 positions (one of 2, its third weight 0), A and V random (A not constant).  Run 1's sample 0 has
     every u equal to μ's first CDF value (all its tokens 1), its position and label u equal to CDF values too;
     run 0's sample 1 has its last token's u equal to μ's second CDF value (so x_{T+1} = 2 where N > 2)."""
@@ -206,17 +145,16 @@ def check_inputs(N: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
     u_tok[0, 1, T] = cdf32[0, min(1, N - 1)]
     V = torch.randn(S, N, N, generator=g, dtype=dtype)
     A = torch.randn(S, T, N, generator=g, dtype=dtype) / T
-    return u_tok, u_pl, mu_cdf, positions, q_cdf, p_cdf, V, A
+    return (u_tok, u_pl, mu_cdf, positions, q_cdf, p_cdf), V, A
 
 
 def _check(key: tuple, eager: Eager) -> str | None:
     """The fused means against ``eager``'s on :func:`check_inputs`, each run's own data and run 0's shared."""
     N, dtype = key
-    args = check_inputs(N, dtype)
-    shared = tuple(t[:1] for t in args[:6]) + args[6:]
+    data, V, A = check_inputs(N, dtype)
     results = []
-    for inputs in (args, shared):
-        out = gradient_sums(*inputs)
-        B = inputs[0].shape[1]
-        results.append(((out["G_V"] / B, out["G_A"] / B), eager(*inputs)))
+    for own in (data, tuple(t[:1] for t in data)):  # each run's own data, and run 0's shared by both
+        out = gradient_sums(own, V, A)
+        B = own[0].shape[1]
+        results.append(((out["G_V"] / B, out["G_A"] / B), eager(own, V, A)))
     return _disagreement([r[0] for r in results], [r[1] for r in results], "(G_V, G_A)")

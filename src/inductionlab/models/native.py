@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -123,3 +123,54 @@ def _load(
     lib = ctypes.CDLL(str(path))
     declare(lib)
     return lib
+
+
+class Gate:
+    """When a native kernel may run (docs/conventions.md#fused-attention): switched on (:meth:`enabled` for a
+    block), no self-check failed in this process (``failed``: the first disagreement turns the kernel off), and the
+    configuration's own self-check passed (``checked``: the keys that did, each checked once)."""
+
+    def __init__(self, disagrees: str, log: logging.Logger) -> None:
+        """``disagrees``: the warning's words, e.g. "the fused Chen loops disagree with eager"."""
+        self.disagrees, self.log = disagrees, log
+        self.on = True
+        self.failed: list[str] = []
+        self.checked: set[Hashable] = set()
+
+    @contextlib.contextmanager
+    def enabled(self, on: bool) -> Iterator[None]:
+        """Within the block, the kernel is used where usable (``on``) or never (the eager path)."""
+        before, self.on = self.on, on
+        try:
+            yield
+        finally:
+            self.on = before
+
+    def open(
+        self, tensors: Sequence[torch.Tensor], dtypes: tuple[torch.dtype, ...], library: Callable[[], object]
+    ) -> bool:
+        """Whether the kernel may take ``tensors``: switched on, no failed check, CPU tensors of one type among
+        ``dtypes`` (no promotion), outside ``torch.compile`` and ``torch.func`` transforms, its ``library()`` built."""
+        functorch_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
+        return (
+            self.on
+            and not self.failed
+            and all(t.device.type == "cpu" and t.dtype == tensors[0].dtype for t in tensors)
+            and tensors[0].dtype in dtypes
+            and not torch.compiler.is_compiling()
+            and not functorch_active()
+            and library() is not None
+        )
+
+    def passes(self, key: Hashable, check: Callable[[], str | None]) -> bool:
+        """Whether the kernel passed its self-check at ``key`` (``check()`` runs now when the key is new: None, or
+        what disagrees); a failure is logged once and turns the kernel off for the process."""
+        if key in self.checked:
+            return True
+        problem = check()
+        if problem:
+            self.failed.append(problem)
+            self.log.warning("%s at %s (%s); running eagerly", self.disagrees, key, problem)
+            return False
+        self.checked.add(key)
+        return True

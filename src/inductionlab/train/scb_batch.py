@@ -12,20 +12,11 @@ from inductionlab.models import linear, linear_fused
 from inductionlab.tasks import scb
 
 
-def eager_gradients(
-    u_tok: torch.Tensor,
-    u_pl: torch.Tensor,
-    mu_cdf: torch.Tensor,
-    q_positions: torch.Tensor,
-    q_cdf: torch.Tensor,
-    p_cdf: torch.Tensor,
-    V: torch.Tensor,
-    A: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def eager_gradients(data: linear_fused.Data, V: torch.Tensor, A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The eager composition: the examples (timed as ``data``), shared by V's runs when the data holds one run,
     then their mean gradients (G_V, G_A)."""
     with timing.section("data"):
-        batch: tuple[torch.Tensor, ...] = scb.examples_from_uniforms(u_tok, u_pl, mu_cdf, q_positions, q_cdf, p_cdf)
+        batch: tuple[torch.Tensor, ...] = scb.examples_from_uniforms(*data)
     if batch[0].shape[0] != V.shape[0]:
         batch = tuple(b.expand(V.shape[0], *b.shape[1:]) for b in batch)
     return linear.gradients(V, A, *batch)
@@ -38,5 +29,5 @@ def sampled_gradients(
     ``inst`` — or, when ``inst`` holds one instance and V, A hold S runs, one batch shared by all runs."""
     with timing.section("data"):
         u_tok, u_pl = scb.draw_uniforms(inst, batch, generator)
-    caches = (inst.mu_cdf, inst.q_positions, inst.q_cdf, inst.p_cdf)
-    return linear_fused.gradients(u_tok, u_pl, *caches, V, A, eager_gradients)
+    data = (u_tok, u_pl, inst.mu_cdf, inst.q_positions, inst.q_cdf, inst.p_cdf)
+    return linear_fused.gradients(data, V, A, eager_gradients)
