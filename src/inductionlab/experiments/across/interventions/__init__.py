@@ -216,8 +216,26 @@ def _toy(
     label: str,
     schedule: Literal["layerwise", "joint"],
     intervention: I.InterventionConfig,
+    done: dict,
 ) -> dict:
+    """One toy variant's phase times and metrics.  ``done``: the variants trained so far by (schedule,
+    intervention); without ``act`` (the control) every variant of a schedule is its baseline, trained once and
+    relabelled (the same data, start and steps: the same numbers)."""
     intervention = intervention if cfg.act else I.InterventionConfig()
+    key = (schedule, intervention)
+    if key in done:
+        return {**done[key], "metrics": done[key]["metrics"].assign(variant=label)}
+    done[key] = _train_toy(cfg, ctx, label, schedule, intervention)
+    return done[key]
+
+
+def _train_toy(
+    cfg: Config,
+    ctx: RunContext,
+    label: str,
+    schedule: Literal["layerwise", "joint"],
+    intervention: I.InterventionConfig,
+) -> dict:
     tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
     hooks, _ = I.build(intervention, I.toy_family())
     target = MixedTarget.from_config(cfg.task, len(cfg.seeds))
@@ -241,22 +259,13 @@ def _toy(
 
 def _transformers(cfg: Config, ctx: RunContext) -> pd.DataFrame:
     """The metrics of both transformer variants, unablated then layer 1 ablated (:func:`transformer_variant`)."""
-    return pd.concat(
-        [
-            transformer_variant(
-                cfg.tf_model.build(cfg.tf_vocab),
-                cfg.tf_train,
-                cfg.tf_period,
-                cfg.tf_eval_size,
-                cfg.seeds,
-                ctx,
-                ablate=ablate,
-                act=cfg.act,
-            )
-            for ablate in (False, True)
-        ],
-        ignore_index=True,
-    )
+    model, train_cfg = cfg.tf_model.build(cfg.tf_vocab), cfg.tf_train
+    args = (model, train_cfg, cfg.tf_period, cfg.tf_eval_size, cfg.seeds, ctx)
+    baseline = transformer_variant(*args, ablate=False, act=cfg.act)
+    if not cfg.act:  # the control: the ablated variant trains unablated, the baseline's run again (relabelled)
+        return pd.concat([baseline, baseline.assign(variant="layer 1 ablated")], ignore_index=True)
+    ablated = transformer_variant(*args, ablate=True, act=cfg.act)
+    return pd.concat([baseline, ablated], ignore_index=True)
 
 
 def _null(x: float) -> float | None:
@@ -297,17 +306,23 @@ def _toy_summary(cfg: Config, joint: dict, layerwise: dict) -> tuple[dict, dict]
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     window = f"@0:{cfg.t0_steps}"
+    done: dict[tuple[str, I.InterventionConfig], dict] = {}  # the toy variants trained so far (:func:`_toy`)
     joint = {
-        "baseline": _toy(cfg, ctx, "joint", "joint", I.InterventionConfig()),
-        "clamped": _toy(cfg, ctx, "joint, p̃ clamped", "joint", I.InterventionConfig(freeze=("layer1",))),
+        "baseline": _toy(cfg, ctx, "joint", "joint", I.InterventionConfig(), done),
+        "clamped": _toy(cfg, ctx, "joint, p̃ clamped", "joint", I.InterventionConfig(freeze=("layer1",)), done),
         "released": _toy(
-            cfg, ctx, "joint, p̃ clamped until t0", "joint", I.InterventionConfig(freeze=("layer1" + window,))
+            cfg, ctx, "joint, p̃ clamped until t0", "joint", I.InterventionConfig(freeze=("layer1" + window,)), done
         ),
     }
     layerwise = {
-        "baseline": _toy(cfg, ctx, "layerwise", "layerwise", I.InterventionConfig()),
+        "baseline": _toy(cfg, ctx, "layerwise", "layerwise", I.InterventionConfig(), done),
         "held": _toy(
-            cfg, ctx, "layerwise, w_KQ held until t0", "layerwise", I.InterventionConfig(freeze=("w_KQ" + window,))
+            cfg,
+            ctx,
+            "layerwise, w_KQ held until t0",
+            "layerwise",
+            I.InterventionConfig(freeze=("w_KQ" + window,)),
+            done,
         ),
     }
     chen_metrics, chen_summary = copier_frozen(
