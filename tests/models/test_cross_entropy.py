@@ -39,6 +39,22 @@ def test_loss_and_gradient_equal_the_eager_loss(dtype, R, V):
     torch.testing.assert_close(gf.float(), ge.float(), **tol)
 
 
+def test_threads_split_the_rows_without_moving_a_number():
+    g = torch.Generator().manual_seed(7)
+    z = torch.randn(2 * ce.ROWS_PER_THREAD + 3, 50, generator=g).bfloat16()
+    t = torch.randint(0, 50, (len(z),), generator=g)
+    weight = torch.randn(len(z), generator=g)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 3):
+            torch.set_num_threads(threads)
+            results.append(_loss_and_grad(ce.cross_entropy, z, t, weight))
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
 def test_extreme_rows_give_what_the_eager_loss_gives():
     z = torch.tensor([[1e4, 0.0, -1e4], [-30.0, -30.0, -30.0], [float("-inf"), 0.0, 1.0], [88.0, 88.0, -88.0]])
     t = torch.tensor([1, 2, 2, 0])

@@ -45,8 +45,10 @@ static float row_max(const float *x, int64_t V) {
   return m;
 }
 
-void ce_forward(int bf16, int64_t R, int64_t V, const void *z, const int64_t *t, float *buf, float *lse, float *loss) {
-  for (int64_t r = 0; r < R; r++) {
+/* rows r0..r1−1 (callers split the rows between threads, each with its own buf (V,)) */
+void ce_forward(int bf16, int64_t r0, int64_t r1, int64_t V, const void *z, const int64_t *t, float *lse, float *loss,
+                float *buf) {
+  for (int64_t r = r0; r < r1; r++) {
     load_row(bf16, z, r, V, buf);
     float m = row_max(buf, V), s = 0.f;
     if (!isfinite(m)) { /* an infinite or NaN row: the sum below gives what torch's log_softmax gives */
@@ -59,9 +61,9 @@ void ce_forward(int bf16, int64_t R, int64_t V, const void *z, const int64_t *t,
   }
 }
 
-void ce_backward(int bf16, int64_t R, int64_t V, const void *z, const int64_t *t, const float *lse, const float *g,
-                 float *buf, void *dz) {
-  for (int64_t r = 0; r < R; r++) {
+void ce_backward(int bf16, int64_t r0, int64_t r1, int64_t V, const void *z, const int64_t *t, const float *lse,
+                 const float *g, void *dz, float *buf) {
+  for (int64_t r = r0; r < r1; r++) {
     load_row(bf16, z, r, V, buf);
     const float l = lse[r], gr = g[r];
 #pragma omp simd

@@ -11,6 +11,7 @@ writes their gradient in their own type.
   own; a disagreement logs one warning and turns it off for the process.
 * Used for contiguous 2-D CPU logits (float32 or bfloat16) outside ``torch.compile`` and ``torch.func``
   transforms, unless ``INDUCTIONLAB_FUSED`` is off or inside ``enabled(False)``; anywhere else the eager loss runs.
+* Several torch threads split the rows between them (each row is its own: the numbers do not depend on the split).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -34,8 +37,8 @@ enabled = GATE.enabled  # within the block, the fused loss is used where usable 
 
 def _declare(lib: ctypes.CDLL) -> None:
     i64, i32, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-    lib.ce_forward.argtypes = [i32, i64, i64, *[ptr] * 5]
-    lib.ce_backward.argtypes = [i32, i64, i64, *[ptr] * 6]
+    lib.ce_forward.argtypes = [i32, i64, i64, i64, *[ptr] * 5]
+    lib.ce_backward.argtypes = [i32, i64, i64, i64, *[ptr] * 6]
 
 
 @functools.cache
@@ -45,13 +48,36 @@ def library() -> ctypes.CDLL | None:
     return native.build(SOURCE, flags, _declare, "cross-entropy", "the fused cross-entropy", ("-lmvec", "-lm"))
 
 
+ROWS_PER_THREAD = 256  # rows below which another thread is not worth its start
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="inductionlab-ce")
+
+
+def _over_rows(fn: Callable[..., None], R: int, V: int, *args: int) -> None:
+    """``fn(r0, r1, V, *args, buf)`` over the rows 0..R−1, split between the torch threads (ctypes releases the
+    GIL), each with its own float32 buffer of V."""
+    threads = max(1, min(torch.get_num_threads(), R // ROWS_PER_THREAD))
+    bufs = torch.empty(threads, V, dtype=torch.float32)
+    bounds = [R * k // threads for k in range(threads + 1)]
+    call = lambda k: fn(bounds[k], bounds[k + 1], V, *args, bufs[k].data_ptr())  # noqa: E731
+    if threads == 1:
+        call(0)
+    else:
+        list(_pool(threads).map(call, range(threads)))
+
+
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, t):
         R, V = z.shape
-        lse, loss, buf = (torch.empty(n, dtype=torch.float32) for n in (R, R, V))
-        assert library() is not None  # _usable checked it
-        library().ce_forward(z.dtype == torch.bfloat16, R, V, z.data_ptr(), t.data_ptr(), *_ptrs(buf, lse, loss))
+        lse, loss = torch.empty(R, dtype=torch.float32), torch.empty(R, dtype=torch.float32)
+        lib = library()
+        assert lib is not None  # _usable checked it
+        forward = functools.partial(lib.ce_forward, z.dtype == torch.bfloat16)
+        _over_rows(forward, R, V, z.data_ptr(), t.data_ptr(), *_ptrs(lse, loss))
         ctx.save_for_backward(z, t, lse)
         return loss
 
@@ -60,9 +86,11 @@ class _CrossEntropy(torch.autograd.Function):
     def backward(ctx, g):
         z, t, lse = ctx.saved_tensors
         R, V = z.shape
-        dz, buf, g = torch.empty_like(z), torch.empty(V, dtype=torch.float32), g.float().contiguous()
-        args = (z.data_ptr(), t.data_ptr(), *_ptrs(lse, g, buf, dz))
-        library().ce_backward(z.dtype == torch.bfloat16, R, V, *args)
+        dz, g = torch.empty_like(z), g.float().contiguous()
+        lib = library()
+        assert lib is not None  # the forward ran
+        backward = functools.partial(lib.ce_backward, z.dtype == torch.bfloat16)
+        _over_rows(backward, R, V, z.data_ptr(), t.data_ptr(), *_ptrs(lse, g, dz))
         return dz, None
 
 
