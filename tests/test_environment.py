@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from inductionlab import environ
+from inductionlab import environ, native
 from inductionlab.cli import main
-from inductionlab.models import fused, native
+from inductionlab.models import fused
 
 BAD = [
     ("INDUCTIONLAB_FUSED", "maybe", "INDUCTIONLAB_FUSED: a switch"),

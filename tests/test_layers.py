@@ -19,6 +19,7 @@ LAYERS = [
         "config",
         "environ",
         "keys",
+        "native",
         "ops",
         "paths",
         "plots",

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from inductionlab.models import chen, chen_fused, native
+from inductionlab import native
+from inductionlab.models import chen, chen_fused
 from inductionlab.tasks.markov import MarkovConfig, sample
 from inductionlab.train.autograd import pack
 

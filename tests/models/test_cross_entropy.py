@@ -8,8 +8,8 @@ import logging
 import pytest
 import torch
 
+from inductionlab import native
 from inductionlab.models import cross_entropy as ce
-from inductionlab.models import native
 from inductionlab.models import transformer as tf
 from inductionlab.train.autograd import pack
 from inductionlab.train.text import token_losses

@@ -10,7 +10,8 @@ import threading
 import pytest
 import torch
 
-from inductionlab.models import fused, native
+from inductionlab import native
+from inductionlab.models import fused
 from inductionlab.models import transformer as tf
 from inductionlab.tasks.induction import InductionTaskConfig, sample_tokens
 
@@ -182,7 +183,7 @@ def test_the_avx2_build_passes_its_self_check():
     """On the AVX2 path (``ATEN_CPU_CAPABILITY=avx2``) the kernel is built for AVX2 + FMA and checks itself."""
     code = (
         "import torch; from inductionlab.models import fused, transformer as tf;"
-        "from inductionlab.models import native; print(native.arch_flags());"
+        "from inductionlab import native; print(native.arch_flags());"
         "i = [torch.randn(1, 20, 9, 4), *[torch.randn(1, 2, 4, 4) for _ in range(4)], torch.randn(1, 2)];"
         "print(fused._self_check(9, (2, 4, 4), 1, 1.0, 9, tf._layer_eager))"
     )

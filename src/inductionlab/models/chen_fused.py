@@ -6,7 +6,7 @@ docs/conventions.md#chen-fused).
 its U entries (docs/conventions.md#chen-2-2, #chen-a2) — each one loop in index order instead of some fifteen
 gathers, products and scatters over Q or U.
 
-* Built on first use (:func:`inductionlab.models.native.build`, IEEE arithmetic: no fast-math), float32 and float64.
+* Built on first use (:func:`inductionlab.native.build`, IEEE arithmetic: no fast-math), float32 and float64.
 * Checked against the eager path, values and gradients, at the first call of each configuration (heads, token
   width, subsets, dtype) on inputs of its own; a disagreement logs one warning and turns it off for the process.
 * Used for CPU tensors outside ``torch.compile`` and ``torch.func`` transforms, unless ``INDUCTIONLAB_FUSED`` is
@@ -24,9 +24,8 @@ from typing import Any
 
 import torch
 
-from inductionlab import rng
+from inductionlab import native, rng
 from inductionlab._runtime import _disagreement
-from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("chen_fused.c")
 HMAX, SUBSETS_MAX = 16, 64  # the kernel's limits (chen_fused.c); larger models run eagerly

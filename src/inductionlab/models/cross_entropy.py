@@ -6,7 +6,7 @@ log-softmax, a zero gradient for the picked entries, the log-softmax backward an
 the largest tensor of a language model's step.  The fused loss reads the logits once forward and once backward and
 writes their gradient in their own type.
 
-* Built on first use (:func:`inductionlab.models.native.build`, IEEE comparisons, glibc's vector ``expf``).
+* Built on first use (:func:`inductionlab.native.build`, IEEE comparisons, glibc's vector ``expf``).
 * Checked against the eager loss, values and gradients, at the first call of each logit dtype on inputs of its
   own; a disagreement logs one warning and turns it off for the process.
 * Used for contiguous 2-D CPU logits (float32 or bfloat16) outside ``torch.compile`` and ``torch.func``
@@ -26,9 +26,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from inductionlab import rng
+from inductionlab import native, rng
 from inductionlab._runtime import _disagreement
-from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("cross_entropy.c")
 GATE = native.Gate("the fused cross-entropy disagrees with eager", logging.getLogger(__name__))

@@ -7,7 +7,7 @@ through W_O — the projections by W_Q, W_K, W_V and W_O inside the kernel, with
 score and pattern tensors, which eager autograd writes and reads some twenty times per step.  Only z and the
 output change layout, to batch-last (the kernel's vector lanes are sequences).
 
-* Built on first use by the C compiler (:func:`inductionlab.models.native.build`): without a compiler, or when the
+* Built on first use by the C compiler (:func:`inductionlab.native.build`): without a compiler, or when the
   build fails, it is unavailable: one log line, and the eager path.
 * Checked against the eager path, outputs and gradients, at the first call of each configuration (query rows,
   keys, head size, ``key_start``, scale) on inputs of its own; a disagreement logs one warning and turns it off
@@ -31,9 +31,8 @@ from typing import Any
 
 import torch
 
-from inductionlab import rng
+from inductionlab import native, rng
 from inductionlab._runtime import _disagreement
-from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("fused_attention.c")
 KMAX = 32  # the largest head size it takes: measured, eager/fused ≈ 3 at K = 8, 1.1–1.5 at 16, 0.9–1.2 at 32, 0.7 at 64
@@ -57,7 +56,7 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 @functools.cache
 def library() -> Kernel | None:
-    """The built kernel (:func:`inductionlab.models.native.build`), or None (logged once) when it cannot be built
+    """The built kernel (:func:`inductionlab.native.build`), or None (logged once) when it cannot be built
     or loaded."""
     lib = native.build(SOURCE, ["-O3", *native.FAST_MATH], _declare, "fused", "fused attention")
     return None if lib is None else Kernel(lib.fused_forward, lib.fused_backward, lib.fused_lanes())  # 16 or 8 lanes

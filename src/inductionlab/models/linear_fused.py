@@ -7,7 +7,7 @@ support of q^{(x_{T+1})}, the label by P's column — and accumulates G_V = Σ r
 It equals :func:`inductionlab.models.linear.gradients` of the examples that ``tasks/scb.py``'s
 ``examples_from_uniforms`` draws from the same uniforms, up to the order of the float sums.
 
-* Built on first use (:func:`inductionlab.models.native.build`, IEEE arithmetic: no fast-math), float32 and float64.
+* Built on first use (:func:`inductionlab.native.build`, IEEE arithmetic: no fast-math), float32 and float64.
 * Checked against the eager path at the first call of each configuration (N, dtype) on inputs of its own (a u equal
   to a CDF value among them); a disagreement logs one warning and turns it off for the process.
 * Used for CPU tensors of one float type outside ``torch.compile`` and ``torch.func`` transforms, unless
@@ -24,9 +24,8 @@ from pathlib import Path
 
 import torch
 
-from inductionlab import rng
+from inductionlab import native, rng
 from inductionlab._runtime import _disagreement
-from inductionlab.models import native
 
 SOURCE = Path(__file__).with_name("linear_fused.c")
 GATE = native.Gate("the fused SCB gradient disagrees with eager", logging.getLogger(__name__))
