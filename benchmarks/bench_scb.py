@@ -20,6 +20,7 @@ import time
 import numpy as np
 import torch
 
+from inductionlab import uniforms
 from inductionlab._runtime import tune_process
 from inductionlab.models import linear_fused
 from inductionlab.tasks import scb
@@ -63,13 +64,14 @@ def numpy_dense(inst: scb.SCBInstance, steps: int) -> float:
     return steps * B / (time.perf_counter() - t)
 
 
-def transfer_chunk(inst: scb.SCBInstance, fused: bool, repeats: int) -> float:
-    """ns per context token of ``repeats`` chunks of the transfer step's gradient at V₀ (γ = 0.5), A₀ = 11ᵀ/T."""
+def transfer_chunk(inst: scb.SCBInstance, fused: bool, repeats: int, fast_rand: bool = True) -> float:
+    """ns per context token of ``repeats`` chunks of the transfer step's gradient at V₀ (γ = 0.5), A₀ = 11ᵀ/T;
+    ``fast_rand`` False: the uniforms by torch.rand itself (docs/conventions.md#fast-uniforms)."""
     S, T, mu = inst.P.shape[0], inst.T, inst.mu.unsqueeze(-1)
     V0, A0 = mu + 0.5 * (inst.P - mu), torch.full_like(inst.Q, 1.0 / T)
     chunk = max(1, min(4096, CHUNK_TOKENS // (S * (T + 1))))
     gen = torch.Generator().manual_seed(0)
-    with linear_fused.enabled(fused):
+    with linear_fused.enabled(fused), uniforms.enabled(fast_rand):
         sampled_gradients(V0, A0, inst, chunk, gen)  # the build and self-check, untimed
         t = time.perf_counter()
         for _ in range(repeats):
@@ -79,15 +81,22 @@ def transfer_chunk(inst: scb.SCBInstance, fused: bool, repeats: int) -> float:
 
 def transfer(T: int, instances: int, rounds: int, repeats: int) -> None:
     inst = scb.random_instance(scb.SCBConfig(T=T), instances, np.random.default_rng(0))
-    rows: dict[str, list[float]] = {"eager": [], "fused": []}
+    cases = {  # (fused loop, fast uniforms)
+        "eager, torch.rand": (False, False),
+        "fused, torch.rand": (True, False),
+        "eager, fast uniforms": (False, True),
+        "fused, fast uniforms": (True, True),
+    }
+    rows: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):  # the cases alternate, so a slower moment of the machine hits both
-        for name in rows:
-            rows[name].append(transfer_chunk(inst, name == "fused", repeats))
+        for name, (fused, fast) in cases.items():
+            rows[name].append(transfer_chunk(inst, fused, repeats, fast))
     med = {k: statistics.median(v) for k, v in rows.items()}
     print(f"| transfer gradient, T = {T}, {instances} instances, one chunk | ns/token |\n|---|---|")
     for k, v in med.items():
         print(f"| {k} | {v:.2f} |")
-    print(f"\nratio eager/fused = {med['eager'] / med['fused']:.2f}")
+    base = med["eager, torch.rand"]
+    print(f"\nagainst eager with torch.rand: {', '.join(f'{k} {base / v:.2f}x' for k, v in med.items())}")
 
 
 def main() -> None:

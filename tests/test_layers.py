@@ -27,6 +27,7 @@ LAYERS = [
         "rng",
         "runs",
         "timing",
+        "uniforms",
     },
     {"tasks"},
     {"models"},

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from inductionlab import rng
+from inductionlab import rng, uniforms
 from inductionlab.config import ConfigError, require
 
 
@@ -173,8 +173,8 @@ def draw_uniforms(inst: SCBInstance, batch: int, generator: torch.Generator) -> 
     """The uniforms of ``batch`` examples per run, in the stream's order: float32 (S, B, T + 1) for the context
     tokens, then the instance's float type (S, B, 2) for the position and the label."""
     S, T = inst.P.shape[0], inst.T
-    u_tok = torch.rand((S, batch, T + 1), generator=generator)
-    return u_tok, torch.rand(S, batch, 2, generator=generator, dtype=inst.mu.dtype)
+    u_tok = uniforms.rand((S, batch, T + 1), generator)  # torch.rand's numbers, drawn faster (#fast-uniforms)
+    return u_tok, uniforms.rand((S, batch, 2), generator, inst.mu.dtype)
 
 
 def examples_from_uniforms(
