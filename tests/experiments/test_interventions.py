@@ -8,12 +8,13 @@ import pandas as pd
 
 from inductionlab import experiments
 from inductionlab.experiments.across import interventions
+from inductionlab.experiments.across.interventions import arms
 from inductionlab.runs import RunContext
 
 
 def _run(monkeypatch, act: bool, reuse: bool):
     calls: list[str] = []
-    train_toy, variant, toy = interventions._train_toy, interventions.transformer_variant, interventions._toy
+    train_toy, variant, toy = interventions._train_toy, arms.transformer_variant, interventions._toy
 
     def counted_toy(*args, **kwargs):
         calls.append("toy")
@@ -24,7 +25,7 @@ def _run(monkeypatch, act: bool, reuse: bool):
         return variant(*args, **kwargs)
 
     monkeypatch.setattr(interventions, "_train_toy", counted_toy)
-    monkeypatch.setattr(interventions, "transformer_variant", counted_variant)
+    monkeypatch.setattr(arms, "transformer_variant", counted_variant)
     if not reuse:  # every variant trained anew, as before the reuse
         monkeypatch.setattr(interventions, "_toy", lambda *a: toy(*a[:-1], {}))
     cfg = experiments.configure("interventions", preset="smoke", overrides={"act": act})

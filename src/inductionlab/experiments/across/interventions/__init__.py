@@ -44,7 +44,7 @@ from inductionlab.experiments.across.interventions.arms import (
     plot_copier_frozen,
     plot_transformer,
     transformer_summary,
-    transformer_variant,
+    transformer_variants,
 )
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.models.chen import ChenModelConfig
@@ -257,17 +257,6 @@ def _train_toy(
     }
 
 
-def _transformers(cfg: Config, ctx: RunContext) -> pd.DataFrame:
-    """The metrics of both transformer variants, unablated then layer 1 ablated (:func:`transformer_variant`)."""
-    model, train_cfg = cfg.tf_model.build(cfg.tf_vocab), cfg.tf_train
-    args = (model, train_cfg, cfg.tf_period, cfg.tf_eval_size, cfg.seeds, ctx)
-    baseline = transformer_variant(*args, ablate=False, act=cfg.act)
-    if not cfg.act:  # the control: the ablated variant trains unablated, the baseline's run again (relabelled)
-        return pd.concat([baseline, baseline.assign(variant="layer 1 ablated")], ignore_index=True)
-    ablated = transformer_variant(*args, ablate=True, act=cfg.act)
-    return pd.concat([baseline, ablated], ignore_index=True)
-
-
 def _null(x: float) -> float | None:
     return None if math.isnan(x) else x
 
@@ -335,7 +324,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         ctx,
         cfg.chen_lag_agnostic,
     )
-    tfm = _transformers(cfg, ctx)
+    tfm = transformer_variants(cfg.tf_model.build(cfg.tf_vocab), cfg.tf_train, cfg, ctx)
     toy_sections, toy_checks = _toy_summary(cfg, joint, layerwise)
     tf_section, tf_checks = transformer_summary(tfm)
     toys = (*joint.values(), *layerwise.values())

@@ -96,6 +96,18 @@ def transformer_variant(
     return metrics.assign(variant="layer 1 ablated" if ablate else "baseline")
 
 
+def transformer_variants(
+    model: tf.TransformerConfig, train_cfg: TrainConfig, cfg: Any, ctx: RunContext
+) -> pd.DataFrame:
+    """Both transformer variants of ``cfg`` (the experiment's config), unablated then layer 1 ablated; without
+    ``cfg.act`` (the control) the ablated variant would train unablated: the baseline's run, relabelled."""
+    args = (model, train_cfg, cfg.tf_period, cfg.tf_eval_size, cfg.seeds, ctx)
+    baseline = transformer_variant(*args, ablate=False, act=cfg.act)
+    if not cfg.act:
+        return pd.concat([baseline, baseline.assign(variant="layer 1 ablated")], ignore_index=True)
+    return pd.concat([baseline, transformer_variant(*args, ablate=True, act=cfg.act)], ignore_index=True)
+
+
 def transformer_summary(tfm: pd.DataFrame) -> tuple[dict, dict]:
     """The transformer section of ``summary.json`` (means over runs) and its checks."""
     end = tfm[tfm.step == tfm.step.max()].groupby("variant").mean(numeric_only=True)

@@ -288,7 +288,7 @@ EXPERIMENT = Experiment(
     name="scb-noise-sim",
     description="Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD",
     figure="Ren et al. App. I (noise)",
-    wall="~4 min",  # default preset, 2 cores (176 s beside another run at four batches; the sweep at N = 50 is most of it)
+    wall="~3 min",  # default, one core beside another run: 186 s (2026-12-02, Intel Xeon; the fused SCB loops)
     cpu_only="the SCB trainers run on an index sampler and small (N × N, T × N) matrices",
     headline=("proximal_best_dist_A_norm",),
     config=CONFIG,
