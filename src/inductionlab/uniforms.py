@@ -27,6 +27,7 @@ from inductionlab import native, rng
 SOURCE = Path(__file__).with_name("mt19937.c")
 GATE = native.Gate("the fast uniforms disagree with torch.rand", logging.getLogger(__name__))
 enabled = GATE.enabled  # within the block, the C draws are used where usable (on) or never (torch.rand)
+SMALL = 4096  # values below which torch.rand itself is quicker than reading and writing the state (~5 KB)
 STATE_BYTES, WORDS = 5056, 624  # torch's CPU generator state: seed, left, seeded, next, then 624 words (uint64 each)
 _LEFT, _NEXT, _STATE = 8, 16, 24  # byte offsets of left (int32), next (uint64) and the words in it
 
@@ -72,7 +73,8 @@ def rand(shape: tuple[int, ...], generator: torch.Generator, dtype: torch.dtype 
     """``torch.rand(shape, generator=generator, dtype=dtype)``, bit for bit and with the generator left where it
     would leave it — drawn in C where usable and checked."""
     usable = (
-        dtype in (torch.float32, torch.float64)
+        math.prod(shape) >= SMALL
+        and dtype in (torch.float32, torch.float64)
         and generator.device.type == "cpu"
         and GATE.open((torch.empty(0),), (torch.float32,), library)
         and GATE.passes(dtype, lambda: _check(dtype))
