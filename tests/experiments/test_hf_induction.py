@@ -85,3 +85,17 @@ def test_bf16_trains_under_autocast_and_the_monitor_measures_in_float32(tmp_path
     assert json.loads((out / "summary.json").read_text())["precision"] == (
         "bf16 autocast" if bf16 == "on" else "float32"
     )
+
+
+def test_the_gpt2s_numbers_are_the_same_whatever_the_toolkit_models_steps(tmp_path):
+    """The control trains the toolkit's transformer for a few steps (own.steps): it trains after the GPT-2 and
+    enters none of the hf.* keys the claims read."""
+    hf = []
+    for steps in (3, 9):
+        cfg = resolve("hf-induction", "smoke", {"own.steps": steps})
+        out = run_experiment("hf-induction", cfg, tmp_path / f"own-{steps}", threads=1)
+        summary = json.loads((out / "summary.json").read_text())
+        hf.append({k: v for k, v in summary["hf"].items() if "seconds" not in k})
+    assert hf[0] == hf[1]
+    (control,) = experiments.get("hf-induction").controls
+    assert control.overrides["own.steps"] == experiments.get("hf-induction").config.measure.every

@@ -47,3 +47,17 @@ def test_the_control_trains_each_schedule_once_and_gives_the_numbers_of_training
 def test_with_the_interventions_every_variant_trains(monkeypatch):
     _, calls = _run(monkeypatch, act=True, reuse=True)
     assert sorted(calls) == ["toy"] * 5 + ["transformer"] * 2
+
+
+def test_the_chen_section_is_the_same_whatever_the_other_sections_budgets():
+    """mech-chen-rpe-frozen's control cuts the toy and transformer sections (arms.OTHER_SECTIONS_CUT): they draw
+    from their own generators, so the Chen section's numbers do not move."""
+    base = {"chen_lag_agnostic": False}
+    longer = {**base, "train.stage2_steps": 120, "tf_train.steps": 12, "t0": 4.0}
+    chen = [
+        interventions.run(experiments.configure("interventions", preset="smoke", overrides=o), RunContext(threads=1))
+        for o in (base, longer)
+    ]
+    assert chen[0].summary["chen_rpe_frozen"] == chen[1].summary["chen_rpe_frozen"]
+    assert chen[0].summary["transformer_layer1_ablated"] != chen[1].summary["transformer_layer1_ablated"]
+    assert set(arms.OTHER_SECTIONS_CUT) <= set(experiments.get("interventions").presets["smoke"])
