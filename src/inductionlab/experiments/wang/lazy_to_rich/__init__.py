@@ -82,8 +82,10 @@ CONTROLS = (
         name="wkq-late",
         breaks="w_Q and w_K held at σ_init for the first 10 000 Stage-II steps (t < 1000), then trained: SGD's w_KQ "
         "does not follow the gradient the flow integrates for that window",
-        overrides={"intervene.clamp": ("w_KQ=0.01@0:10000",)},
+        overrides={"intervene.clamp": ("w_KQ=0.01@0:10000",), "literal": False},
         preset=None,  # the claim's own budget (docs/conventions.md#controls)
+        cheaper="the literal protocol's run is left out: it trains after the SGD run and the flows the claim reads "
+        "(T_50 over gf_phases.exact.T_50), which keep the default's budget, and enters neither",
     ),
     Control(
         name="wkq-grown",
