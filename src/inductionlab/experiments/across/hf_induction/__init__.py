@@ -180,7 +180,7 @@ CONTROLS = (
     Control(
         name="attn-only-1-layer",
         breaks="one attention-only layer: no previous-token head can feed an induction head's keys",
-        overrides={"model.n_layer": 1, "model.attn_only": True, "own.steps": 50},
+        overrides={"model.n_layer": 1, "model.attn_only": True, "own.steps": CONFIG.measure.every},
         preset=None,  # the GPT-2 at its default, as the claims
         cheaper="the claims read the GPT-2's monitor (hf.*) alone, which keeps the default's data, size and steps; "
         "the toolkit's transformer (own.steps) trains after it and enters none of their keys",
