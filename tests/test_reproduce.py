@@ -14,7 +14,7 @@ import pytest
 from inductionlab import experiments
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, to_dict
-from inductionlab.reproduce import exit_status, experiments_for, judge_all, plan, render
+from inductionlab.reproduce import controls_of, exit_status, experiments_for, judge_all, plan, render
 from inductionlab.tasks.text import ENV
 from tests.conftest import write_corpus
 
@@ -147,6 +147,17 @@ def test_controls_are_planned_at_their_own_preset_and_only_picks_experiments(tmp
         plan("wang", "quick", tmp_path, only=("markov-mi",))
     with pytest.raises(ConfigError, match="unknown experiment 'nope'"):
         plan("all", "quick", tmp_path, only=("nope",))
+
+
+def test_a_control_whose_claims_all_need_a_gpu_is_not_run_on_a_cpu_page(tmp_path):
+    """wikitext's adam control is named only by a claim that needs the paper preset's GPU: a CPU page does not judge
+    that claim, so it does not run the control, and the claim's row says why (docs/conventions.md#controls)."""
+    needs = {c.control for c in experiments.get("wikitext").claims if c.control and c.needs}
+    judged = {c.control for c in experiments.get("wikitext").claims if c.control and not c.needs}
+    assert "adam" in needs - judged and "shuffled" in judged
+    jobs, _ = plan("wang", "full", tmp_path, data=str(write_corpus(tmp_path / "corpus")), only=("wikitext",))
+    assert {j.overrides.get("control") for j in jobs} == {None, *judged}
+    assert set(controls_of("wikitext", gpu=True)) == needs | judged  # a page whose run has a GPU runs them all
 
 
 def test_a_control_that_passes_its_claims_check_is_shown_as_such(tmp_path):

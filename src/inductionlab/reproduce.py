@@ -65,10 +65,16 @@ def claims_of(name: str) -> tuple[Claim, ...]:
     return experiments.get(name).claims
 
 
-def controls_of(name: str, paper: str = "all") -> dict[str, Control]:
-    """The negative controls that ``paper``'s claims of experiment ``name`` name, by control name."""
+def controls_of(name: str, paper: str = "all", gpu: bool = True) -> dict[str, Control]:
+    """The negative controls that ``paper``'s claims of experiment ``name`` name, by control name.  ``gpu``
+    False (the main run has no GPU): only those a claim judged without one names, since a claim that needs the
+    paper's scale is not judged there and no verdict reads its control (docs/conventions.md#controls)."""
     known = {c.name: c for c in experiments.get(name).controls}
-    return {c.control: known[c.control] for c in claims_of(name) if c.control and paper in ("all", c.paper)}
+    return {
+        c.control: known[c.control]
+        for c in claims_of(name)
+        if c.control and paper in ("all", c.paper) and (gpu or not c.needs)
+    }
 
 
 def control_dir(name: str, control: str) -> str:
@@ -129,7 +135,8 @@ def plan(
                 meta = {"budget": budget, "draw": str(i)}
                 jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
                 cost[dir_] = expected_minutes(name, preset)
-        for control in () if calibrate else controls_of(name, paper).values():  # a calibration chooses protocols
+        gpu = str(flatten(cfg).get("device", "cpu")).startswith("cuda")
+        for control in () if calibrate else controls_of(name, paper, gpu).values():  # a calibration chooses protocols
             cfg = _shifted(
                 experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra}), shift
             )
