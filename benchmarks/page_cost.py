@@ -28,10 +28,11 @@ def measured_minutes(root: Path) -> dict[str, float]:
     return out
 
 
-def predict(minutes: dict[str, float], data: str = "") -> pd.DataFrame:
-    """Core-minutes per experiment of a full page (columns main, draws, controls, sum; and its jobs), from each experiment's
-    measured default run ``minutes``; an experiment without one is an error naming it."""
-    jobs, _ = reproduce.plan("all", "full", Path("page"), data=data)
+def predict(minutes: dict[str, float], data: str = "", only: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Core-minutes per experiment of a full page (columns main, draws, controls, sum; and its jobs), from each
+    experiment's measured default run ``minutes``; an experiment without one is an error naming it.  ``only``:
+    these experiments alone (as ``reproduce --only``)."""
+    jobs, _ = reproduce.plan("all", "full", Path("page"), data=data, only=only)
     missing = sorted({j.experiment for j in jobs} - set(minutes))
     if missing:
         raise SystemExit(f"no timed default run of: {', '.join(missing)}")

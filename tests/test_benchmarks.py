@@ -28,25 +28,25 @@ def test_the_flow_benchmark_runs_to_its_table(capsys):
 
 
 def test_the_page_cost_prices_a_draw_at_its_main_run_and_a_control_at_its_scaled_estimate(tmp_path):
-    """Every experiment timed at 2 core-minutes: the main column is 2 each, the draws 2 × (draws − 1), and a
-    control its schedule estimate × 2 / the experiment's own estimate."""
+    """Each experiment timed at 2 core-minutes: the main column is 2 each, the draws 2 × (draws − 1), and the
+    controls the sum of their schedule estimates × 2 / the experiment's own estimate."""
     from inductionlab import experiments, reproduce
 
     page_cost = _load(BENCH / "page_cost.py")
-    jobs = reproduce.plan("all", "full", tmp_path)[0]
-    names = {j.experiment for j in jobs}
+    names = ("plateau-scaling", "markov-full", "approx-ih2")  # 4, 1 and 4 draws; controls with and without a wall
+    jobs = reproduce.plan("all", "full", tmp_path, only=names)[0]
     for name in names:
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text('{"wall_seconds": 60.0, "threads": 2}')
-    df = page_cost.predict(page_cost.measured_minutes(tmp_path))
-    assert set(df.index) == names and (df["main"] == 2.0).all()
+    df = page_cost.predict(page_cost.measured_minutes(tmp_path), only=names)
+    assert set(df.index) == set(names) and (df["main"] == 2.0).all() and df.loc["markov-full", "draws"] == 0
     for name in names:
         assert df.loc[name, "draws"] == pytest.approx(2.0 * (experiments.get(name).draws - 1))
-    for name in names:
         planned = [j.overrides["control"] for j in jobs if j.experiment == name and "control" in j.overrides]
         controls = {c.name: c for c in experiments.get(name).controls}
         estimates = [reproduce.expected_minutes(name, controls[c].preset, controls[c].wall) for c in planned]
-        scaled = sum(estimates) * 2.0 / reproduce.expected_minutes(name, None)
-        assert df.loc[name, "controls"] == pytest.approx(scaled)
-    with pytest.raises(SystemExit, match="no timed default run of: "):
-        page_cost.predict({})
+        assert planned and df.loc[name, "controls"] == pytest.approx(
+            sum(estimates) * 2.0 / reproduce.expected_minutes(name, None)
+        )
+    with pytest.raises(SystemExit, match="no timed default run of: approx-ih2"):
+        page_cost.predict({"plateau-scaling": 1.0, "markov-full": 1.0}, only=names)
