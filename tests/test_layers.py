@@ -23,7 +23,6 @@ LAYERS = [
         "ops",
         "paths",
         "plots",
-        "provenance",
         "rng",
         "runs",
         "timing",
@@ -36,8 +35,8 @@ LAYERS = [
     {"analysis"},
     {"monitor"},
     {"experiments"},
-    {"runner", "sweep", "sweep_report", "claims_report", "reproduce", "loading"},
-    {"cli", "cli_errors", "cli_parse", "cli_plugins", "cli_report", "__main__", "__init__"},
+    {"runner", "sweep", "sweep_report", "claims_report", "ledger_page", "reproduce", "loading", "store"},
+    {"cli", "cli_errors", "cli_parse", "cli_plugins", "cli_report", "cli_ledger", "__main__", "__init__"},
 ]
 
 

@@ -7,9 +7,10 @@ import shutil
 
 import pytest
 
-from inductionlab import experiments, provenance
+from inductionlab import experiments
 from inductionlab.cli import main
 from inductionlab.experiments import registry
+from inductionlab.store import provenance
 from tests.test_strict_plugins import COIN as STRICT_COIN
 
 COIN = STRICT_COIN.replace("NAME", "coin")  # the same coin plug-in as the strict tests
@@ -49,7 +50,7 @@ def test_a_run_records_its_plugin_and_report_and_resume_find_it(here, monkeypatc
         "seeds": [0],
         "p": 0.5,
         "plugins": [{"spec": "a/coin.py", "resolved": resolved}],
-        "code": provenance.record(),
+        "code": provenance.record("coin"),
     }
 
     _new_command(monkeypatch)

@@ -7,9 +7,10 @@ import os
 
 import pytest
 
-from inductionlab import experiments, provenance
+from inductionlab import experiments
 from inductionlab.config import to_dict
 from inductionlab.runner import run_experiment
+from inductionlab.store import provenance
 from tests.conftest import CtrlCAt
 
 KILLED_FOR = 7.0  # seconds between a killed segment's start and its last checkpoint, set on the file's mtime
@@ -60,7 +61,7 @@ def test_a_run_in_one_go_lists_no_segments_and_a_damaged_record_is_not_counted(t
     assert "wall_seconds_segments" not in summary and summary["wall_seconds"] > 0  # one segment: no list
     assert sorted(p.name for p in whole.iterdir() if p.suffix == ".json") == ["config.json", "summary.json"]
     config = json.loads((whole / "config.json").read_text())  # a toolkit run's: its name, values and code, no plug-in
-    assert config == {"experiment": "probe", **json.loads(json.dumps(to_dict(cfg))), "code": provenance.record()}
+    assert config == {"experiment": "probe", **json.loads(json.dumps(to_dict(cfg))), "code": provenance.record("probe")}
 
 
 def test_a_run_whose_measure_is_nan_stops_but_what_it_trained_stays(tmp_path, monkeypatch):

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from PIL import Image
 
-from inductionlab import experiments, provenance
+from inductionlab import experiments
 from inductionlab.analysis.claims import (
     CONTROL_STATUSES,
     DID_NOT_LEARN,
@@ -32,7 +30,11 @@ from inductionlab.analysis.claims import (
     STATUSES,
     UNEARNED,
 )
+from inductionlab.analysis.verdicts import earn, judge_control
+from inductionlab.analysis.verdicts import judge as judge_claim
 from inductionlab.runs import write_text
+from inductionlab.store import provenance
+from inductionlab.store.layout import Source, control_job, draw_job
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
 OBSERVATIONS = "Observations (not the papers' claims)"
@@ -71,21 +73,36 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
-def embed_png(path: Path, max_width: int = MAX_WIDTH) -> str:
-    """An <img> with the PNG at ``path`` as a data URI, scaled down to ``max_width`` pixels and to a 256-colour
-    palette (Pillow, which matplotlib requires) so that the page stays a few megabytes."""
-    image = Image.open(path).convert("RGB")
-    if image.width > max_width:
-        image = image.resize(
-            (max_width, round(image.height * max_width / image.width)),
-            Image.LANCZOS,  # type: ignore[attr-defined]  # Pillow creates its filter constants at import
-        )
-    buffer = io.BytesIO()
-    image.quantize(256).save(buffer, format="PNG")  # a 256-colour palette: line plots lose nothing visible
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return (
-        f'<img alt="{_e(path.name)}" title="{_e(path.parent.name)}/{_e(path.name)}" src="data:image/png;base64,{data}">'
-    )
+def embed_png(name: str, data: bytes, where: str, max_width: int = MAX_WIDTH) -> str:
+    """An <img> with the PNG ``data`` as a data URI, scaled down to ``max_width`` pixels and to a 256-colour palette
+    (Pillow, which matplotlib requires) so that the page stays a few megabytes; ``where``: its run, as a title."""
+    from inductionlab.store.ledger import small_png
+
+    encoded = base64.b64encode(small_png(data, max_width)).decode("ascii")
+    return f'<img alt="{_e(name)}" title="{_e(where)}/{_e(name)}" src="data:image/png;base64,{encoded}">'
+
+
+def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataFrame:
+    """One row per claim of ``paper`` ("all": every paper) of the experiments ``names``, judged against the
+    source's runs, with its negative control's verdict beside it (docs/conventions.md#claims)."""
+    rows = []
+    for name in [n for n in experiments.all_experiments() if n in names]:
+        exp = experiments.get(name)
+        summary, config = source.summary(name), source.config(name)
+        draws = [source.summary(draw_job(name, i)) for i in range(1, exp.draws)] if not smoke else []
+        reason = source.info.get("skipped", {}).get(name) or source.failure(name)
+        gpu = str(config.get("device", "cpu")).startswith("cuda")
+        breaks = {c.name: c.breaks for c in exp.controls}
+        for claim in [c for c in exp.claims if paper in ("all", c.paper)]:
+            row = judge_claim(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
+            control = source.summary(control_job(name, claim.control)) if claim.control else None
+            row = earn(row | judge_control(claim, control, smoke=smoke), claim)
+            row["control_breaks"] = breaks.get(claim.control, "")
+            jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke)]
+            jobs += [control_job(name, claim.control)] if claim.control else []
+            row["made_by"] = "; ".join(m for m in map(source.stale, jobs) if m)
+            rows.append({**row, "experiment": name, "run_dir": name})
+    return pd.DataFrame(rows)
 
 
 def _badge(status: str) -> str:
@@ -191,21 +208,19 @@ def toc(table: pd.DataFrame) -> str:
     return f'<h2>Contents</h2><ul class="toc">{"".join(items)}</ul>'
 
 
-def _block(out: Path, name: str, rows: pd.DataFrame, shown: frozenset[str] = frozenset()) -> str:
+def _block(source: Source, name: str, rows: pd.DataFrame, shown: frozenset[str] = frozenset()) -> str:
     """One experiment's table of claims beside its run's figures (those of an experiment in ``shown``, whose
     figures the page already holds, are pointed to, not embedded twice)."""
     exp = experiments.get(name)
-    figures = [f for f in rows.figures.iloc[0].split(",") if f]
-    run_dir = out / rows.run_dir.iloc[0]
-    imgs = "".join(embed_png(run_dir / f) for f in figures if (run_dir / f).exists())
-    if name in shown:
-        imgs = f'<p class="meta">figures: <a href="#{_e(name)}">above</a></p>' if imgs else ""
+    imgs = "".join(embed_png(f, data, name) for f, data in source.figures(name)) if name not in shown else ""
+    if name in shown and source.figures(name):
+        imgs = f'<p class="meta">figures: <a href="#{_e(name)}">above</a></p>'
     head = (
         "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th>"
         "<th>negative control</th><th>note</th></tr>"
     )
     return (
-        f'<h3 id="{_e(name + ("-observations" if name in shown else ""))}">{_e(name)} <span class="meta">{_e(f"— {exp.figure}; " if exp.figure else "— ")}run directory <code>{_e(name)}/</code>'
+        f'<h3 id="{_e(name + ("-observations" if name in shown else ""))}">{_e(name)} <span class="meta">{_e(f"— {exp.figure}; " if exp.figure else "— ")}run <code>{_e(name)}</code>'
         f"</span></h3>"
         f'<div class="block"><table>{head}{"".join(_row(r) for _, r in rows.iterrows())}</table>'
         f'<div class="figs">{imgs or "<p class=meta>no figure</p>"}</div></div>'
@@ -239,14 +254,16 @@ def _header(info: dict) -> str:
 
 
 def _code(info: dict) -> str:
-    """The code that made the page, and how many of its runs other code made (docs/conventions.md#provenance)."""
-    if "code" not in info:
+    """How many of the page's runs other code made (docs/conventions.md#provenance): each experiment's runs are
+    keyed by the closure of its code, so a run is current while the files its run imports are unchanged."""
+    if "stale_runs" not in info:
         return ""
-    stale = info.get("stale_runs", {})
-    listed = "".join(f"<li><code>{_e(d)}</code>: made by {_e(c)}</li>" for d, c in stale.items())
+    stale = info["stale_runs"]
+    listed = "".join(f"<li><code>{_e(d)}</code>: {_e(c)}</li>" for d, c in stale.items())
     return (
-        f'<p class="meta">Code: {_e(provenance.describe(info["code"]))}. Runs made by other code (kept with '
-        f"<code>--reuse-stale</code>): <b>{len(stale)}</b>.</p>" + (f'<ul class="meta">{listed}</ul>' if listed else "")
+        f'<p class="meta">Commit {_e(provenance.commit() or "—")}. Runs made by other code than their experiment\'s '
+        f"closure here (kept with <code>--reuse-stale</code>): <b>{len(stale)}</b>.</p>"
+        + (f'<ul class="meta">{listed}</ul>' if listed else "")
     )
 
 
@@ -276,7 +293,7 @@ def _where(profile: dict[str, float]) -> str:
     return f'<p class="meta">Where the runs\' time went: {parts}.</p>'
 
 
-def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
+def render_html(source: Source, table: pd.DataFrame) -> str:
     """The whole page as a string."""
     sections = []
     papers, observed = split_observations(table)
@@ -284,11 +301,11 @@ def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
         rows = papers[papers.paper == paper] if len(papers) else papers
         if not len(rows):
             continue
-        blocks = "".join(_block(out, name, g) for name, g in rows.groupby("experiment", sort=False))
+        blocks = "".join(_block(source, name, g) for name, g in rows.groupby("experiment", sort=False))
         sections.append(f'<h2 id="{paper}">{_e(title)}</h2>{summary_bar(rows)}{blocks}')
     if len(observed):
         shown = frozenset(papers.experiment) if len(papers) else frozenset[str]()
-        blocks = "".join(_block(out, name, g, shown) for name, g in observed.groupby("experiment", sort=False))
+        blocks = "".join(_block(source, name, g, shown) for name, g in observed.groupby("experiment", sort=False))
         sections.append(
             f'<h2 id="observations">{_e(OBSERVATIONS)}</h2><p class="meta">The project\'s own observations and '
             f"robustness notes: counted apart from the papers' claims; no control is asked of them.</p>"
@@ -297,7 +314,7 @@ def render_html(out: Path, table: pd.DataFrame, info: dict) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>inductionlab: claims</title>'
         f"<style>{STYLE}</style></head><body><h1>inductionlab — the papers' claims, measured</h1>"
-        f"{_header(info)}{summary_bar(papers)}{controls_line(papers)}{toc(table)}{''.join(sections)}</body></html>\n"
+        f"{source.info.get('header_html') or _header(source.info)}{summary_bar(papers)}{controls_line(papers)}{toc(table)}{''.join(sections)}</body></html>\n"
     )
 
 
@@ -308,8 +325,7 @@ def split_observations(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     return table[table.group != "observation"], table[table.group == "observation"]
 
 
-def write_report(out: Path, table: pd.DataFrame, info: dict) -> Path:
-    """Write ``out/report.html`` (atomically); return its path."""
-    path = Path(out) / "report.html"
-    write_text(path, render_html(Path(out), table, info))
+def write_report(path: Path, source: Source, table: pd.DataFrame) -> Path:
+    """Write the page of ``table`` (judged from ``source``) to ``path`` (atomically); return its path."""
+    write_text(Path(path), render_html(source, table))
     return path

@@ -28,6 +28,8 @@ from inductionlab.cli_report import (
     executor_options,
     executor_parameters,
     print_outputs,
+    report_options,
+    reproduce_options,
     reuse_stale_option,
     threads_option,
     watch_options,
@@ -232,27 +234,6 @@ def _sweep_options(sw: argparse.ArgumentParser) -> None:
     reuse_stale_option(sw)
 
 
-def _reproduce_options(rr: argparse.ArgumentParser) -> None:
-    """The options of ``reproduce``: which claims, at which budget, where, and where its jobs run."""
-    rr.add_argument(
-        "--paper", default="all", help="all (default), wang, chen, ren, or the paper name of registered claims"
-    )
-    rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
-    rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
-    rr.add_argument("--workers", type=integer, default=1, help="experiments run at once (one core each)")
-    rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
-    rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
-    rr.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="the experiments and their draws with their seeds moved up by 1000 (no control), the calibration seeds on which protocols "
-        "are chosen before the judged draws (docs/conventions.md#calibration); its page judges no paper",
-    )
-    threads_option(rr)
-    executor_options(rr)
-    reuse_stale_option(rr)
-
-
 def build_parser(watch: bool = True) -> argparse.ArgumentParser:
     """The command line; ``watch``: with ``watch``'s monitor settings (:func:`inductionlab.cli_report.watch_options`)."""
     p = argparse.ArgumentParser(
@@ -304,9 +285,10 @@ def build_parser(watch: bool = True) -> argparse.ArgumentParser:
         "--log.wandb", dest="log_wandb", metavar="PROJECT", help="also log evaluations to Weights & Biases"
     )
     _sweep_options(sub.choices["sweep"])
-    _reproduce_options(add("reproduce", help="run what the papers' claims need, judge them, write report.html"))
-    rp = add("report", help="re-make a run's figures, a sweep's table, or a reproduce report")
-    rp.add_argument("dir")
+    reproduce_options(add("reproduce", help="run what the papers' claims need, judge them, write report.html"))
+    report_options(
+        add("report", help="re-make a run's figures, a sweep's table, or a reproduce report; or render the ledger")
+    )
     watch_options(add("watch", help="induction heads across a series of checkpoints (docs/monitor.md)"), watch)
     return p
 

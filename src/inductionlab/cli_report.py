@@ -72,6 +72,53 @@ def executor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slurm-mem-gb", type=integer, help="memory per job in GB (default: the cluster's)")
 
 
+def reproduce_options(rr: argparse.ArgumentParser) -> None:
+    """The options of ``reproduce``: which claims, at which budget, where, and where its jobs run."""
+    rr.add_argument(
+        "--paper", default="all", help="all (default), wang, chen, ren, or the paper name of registered claims"
+    )
+    rr.add_argument("--budget", choices=("smoke", "quick", "full"), default="full", help="smoke: the path only")
+    rr.add_argument("--out", default="reproduce", help="output directory (re-running it reuses finished runs)")
+    rr.add_argument("--workers", type=integer, default=1, help="experiments run at once (one core each)")
+    rr.add_argument("--data", metavar="DIR", help="WikiText-2 for the text experiments (else $INDUCTIONLAB_DATA)")
+    rr.add_argument("--only", metavar="NAME[,NAME]", help="only these experiments (and their controls)")
+    rr.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="the experiments and their draws with their seeds moved up by 1000 (no control), the calibration seeds on which protocols "
+        "are chosen before the judged draws (docs/conventions.md#calibration); its page judges no paper",
+    )
+    rr.add_argument(
+        "--ledger",
+        metavar="DIR",
+        help="fill the committed results ledger DIR (e.g. results): run the full page's missing and stale jobs, "
+        "most useful first, add each to DIR as it finishes, render --page (docs/conventions.md#ledger)",
+    )
+    rr.add_argument(
+        "--minutes", type=float, metavar="N", help="with --ledger: start no job once N core-minutes are spent"
+    )
+    rr.add_argument("--page", metavar="FILE", help="with --ledger: where the page goes (default docs/report.html)")
+    threads_option(rr)
+    executor_options(rr)
+    reuse_stale_option(rr)
+
+
+def report_options(rp: argparse.ArgumentParser) -> None:
+    """The options of ``report``: a directory, or the ledger (docs/conventions.md#ledger)."""
+    rp.add_argument("dir", nargs="?", help="a run, sweep or reproduce directory (not with --ledger)")
+    rp.add_argument(
+        "--ledger", metavar="DIR", help="render the page from the results ledger DIR (docs/conventions.md#ledger)"
+    )
+    rp.add_argument(
+        "--check",
+        action="store_true",
+        help="with --ledger: say how many of the page's jobs are current at "
+        "HEAD; exit 1 when the committed page says more are",
+    )
+    rp.add_argument("--page", metavar="FILE", help="with --ledger: the page (default docs/report.html)")
+    rp.add_argument("--data", metavar="DIR", help="with --ledger: WikiText-2, to check the text jobs' data")
+
+
 def executor_parameters(args: argparse.Namespace) -> dict:
     """submitit's parameters from the --slurm-* options (timeout 60 min unless given), for ``sweep`` and
     ``reproduce``; an option given with an executor that does not use it is an error, and so is ``--executor
@@ -151,6 +198,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
     only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
     slurm = executor_parameters(args)
+    if args.ledger or args.minutes is not None or args.page:
+        from inductionlab.cli_ledger import fill_ledger
+
+        return fill_ledger(args, only, slurm)
     reproduce(
         args.paper,
         args.budget,
@@ -198,6 +249,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     from inductionlab.runs import CONFIG, SWEEP_INFO, check_free, load_results
     from inductionlab.sweep_report import is_sweep, write_report
 
+    if args.ledger:
+        from inductionlab.cli_ledger import cmd_ledger_report
+
+        return cmd_ledger_report(args)
+    for option in ("check", "page", "data"):
+        if getattr(args, option):
+            raise ConfigError(f"--{option}: acts only with --ledger DIR")
+    if not args.dir:
+        raise ConfigError("report: give a run, sweep or reproduce directory, or --ledger DIR")
     run_dir = Path(args.dir)
     check_free(run_dir)  # a report writes into the directory: never beside its live writer
     if is_reproduce(run_dir):

@@ -20,175 +20,48 @@ so that the workers finish together.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import platform
-import re
 import time
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
-from inductionlab import experiments, provenance
-from inductionlab.analysis.claims import FAILURE_KINDS, PAPERS, STATUSES, UNEARNED, Claim, Control
-from inductionlab.analysis.verdicts import earn, judge, judge_control
-from inductionlab.config import ConfigError, config_hash, flatten, to_dict, with_seeds
-from inductionlab.runner import clear, saved_config, thread_budget
-from inductionlab.runs import (
-    CONFIG,
-    REPRODUCE_INFO,
-    SUMMARY,
-    claim_dir,
-    config_values,
-    lock_dir,
-    read_json,
-    versions,
-    write_json,
-    write_parquet,
+from inductionlab import experiments, ledger_page
+from inductionlab.analysis.claims import FAILURE_KINDS, STATUSES, UNEARNED
+from inductionlab.claims_report import judge, write_report
+from inductionlab.config import ConfigError
+from inductionlab.ledger_page import PAGE
+from inductionlab.runner import thread_budget
+from inductionlab.runs import SUMMARY, claim_dir, read_json, versions, write_json, write_parquet
+from inductionlab.store import key, schedule
+from inductionlab.store.layout import (
+    CLAIMS_FILE,
+    INFO,
+    MANIFEST,
+    REMAKE,
+    DirSource,
+    control_job,
+    draw_job,
+    job_name,
+    place,
 )
-from inductionlab.sweep import MANIFEST, Executor, Job, execute, manifest_entries
-from inductionlab.tasks.text import ENV as DATA_ENV
+from inductionlab.store.ledger import Ledger, LedgerError, committed
+from inductionlab.store.plan import (  # noqa: F401  # the page's jobs, re-exported for the command line and scripts
+    BUDGETS,
+    CALIBRATION_SHIFT,
+    Budget,
+    claims_of,
+    controls_of,
+    expected_minutes,
+    experiments_for,
+    plan,
+)
+from inductionlab.sweep import Executor, Job, execute, manifest_entries
 
 log = logging.getLogger(__name__)
-Budget = Literal["smoke", "quick", "full"]
-BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": None}
-INFO = REPRODUCE_INFO
-CLAIMS_FILE = "claims.parquet"
-REMAKE = "re-run `inductionlab reproduce` into this directory to remake it"  # what to do with a damaged run file
-# ``--calibrate`` adds this to every run's seeds: the calibration seeds, apart from every judged one
-# (docs/conventions.md#calibration)
-CALIBRATION_SHIFT = 1000
-
-
-def claims_of(name: str) -> tuple[Claim, ...]:
-    return experiments.get(name).claims
-
-
-def controls_of(name: str, paper: str = "all", gpu: bool = True) -> dict[str, Control]:
-    """The negative controls that ``paper``'s claims of experiment ``name`` name, by control name.  ``gpu``
-    False (the main run has no GPU): only those a claim judged without one names, since a claim that needs the
-    paper's scale is not judged there and no verdict reads its control (docs/conventions.md#controls)."""
-    known = {c.name: c for c in experiments.get(name).controls}
-    return {
-        c.control: known[c.control]
-        for c in claims_of(name)
-        if c.control and paper in ("all", c.paper) and (gpu or not c.needs)
-    }
-
-
-def control_dir(name: str, control: str) -> str:
-    """The directory name of experiment ``name``'s control run ``control`` in a reproduce directory."""
-    return f"{name}@{control}"
-
-
-def draw_dir(name: str, draw: int) -> str:
-    """The directory name of experiment ``name``'s data draw ``draw`` ≥ 1 in a reproduce directory (draw 0 is
-    ``name`` itself)."""
-    return f"{name}.draw-{draw}"
-
-
-def experiments_for(paper: str) -> list[str]:
-    """The experiments with at least one claim of ``paper`` ("all": any), in the registry's order."""
-    known = dict.fromkeys([*PAPERS, *(c.paper for e in experiments.all_experiments().values() for c in e.claims)])
-    if paper != "all" and paper not in known:
-        raise ConfigError(f"--paper: unknown paper {paper!r}; allowed: all, {', '.join(known)}")
-    return [n for n in experiments.all_experiments() if any(paper in ("all", c.paper) for c in claims_of(n))]
-
-
-def plan(
-    paper: str, budget: Budget, out: Path, data: str = "", only: tuple[str, ...] = (), calibrate: bool = False
-) -> tuple[list[Job], dict[str, str]]:
-    """The jobs (one per experiment, its preset for ``budget``, and one per negative control its claims name) and,
-    per experiment that cannot run here, why.  ``only``: these experiments alone.  Without ``data`` (nor
-    $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is an error.
-    ``calibrate``: the experiments and their draws on their seeds + :data:`CALIBRATION_SHIFT`, the calibration
-    seeds on which a protocol is chosen before the judged draws (docs/conventions.md#calibration); no control runs,
-    the controls are judged with the claims."""
-    shift = CALIBRATION_SHIFT if calibrate else 0
-    if budget not in BUDGETS:
-        raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
-    if data and not Path(data).exists():
-        raise ConfigError(f"--data {data}: no such directory or file; give the WikiText-2 folder, or leave --data out")
-    names = experiments_for(paper)
-    for name in only:
-        experiments.get(name)  # a clear error for an unknown name
-        if name not in names:
-            raise ConfigError(f"--only: {name} has no claim of --paper {paper}; with claims: {', '.join(names)}")
-    jobs, skipped, cost = [], {}, {}
-    for name in [n for n in names if not only or n in only]:
-        key = experiments.get(name).data  # the config key of the data path it reads ("" when it makes its own)
-        extra = {key: data} if key and data else {}
-        preset = BUDGETS[budget] if BUDGETS[budget] in experiments.get(name).presets else None  # else its default
-        cfg = _shifted(experiments.configure(name, preset=preset, overrides=extra), shift)
-        path = (flatten(cfg)[key] or os.environ.get(DATA_ENV, "")) if key else ""
-        if key and not (path and Path(path).exists()):
-            skipped[name] = f"no text data here: pass --data DIR (WikiText-2) or set {DATA_ENV}"
-            continue
-        source = experiments.source_of(name)
-        jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name), source=source))
-        cost[jobs[-1].dir] = expected_minutes(name, preset)
-        if budget != "smoke":  # the other data draws (docs/conventions.md#claims); a smoke budget judges nothing
-            for i in range(1, experiments.get(name).draws):
-                variant = with_seeds(cfg, cfg.seeds[0] + i * len(cfg.seeds))
-                dir_ = str(out / draw_dir(name, i))
-                meta = {"budget": budget, "draw": str(i)}
-                jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
-                cost[dir_] = expected_minutes(name, preset)
-        gpu = str(flatten(cfg).get("device", "cpu")).startswith("cuda")
-        for control in () if calibrate else controls_of(name, paper, gpu).values():  # a calibration chooses protocols
-            cfg = _shifted(
-                experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra}), shift
-            )
-            if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
-                meta = {"budget": budget, "control": control.name}
-                dir_ = str(out / control_dir(name, control.name))
-                jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_, source=source))
-                cost[dir_] = expected_minutes(name, control.preset, control.wall)
-    return sorted(jobs, key=lambda j: -cost[j.dir]), skipped  # the longest first: the workers finish together
-
-
-def _shifted(cfg: Any, shift: int) -> Any:
-    """``cfg`` with its seeds moved up by ``shift`` (0: as it is)."""
-    return with_seeds(cfg, cfg.seeds[0] + shift) if shift else cfg
-
-
-def expected_minutes(name: str, preset: str | None, wall: str = "") -> float:
-    """A job's expected wall time for the schedule: ``wall`` when given (a control's), else at the experiment's
-    default preset its stated one (``Experiment.wall``, e.g. "~16 min", the upper end of "5–10 min"), else 1 minute
-    (the smaller presets)."""
-    wall = wall or (experiments.get(name).wall if preset is None else "")
-    found = re.findall(r"([0-9.]+)\s*(min|s)\b", wall)
-    if not found:
-        return 1.0
-    value, unit = found[-1]
-    return float(value) / (60.0 if unit == "s" else 1.0)
-
-
-def _place(jobs: list[Job], out: Path) -> list[Job]:
-    """Each job's run directory: ``out/<experiment>``.  A run there of another config that this reproduce
-    directory wrote (its manifest names the directory: an older budget or code default) is replaced; one it did
-    not write — a user's own run — is left alone, and the job runs in ``out/<experiment>--<hash>`` instead."""
-    ours = {e.get("dir") for e in manifest_entries(out / MANIFEST)} if (out / MANIFEST).exists() else set()
-    placed = []
-    for job in jobs:
-        run_dir = Path(job.dir)
-        saved = saved_config(run_dir)
-        if saved is not None and config_values(saved) != job.config:
-            if run_dir.name in ours:
-                log.info("%s holds an earlier run of this reproduce with another config; replacing it", run_dir)
-                with lock_dir(run_dir):
-                    clear(run_dir)
-            else:
-                job = replace(job, dir=str(run_dir.with_name(f"{run_dir.name}--{job.hash[:8]}")))
-                log.warning(
-                    "%s holds a run this reproduce did not write (another config): left alone; running %s in %s",
-                    run_dir,
-                    job.experiment,
-                    job.dir,
-                )
-        placed.append(job)
-    return placed
 
 
 def reproduce(
@@ -214,30 +87,130 @@ def reproduce(
     thread_budget(threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     jobs, skipped = plan(paper, budget, out, data, only, calibrate)
     with claim_dir(out, INFO, "reproduce", ConfigError):
-        jobs = _place(jobs, out)
+        jobs = place(jobs, out)
         start = time.perf_counter()
-        info: dict[str, Any] = {
-            "paper": paper,
-            "budget": budget,
-            "calibration": calibrate,
-            "experiments": [j.experiment for j in jobs if not {"control", "draw"} & set(j.overrides)],
-            "dirs": {j.experiment: Path(j.dir).name for j in jobs if not {"control", "draw"} & set(j.overrides)},
-            "draws": {
-                name: [Path(j.dir).name for j in jobs if j.experiment == name and "draw" in j.overrides]
-                for name in dict.fromkeys(j.experiment for j in jobs if "draw" in j.overrides)
-            },
-            "controls": {
-                control_dir(j.experiment, j.overrides["control"]): Path(j.dir).name
-                for j in jobs
-                if "control" in j.overrides
-            },
-            "skipped": skipped,
-        }
+        info = _info(jobs, paper, budget, calibrate, skipped)
         write_json(out / INFO, info)
         execute(jobs, out, workers, executor, slurm, True, "reproduce", threads, reuse_stale)
         info.update(wall_seconds=time.perf_counter() - start, versions=versions(), host=host())
         write_json(out / INFO, info)
         return render(out)
+
+
+def _info(jobs: list[Job], paper: str, budget: str, calibrate: bool, skipped: dict[str, str]) -> dict[str, Any]:
+    """reproduce.json's record of the planned jobs: each experiment's run directory, its draws', its controls'."""
+    main = [j for j in jobs if not {"control", "draw"} & set(j.overrides)]
+    return {
+        "paper": paper,
+        "budget": budget,
+        "calibration": calibrate,
+        "experiments": [j.experiment for j in main],
+        "dirs": {j.experiment: Path(j.dir).name for j in main},
+        "draws": {
+            name: [Path(j.dir).name for j in jobs if j.experiment == name and "draw" in j.overrides]
+            for name in dict.fromkeys(j.experiment for j in jobs if "draw" in j.overrides)
+        },
+        "controls": {
+            control_job(j.experiment, j.overrides["control"]): Path(j.dir).name
+            for j in jobs
+            if "control" in j.overrides
+        },
+        "skipped": skipped,
+    }
+
+
+def fill(
+    ledger: str | Path = "results",
+    minutes: float = math.inf,
+    out: str | Path = "reproduce",
+    workers: int = 1,
+    data: str = "",
+    only: tuple[str, ...] = (),
+    executor: Executor = "local",
+    slurm: dict[str, Any] | None = None,
+    threads: int | None = None,
+    page: str | Path = PAGE,
+) -> pd.DataFrame:
+    """Run the full page's missing and stale jobs (:func:`plan`; ``only``: of these experiments) into ``out``, those
+    that unblock the most claims per core-minute first (:func:`inductionlab.store.schedule.order`), starting none
+    once ``minutes`` core-minutes are spent; add each finished one to the ledger at ``ledger`` as it finishes, then
+    render the page from the ledger to ``page``.  Jobs with one key run once.  Refused before any work when a job's
+    code is not committed (docs/conventions.md#ledger)."""
+    out, book = Path(out), Ledger(ledger)
+    share = threads or max(1, thread_budget(threads)[0] // max(workers, 1))
+    jobs, skipped = plan("all", "full", out, data, only)
+    todo, same = _todo(book, jobs)
+    order = schedule.order(list(todo), _needs(jobs), {n: _minutes(book, j, share) for n, j in todo.items()})
+    with claim_dir(out, INFO, "reproduce", ConfigError):
+        placed = place([todo[n] for n in order], out)
+        write_json(out / INFO, _info(jobs, "all", "full", False, skipped))
+        budget = schedule.Budget(minutes, share)
+        if executor != "local":  # a cluster's jobs start as they are submitted: spend their expected minutes
+            budget = schedule.Expected(minutes, {j.dir: _minutes(book, j, share) for j in placed})
+
+        def done(job: Job) -> None:
+            budget.finished(job.dir)
+            try:
+                book.add(job.experiment, same[job_name(job)], Path(job.dir), "full")
+            except LedgerError as err:  # the code moved under the run: the job stays stale
+                log.warning("%s is not added to the ledger: %s", job.dir, err)
+
+        execute(
+            placed,
+            out,
+            workers,
+            executor,
+            slurm,
+            True,
+            "ledger",
+            threads,
+            False,
+            lambda j: budget.may_start(j.dir),
+            done,
+        )
+    return ledger_page.render(book.root, page, data)
+
+
+def _todo(book: Ledger, jobs: list[Job]) -> tuple[dict[str, Job], dict[str, list[str]]]:
+    """The jobs not current in the ledger, one per key (by job name), and the names of each one's key; a job whose
+    code is not committed stops it here (:func:`inductionlab.store.ledger.committed`)."""
+    statuses = book.status([(j.experiment, job_name(j), j.config) for j in jobs])
+    first: dict[str, Job] = {}
+    names: dict[str, list[str]] = {}
+    for job, status in zip(jobs, statuses):
+        if status.state != "current":
+            job_key = key.of_job(job.experiment, job.config)
+            committed(job_key.files)
+            first.setdefault(job_key.id, job)
+            names.setdefault(job_key.id, []).append(status.job)
+    return {job_name(j): j for j in first.values()}, {job_name(first[k]): v for k, v in names.items()}
+
+
+def _needs(jobs: list[Job]) -> dict[str, set[str]]:
+    """Each claim → the jobs it reads: the main run, the data draws (a claim over seeds), its control."""
+    planned = {job_name(j) for j in jobs}
+    needs = {}
+    for name in dict.fromkeys(j.experiment for j in jobs):
+        exp = experiments.get(name)
+        for claim in exp.claims:
+            reads = {name} | ({draw_job(name, i) for i in range(1, exp.draws)} if claim.seeds else set())
+            reads |= {control_job(name, claim.control)} if claim.control else set()
+            needs[claim.id] = reads & planned
+    return needs
+
+
+def _minutes(book: Ledger, job: Job, threads: int) -> float:
+    """A job's expected core-minutes: its stale entry's measured ones, else the schedule's estimate × threads."""
+    try:
+        entry = book.read(job.experiment, job_name(job))
+    except LedgerError:
+        entry = None
+    if entry and entry.get("core_minutes"):
+        return float(entry["core_minutes"])
+    control = job.overrides.get("control")
+    known = controls_of(job.experiment).get(control) if control else None
+    preset = known.preset if known else (None if "draw" in job.overrides or not control else "quick")
+    return expected_minutes(job.experiment, preset, known.wall if known else "") * threads
 
 
 def host() -> str:
@@ -265,59 +238,13 @@ def _failures(out: Path) -> dict[str, str]:
 def judge_all(out: Path) -> pd.DataFrame:
     """One row per claim of the experiments in ``out``'s reproduce.json, judged against their saved runs, with
     its negative control's verdict beside it."""
-    info = read_json(Path(out) / INFO, "a reproduce run's record", fix=REMAKE)
-    failures, rows = _failures(Path(out)), []
-    names = [*info["experiments"], *info.get("skipped", {})]
-    smoke = info["budget"] == "smoke"
-    for name in [n for n in experiments.all_experiments() if n in names]:
-        run_dir = Path(out) / info.get("dirs", {}).get(name, name)
-        summary, config = _saved(run_dir)
-        draw_dirs = [Path(out) / d for d in info.get("draws", {}).get(name, [])]
-        draws = [_saved(d)[0] for d in draw_dirs]
-        reason = info.get("skipped", {}).get(name) or (
-            f"the run failed: {failures[run_dir.name]}" if run_dir.name in failures else "the run has not finished"
-        )
-        gpu = str(config.get("device", "cpu")).startswith("cuda")
-        controls = controls_of(name, info["paper"])
-        for claim in claims_of(name):
-            if info["paper"] in ("all", claim.paper):
-                row = judge(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
-                tag = control_dir(name, claim.control)
-                control_summary = _saved(Path(out) / info.get("controls", {}).get(tag, tag))[0]
-                row = earn(row | judge_control(claim, control_summary if claim.control else None, smoke=smoke), claim)
-                row["control_breaks"] = controls[claim.control].breaks if claim.control else ""
-                dirs = [
-                    run_dir,
-                    *draw_dirs,
-                    *([Path(out) / info.get("controls", {}).get(tag, tag)] * bool(claim.control)),
-                ]
-                row["made_by"] = stale_of(dirs)
-                rows.append({**row, "experiment": name, "run_dir": run_dir.name, "figures": _figures(run_dir)})
-    return pd.DataFrame(rows)
-
-
-def stale_of(dirs: list[Path]) -> str:
-    """Which of the runs ``dirs`` were made by other code than this process's, and by which ("" if none): kept by
-    ``--reuse-stale`` (docs/conventions.md#provenance)."""
-    made = {d.name: provenance.made_by(d) for d in dirs}
-    return "; ".join(f"{name} made by {provenance.describe(code)}" for name, code in made.items() if code)
-
-
-def _saved(run_dir: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """A run directory's summary (None where it has none) and config ({} where it has none)."""
-    summary = read_json(run_dir / SUMMARY, "a run's summary", {}, REMAKE) or None
-    return summary, read_json(run_dir / CONFIG, "a run's config", {}, REMAKE)
-
-
-def _figures(run_dir: Path) -> str:
-    """The run's figures, comma-separated file names (the report embeds them)."""
-    return ",".join(sorted(p.name for p in run_dir.glob("*.png"))) if run_dir.is_dir() else ""
+    source = DirSource(Path(out), _failures(Path(out)))
+    names = [*source.info["experiments"], *source.info.get("skipped", {})]
+    return judge(source, names, source.info["paper"], source.info["budget"] == "smoke")
 
 
 def render(out: str | Path) -> pd.DataFrame:
     """Judge the claims against the saved runs of ``out`` and (re)write claims.parquet and report.html."""
-    from inductionlab.claims_report import write_report
-
     out = Path(out)
     if not (out / INFO).exists():
         raise FileNotFoundError(f"{out}: no {INFO} — not a reproduce directory (run `inductionlab reproduce`)")
@@ -332,10 +259,11 @@ def render(out: str | Path) -> pd.DataFrame:
     info["draws_wall_seconds"] = sum(_run_wall(out / d) for d in draws)
     every = [*info.get("dirs", {}).values(), *draws, *info.get("controls", {}).values()]
     info["profile"] = profile_of(out, every)
-    info["code"] = provenance.record()
-    info["stale_runs"] = {d: provenance.describe(c) for d in every if (c := provenance.made_by(out / d))}
+    source = DirSource(out, _failures(out))
+    info["stale_runs"] = {d: m for d in every if (m := source.stale(d))}
     info["core_minutes"] = core_minutes(out, info)
-    write_report(out, table, info)
+    source.info = info
+    write_report(out / "report.html", source, table)
     return table
 
 

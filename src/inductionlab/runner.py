@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from inductionlab import environ, experiments, provenance, timing
+from inductionlab import environ, experiments, timing
 from inductionlab.config import ConfigError, config_hash, differences, to_dict
 from inductionlab.runs import (
     CONFIG,
@@ -34,6 +34,7 @@ from inductionlab.runs import (
     versions,
     write_json,
 )
+from inductionlab.store import provenance
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,7 @@ def run_experiment(
             clear(out)
         _remove_temporaries(out)
         fresh = not (out / CONFIG).exists()
-        code = {"code": provenance.record()}  # which code made it (docs/conventions.md#provenance)
+        code = {"code": provenance.record(name)}  # which code made it (docs/conventions.md#provenance)
         write_json(out / CONFIG, {"experiment": name, **to_dict(cfg), **experiments.plugin_record(name), **code})
         settings = {"resume": resume, "progress": progress, "threads": n_threads, "keep_checkpoints": keep_checkpoints}
         ctx = context(cfg, out, hooks=tuple(hooks), **settings)
@@ -234,7 +235,7 @@ def _run_and_save(
         **threads,
         "profile": {k: round(v, 3) for k, v in parts.items()},  # seconds (docs/conventions.md#profile)
         "config_hash": config_hash(cfg),
-        "code": provenance.record(),
+        "code": provenance.record(name),
         "versions": versions(),
         "not_reached": never_reached(results.summary),  # null there means never reached, not unmeasured
     }
@@ -374,7 +375,8 @@ def _check_run_dir(out: Path, name: str, config: dict, resume: bool, force: bool
         if made is not None:
             raise RunDirError(
                 f"{out}: --resume continues a run only with the code that made it; it was made by "
-                f"{provenance.describe(made)}, and this is {provenance.describe(provenance.record())}. "
+                f"{provenance.describe(made)}, and this is {provenance.describe(provenance.record(name))} "
+                f"({provenance.what_changed(made, name)}). "
                 "Use --force to make it again with this code, or another --out."
             )
         return

@@ -31,11 +31,12 @@ from typing import Any, Literal
 import pandas as pd
 from tqdm.auto import tqdm
 
-from inductionlab import experiments, provenance
+from inductionlab import experiments
 from inductionlab._runtime import Worker, tune_process
 from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
 from inductionlab.runner import RunDirError, run_experiment, thread_budget
 from inductionlab.runs import SUMMARY, SWEEP_INFO, RunFileError, claim_dir, read_json, write_json, write_parquet
+from inductionlab.store import provenance
 
 log = logging.getLogger(__name__)
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -206,9 +207,12 @@ def execute(
     desc: str = "sweep",
     threads: int | None = None,
     reuse_stale: bool = False,
+    gate: Callable[[Job], bool] | None = None,
+    on_done: Callable[[Job], None] | None = None,
 ) -> list[tuple[str, str]]:
     """Run the jobs not yet marked done in ``out``'s manifest; return (dir, error) of those that failed.  Shared by
-    sweeps and ``reproduce``.  A job trains on ``threads`` torch threads; by default a local one on its share of
+    sweeps and ``reproduce``.  ``gate``: asked before each job starts (in order), False stops starting more (the
+    ledger's ``--minutes``); ``on_done``: called in this process as each job finishes (its ledger entry).  A job trains on ``threads`` torch threads; by default a local one on its share of
     :func:`inductionlab.runner.thread_budget` among the ``workers``, a submitit one on its ``cpus_per_task``.  A run
     made by other code is made again (:func:`inductionlab.provenance.set_aside_stale`)."""
     cpus = (slurm or {}).get("cpus_per_task", 1)
@@ -219,11 +223,26 @@ def execute(
     todo = [j for j in jobs if j.hash not in done]
     for job in todo:
         _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": Path(job.dir).name, "status": "submitted"})
+    hooks = _Hooks(gate, on_done)
     if executor == "local":
-        _run_local(todo, out, workers, progress, desc)
+        _run_local(todo, out, workers, progress, desc, hooks)
     else:
-        _run_submitit(todo, out, executor, slurm or {}, progress)
+        _run_submitit(todo, out, executor, slurm or {}, progress, hooks)
     return _failed(out, {j.hash for j in todo})
+
+
+@dataclass(frozen=True)
+class _Hooks:
+    gate: Callable[[Job], bool] | None = None
+    on_done: Callable[[Job], None] | None = None
+
+    def may_start(self, job: Job) -> bool:
+        return self.gate is None or self.gate(job)
+
+    def done(self, out: Path, job: Job, entry: dict[str, Any]) -> None:
+        _append(out, entry)
+        if self.on_done is not None and entry.get("status") == "done":
+            self.on_done(job)
 
 
 def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
@@ -239,20 +258,23 @@ class SweepError(RuntimeError):
     """Some jobs of a sweep failed (the others finished); the message lists them with their errors."""
 
 
-def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: str) -> None:
+def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: str, hooks: _Hooks) -> None:
     with tqdm(total=len(jobs), desc=desc, disable=not progress) as bar:
         if workers > 1:
-            _run_pool(jobs, out, workers, bar)
+            _run_pool(jobs, out, workers, bar, hooks)
             return
         for job in jobs:
+            if not hooks.may_start(job):
+                break
             try:
-                _append(out, {**run_job(job), "status": "done"})
+                entry = {**run_job(job), "status": "done"}
             except Exception as err:  # noqa: BLE001 - recorded; the other jobs go on, as with a process pool
-                _append(out, _failure(job, f"{type(err).__name__}: {err}"))
+                entry = _failure(job, f"{type(err).__name__}: {err}")
+            hooks.done(out, job, entry)
             bar.update()
 
 
-def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm) -> None:
+def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm, hooks: _Hooks) -> None:
     """Run ``jobs`` on ``workers`` processes, each sent one job at a time through its own pipe, so that a worker
     that dies (killed, out of memory) fails the job it was running and no other; a new process takes its place."""
     ctx, queue = get_context("spawn"), list(reversed(jobs))
@@ -261,6 +283,9 @@ def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm) -> None:
     try:
         while queue or busy:
             while queue and len(busy) < workers:
+                if not hooks.may_start(queue[-1]):
+                    queue.clear()
+                    break
                 worker = idle.pop() if idle else Worker(ctx, run_job)
                 try:
                     worker.conn.send(queue[-1])
@@ -272,7 +297,7 @@ def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm) -> None:
             for worker in dict.fromkeys(handles[h] for h in wait(list(handles))):
                 job = busy.pop(worker)
                 status, reply = worker.outcome()
-                _append(out, {**reply, "status": "done"} if status == "done" else _failure(job, reply))
+                hooks.done(out, job, {**reply, "status": "done"} if status == "done" else _failure(job, reply))
                 bar.update()
                 if worker.process.is_alive():
                     idle.append(worker)
@@ -286,7 +311,9 @@ def _failure(job: Job, error: str) -> dict[str, str]:
     return {"hash": job.hash, "dir": Path(job.dir).name, "status": "failed", "error": error}
 
 
-def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool) -> None:
+def _run_submitit(
+    jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool, hooks: _Hooks
+) -> None:
     """Submit one submitit job per sweep job and record each result as it comes.  ``slurm``: parameters of
     submitit's ``update_parameters`` (``timeout_min``, ``slurm_partition``, ``cpus_per_task``, ``mem_gb``, …); a
     job trains on its ``threads``.  If waiting stops (Ctrl-C, an error), the jobs not finished are cancelled
@@ -305,12 +332,15 @@ def _run_submitit(jobs: list[Job], out: Path, executor: Executor, slurm: dict[st
     submitted = []
     try:
         for job in jobs:
+            if not hooks.may_start(job):  # on a cluster the gate reads each job's expected cost at submission
+                break
             submitted.append((job, ex.submit(run_job, job)))
         for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
             try:
-                _append(out, {**handle.result(), "status": "done"})
+                entry = {**handle.result(), "status": "done"}
             except Exception as err:  # noqa: BLE001
-                _append(out, _failure(job, f"{type(err).__name__}: {err}"))
+                entry = _failure(job, f"{type(err).__name__}: {err}")
+            hooks.done(out, job, entry)
     except BaseException:
         for _, handle in submitted:
             if not handle.done():

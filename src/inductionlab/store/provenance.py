@@ -1,13 +1,14 @@
-"""Which code made a run (docs/conventions.md#provenance): the digest of the package's own source files — its
-``.py`` and ``.c`` files, so a docs-only commit leaves it unchanged — and, beside it, the git commit that holds
-them (``-dirty`` when the work tree differs from it; empty outside a git checkout).  A run directory records it in
-config.json and summary.json (``code``); ``reproduce``, ``sweep`` and ``--resume`` reuse or continue a run only
-when its digest is this process's."""
+"""Which code made a run (docs/conventions.md#provenance): the key of its experiment's code — the digest of its
+closure (:mod:`~inductionlab.store.closure`: exactly the files its run imports) and the versions of the software it
+imports (:mod:`~inductionlab.store.key`) — and, beside it, the git commit that holds the package (``-dirty`` when the
+work tree differs from it; empty outside a git checkout).  A run directory records it in config.json and
+summary.json (``code``); ``reproduce``, ``sweep`` and ``--resume`` reuse or continue a run only when its digest and
+software are this process's for that experiment, so an edit outside the closure (a docstring anywhere, the command
+line, the report) leaves every run current."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import subprocess
 from collections.abc import Mapping
@@ -15,28 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from inductionlab.runs import CONFIG, SUMMARY, RunFileError, lock_dir, read_json
+from inductionlab.store import closure, key
 
 log = logging.getLogger(__name__)
 
-PACKAGE = Path(__file__).resolve().parent
-SOURCES = ("*.py", "*.c")  # what the digest reads: the code, not its docs, caches or compiled objects
+PACKAGE = closure.PACKAGE
 UNRECORDED = "unrecorded"  # the digest shown for a run made before runs recorded their code
-
-
-def digest_of(root: Path) -> str:
-    """The first 16 hex digits of the SHA-256 over the source files under ``root`` (:data:`SOURCES`), each entered
-    as its path relative to ``root`` and its bytes, in path order."""
-    h = hashlib.sha256()
-    files = sorted(p for pattern in SOURCES for p in Path(root).rglob(pattern) if "__pycache__" not in p.parts)
-    for path in files:
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-@functools.cache
-def code_digest() -> str:
-    """This package's :func:`digest_of`, once per process."""
-    return digest_of(PACKAGE)
 
 
 @functools.cache
@@ -56,29 +41,36 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
-def record() -> dict[str, str]:
-    """This process's code: ``{"digest": ..., "commit": ...}``."""
-    return {"digest": code_digest(), "commit": commit()}
+def record(name: str) -> dict[str, Any]:
+    """The code of experiment ``name`` in this process: ``{"digest", "software", "files", "commit"}``."""
+    code = key.experiment_closure(name)
+    return {
+        "digest": code.digest,
+        "software": key.software(code.libraries),
+        "files": dict(sorted(code.files.items())),
+        "commit": commit(),
+    }
 
 
-def of(saved: Mapping[str, Any] | None) -> dict[str, str]:
+def of(saved: Mapping[str, Any] | None) -> dict[str, Any]:
     """The code a saved config.json or summary.json records (``digest`` :data:`UNRECORDED` where it records none)."""
     code = saved.get("code") if isinstance(saved, Mapping) else None
     if isinstance(code, Mapping) and isinstance(code.get("digest"), str):
-        return {"digest": code["digest"], "commit": str(code.get("commit", ""))}
+        return {**code, "commit": str(code.get("commit", ""))}
     return {"digest": UNRECORDED, "commit": ""}
 
 
-def describe(code: Mapping[str, str]) -> str:
+def describe(code: Mapping[str, Any]) -> str:
     """One phrase naming a code version: "code 0123456789abcdef (commit 1a2b3c4d5e6f-dirty)"."""
     if code["digest"] == UNRECORDED:
         return "code not recorded (a run older than the record)"
     return f"code {code['digest']}" + (f" (commit {code['commit']})" if code.get("commit") else " (no git commit)")
 
 
-def made_by(run_dir: Path) -> dict[str, str] | None:
-    """The code that made the run in ``run_dir`` where it is not this process's (None: the same code, or no run
-    there); read from its config.json, which every run writes first."""
+def made_by(run_dir: Path) -> dict[str, Any] | None:
+    """The code that made the run in ``run_dir`` where it is not this process's code of its experiment (another
+    closure digest or software; None: the same, or no run there); read from its config.json, which every run writes
+    first."""
     path = Path(run_dir) / CONFIG
     if not path.exists():
         return None
@@ -87,10 +79,28 @@ def made_by(run_dir: Path) -> dict[str, str] | None:
     except RunFileError:
         return None  # a damaged config: the run directory's own checks name it
     code = of(saved)
-    return None if code["digest"] == code_digest() else code
+    here = record(str(saved.get("experiment", "")))
+    return None if (code["digest"], code.get("software")) == (here["digest"], here["software"]) else code
 
 
-def set_aside(run_dir: Path, code: Mapping[str, str]) -> Path:
+def what_changed(code: Mapping[str, Any], name: str) -> str:
+    """What differs between the recorded ``code`` of a run of experiment ``name`` and this process's: the files of
+    its closure that changed, came or went, and the libraries whose versions moved (at most five named)."""
+    here = record(name)
+    old, new = code.get("files") or {}, here["files"]
+    parts = [f"{f} changed" for f in sorted(set(old) & set(new)) if old[f] != new[f]]
+    parts += [f"{f} joined the closure" for f in sorted(set(new) - set(old)) if old]
+    parts += [f"{f} left the closure" for f in sorted(set(old) - set(new))]
+    soft = code.get("software") or {}
+    parts += [
+        f"{lib} {soft.get(lib, 'absent')} → {v}" for lib, v in here["software"].items() if soft and soft.get(lib) != v
+    ]
+    if not parts:
+        return "its code is not recorded file by file" if not old else "the same files"
+    return ", ".join(parts[:5]) + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
+
+
+def set_aside(run_dir: Path, code: Mapping[str, Any]) -> Path:
     """Move the run in ``run_dir``, made by other ``code``, to ``<name>.made-by-<digest>`` beside it (a number added
     if taken), so that it is re-made in its place and nothing that trained is deleted; returns where it went."""
     run_dir = Path(run_dir)
@@ -101,7 +111,7 @@ def set_aside(run_dir: Path, code: Mapping[str, str]) -> Path:
         target = run_dir.with_name(f"{run_dir.name}.made-by-{code['digest'][:8]}-{n}")
     with lock_dir(run_dir):  # one writer: a run being written there is not moved
         run_dir.rename(target)
-    log.warning("%s was made by %s, not this %s: moved to %s", run_dir, describe(code), describe(record()), target)
+    log.warning("%s was made by %s, not this code: moved to %s", run_dir, describe(code), target)
     return target
 
 
