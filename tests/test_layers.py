@@ -35,7 +35,7 @@ LAYERS = [
     {"analysis"},
     {"monitor"},
     {"experiments"},
-    {"runner", "sweep", "sweep_report", "claims_report", "ledger_page", "reproduce", "loading", "store"},
+    {"runner", "jobs", "sweep", "sweep_report", "claims_report", "ledger_page", "reproduce", "loading", "store"},
     {"cli", "cli_errors", "cli_parse", "cli_plugins", "cli_report", "cli_ledger", "__main__", "__init__"},
 ]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from inductionlab import load_sweep, sweep
+from inductionlab import jobs, load_sweep, sweep
 from inductionlab.cli import main
 from inductionlab.sweep_report import is_sweep
 
@@ -112,7 +112,7 @@ def killed_worker(tmp, capsys, monkeypatch):
 
 def ctrl_c(tmp, capsys, monkeypatch):
     """Ctrl-C during the second job: exit 130, saying how to go on; the first job is kept, not run again."""
-    real, calls = sweep.run_job, []
+    real, calls = jobs.run_job, []
 
     def interrupted_second(job):
         calls.append(job)
@@ -122,10 +122,10 @@ def ctrl_c(tmp, capsys, monkeypatch):
 
     out = tmp / "s"
     argv = ["sweep", *MI, "--grid", "a=0.01,0.02", "--out", str(out)]
-    monkeypatch.setattr(sweep, "run_job", interrupted_second)
+    monkeypatch.setattr(jobs, "run_job", interrupted_second)
     code, err = main(argv), capsys.readouterr().err
     assert [s for _, s in _statuses(out)] == ["done"]
-    monkeypatch.setattr(sweep, "run_job", real)
+    monkeypatch.setattr(jobs, "run_job", real)
     assert main(argv) == 0 and [s for _, s in _statuses(out)] == ["done", "done"]
     return code, err
 

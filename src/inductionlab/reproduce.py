@@ -33,6 +33,7 @@ from inductionlab import experiments, ledger_page
 from inductionlab.analysis.claims import FAILURE_KINDS, STATUSES, UNEARNED
 from inductionlab.claims_report import judge, write_report
 from inductionlab.config import ConfigError
+from inductionlab.jobs import Executor, Job, execute, manifest_entries
 from inductionlab.ledger_page import PAGE
 from inductionlab.runner import thread_budget
 from inductionlab.runs import SUMMARY, claim_dir, read_json, versions, write_json, write_parquet
@@ -59,7 +60,6 @@ from inductionlab.store.plan import (  # noqa: F401  # the page's jobs, re-expor
     experiments_for,
     plan,
 )
-from inductionlab.sweep import Executor, Job, execute, manifest_entries
 
 log = logging.getLogger(__name__)
 

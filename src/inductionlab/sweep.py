@@ -20,27 +20,19 @@ import json
 import logging
 import math
 import re
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from multiprocessing import get_context
-from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from inductionlab import experiments
-from inductionlab._runtime import Worker, tune_process
-from inductionlab.config import ConfigError, config_hash, from_dict, override, to_dict, with_seeds
-from inductionlab.runner import RunDirError, run_experiment, thread_budget
+from inductionlab.config import ConfigError, config_hash, override, to_dict, with_seeds
+from inductionlab.jobs import Executor, Job, done_hashes, execute
+from inductionlab.runner import RunDirError, thread_budget
 from inductionlab.runs import SUMMARY, SWEEP_INFO, RunFileError, claim_dir, read_json, write_json, write_parquet
-from inductionlab.store import provenance
 
 log = logging.getLogger(__name__)
-Executor = Literal["local", "slurm", "submitit-local"]
-MANIFEST = "manifest.jsonl"
 
 
 def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
@@ -67,17 +59,6 @@ def count_jobs(base_cfg: Any, grid: dict[str, list[str]], seeds: int) -> int:
         raise ConfigError(f"--n-seeds {seeds} with --grid seeds=...: both choose the seeds; give one of the two")
     per_point = seeds if seeds > 1 else 1 if "seeds" in grid else len(base_cfg.seeds)
     return math.prod(len(values) for values in grid.values()) * per_point
-
-
-@dataclass(frozen=True)
-class Job:
-    experiment: str
-    config: dict[str, Any]  # resolved, nested (config.json without "experiment")
-    overrides: dict[str, str]
-    hash: str
-    dir: str
-    threads: int = 1  # cores per job: 1 when several workers share the machine
-    source: str = ""  # where a worker finds an outside experiment (experiments.source_of)
 
 
 def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: Path) -> list[Job]:
@@ -110,43 +91,6 @@ def _folder_name(values: dict[str, Any], config_hash: str) -> str:
     return f"{text}__{config_hash[:6]}"
 
 
-def run_job(job: Job) -> dict[str, Any]:
-    """Run one job into its directory (resuming an interrupted one); picklable for any executor."""
-    tune_process()
-    exp = experiments.ensure_registered(job.experiment, job.source)
-    cfg = from_dict(type(exp.config), job.config)
-    start = time.perf_counter()
-    run_experiment(job.experiment, cfg, job.dir, resume=True, threads=job.threads)
-    return {"hash": job.hash, "dir": Path(job.dir).name, "wall_seconds": time.perf_counter() - start}
-
-
-def manifest_entries(manifest: Path) -> list[dict]:
-    """The manifest's entries; a damaged line (a sweep killed while writing it) is skipped with a warning — the job
-    it described is then run again, never counted twice."""
-    entries = []
-    for number, line in enumerate(manifest.read_text().splitlines(), 1):
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            log.warning("%s line %d is damaged (a sweep stopped while writing it); skipped", manifest, number)
-            continue
-        if isinstance(entry, dict) and "hash" in entry:
-            entries.append(entry)
-    return entries
-
-
-def _done(out: Path) -> set[str]:
-    entries = manifest_entries(out / MANIFEST) if (out / MANIFEST).exists() else []
-    finished = [e for e in entries if e.get("status") == "done"]
-    return {e["hash"] for e in finished if (out / e.get("dir", e["hash"]) / SUMMARY).exists()}
-
-
-def _append(out: Path, entry: dict) -> None:
-    with open(out / MANIFEST, "a") as f:
-        f.write(json.dumps(entry) + "\n")
-        f.flush()
-
-
 def run_sweep(
     name: str,
     base_cfg: Any,
@@ -172,7 +116,7 @@ def run_sweep(
     # one sweep process writes the manifest; each job locks its own run directory
     with claim_dir(out, SWEEP_INFO, "a sweep", ConfigError, lambda path: _other_sweep(path, name)):
         if on_plan is not None:
-            on_plan([j for j in jobs if j.hash not in _done(out)])
+            on_plan([j for j in jobs if j.hash not in done_hashes(out)])
         write_json(out / SWEEP_INFO, {"experiment": name, "grid": list(grid), **experiments.plugin_record(name)})
         try:
             failed = execute(jobs, out, workers, executor, slurm, progress, threads=threads, reuse_stale=reuse_stale)
@@ -197,155 +141,8 @@ def _other_sweep(out: Path, name: str) -> str:
     return ""
 
 
-def execute(
-    jobs: list[Job],
-    out: Path,
-    workers: int = 1,
-    executor: Executor = "local",
-    slurm: dict[str, Any] | None = None,
-    progress: bool = True,
-    desc: str = "sweep",
-    threads: int | None = None,
-    reuse_stale: bool = False,
-    gate: Callable[[Job], bool] | None = None,
-    on_done: Callable[[Job], None] | None = None,
-) -> list[tuple[str, str]]:
-    """Run the jobs not yet marked done in ``out``'s manifest; return (dir, error) of those that failed.  Shared by
-    sweeps and ``reproduce``.  ``gate``: asked before each job starts (in order), False stops starting more (the
-    ledger's ``--minutes``); ``on_done``: called in this process as each job finishes (its ledger entry).  A job trains on ``threads`` torch threads; by default a local one on its share of
-    :func:`inductionlab.runner.thread_budget` among the ``workers``, a submitit one on its ``cpus_per_task``.  A run
-    made by other code is made again (:func:`inductionlab.provenance.set_aside_stale`)."""
-    cpus = (slurm or {}).get("cpus_per_task", 1)
-    share = threads or (max(1, thread_budget()[0] // max(workers, 1)) if executor == "local" else int(cpus))
-    jobs = [replace(j, threads=share) for j in jobs]
-    provenance.set_aside_stale([Path(j.dir) for j in jobs], reuse_stale)
-    done = _done(out)
-    todo = [j for j in jobs if j.hash not in done]
-    for job in todo:
-        _append(out, {"hash": job.hash, "overrides": job.overrides, "dir": Path(job.dir).name, "status": "submitted"})
-    hooks = _Hooks(gate, on_done)
-    if executor == "local":
-        _run_local(todo, out, workers, progress, desc, hooks)
-    else:
-        _run_submitit(todo, out, executor, slurm or {}, progress, hooks)
-    return _failed(out, {j.hash for j in todo})
-
-
-@dataclass(frozen=True)
-class _Hooks:
-    gate: Callable[[Job], bool] | None = None
-    on_done: Callable[[Job], None] | None = None
-
-    def may_start(self, job: Job) -> bool:
-        return self.gate is None or self.gate(job)
-
-    def done(self, out: Path, job: Job, entry: dict[str, Any]) -> None:
-        _append(out, entry)
-        if self.on_done is not None and entry.get("status") == "done":
-            self.on_done(job)
-
-
-def _failed(out: Path, hashes: set[str]) -> list[tuple[str, str]]:
-    """(dir, error) of the jobs among ``hashes`` whose last manifest entry is a failure."""
-    last: dict[str, dict] = {}
-    for entry in manifest_entries(out / MANIFEST):
-        if entry.get("hash") in hashes:
-            last[entry["hash"]] = {**last.get(entry["hash"], {}), **entry}
-    return [(e.get("dir", h), e.get("error", "")) for h, e in last.items() if e.get("status") == "failed"]
-
-
 class SweepError(RuntimeError):
     """Some jobs of a sweep failed (the others finished); the message lists them with their errors."""
-
-
-def _run_local(jobs: list[Job], out: Path, workers: int, progress: bool, desc: str, hooks: _Hooks) -> None:
-    with tqdm(total=len(jobs), desc=desc, disable=not progress) as bar:
-        if workers > 1:
-            _run_pool(jobs, out, workers, bar, hooks)
-            return
-        for job in jobs:
-            if not hooks.may_start(job):
-                break
-            try:
-                entry = {**run_job(job), "status": "done"}
-            except Exception as err:  # noqa: BLE001 - recorded; the other jobs go on, as with a process pool
-                entry = _failure(job, f"{type(err).__name__}: {err}")
-            hooks.done(out, job, entry)
-            bar.update()
-
-
-def _run_pool(jobs: list[Job], out: Path, workers: int, bar: tqdm, hooks: _Hooks) -> None:
-    """Run ``jobs`` on ``workers`` processes, each sent one job at a time through its own pipe, so that a worker
-    that dies (killed, out of memory) fails the job it was running and no other; a new process takes its place."""
-    ctx, queue = get_context("spawn"), list(reversed(jobs))
-    idle: list[Worker] = []
-    busy: dict[Worker, Job] = {}
-    try:
-        while queue or busy:
-            while queue and len(busy) < workers:
-                if not hooks.may_start(queue[-1]):
-                    queue.clear()
-                    break
-                worker = idle.pop() if idle else Worker(ctx, run_job)
-                try:
-                    worker.conn.send(queue[-1])
-                except OSError:  # it died while idle: the job waits for a new worker
-                    worker.stop()
-                    continue
-                busy[worker] = queue.pop()
-            handles = {w.conn: w for w in busy} | {w.process.sentinel: w for w in busy}
-            for worker in dict.fromkeys(handles[h] for h in wait(list(handles))):
-                job = busy.pop(worker)
-                status, reply = worker.outcome()
-                hooks.done(out, job, {**reply, "status": "done"} if status == "done" else _failure(job, reply))
-                bar.update()
-                if worker.process.is_alive():
-                    idle.append(worker)
-    finally:
-        for worker in [*idle, *busy]:
-            worker.stop()
-
-
-def _failure(job: Job, error: str) -> dict[str, str]:
-    """The manifest entry of a job that failed."""
-    return {"hash": job.hash, "dir": Path(job.dir).name, "status": "failed", "error": error}
-
-
-def _run_submitit(
-    jobs: list[Job], out: Path, executor: Executor, slurm: dict[str, Any], progress: bool, hooks: _Hooks
-) -> None:
-    """Submit one submitit job per sweep job and record each result as it comes.  ``slurm``: parameters of
-    submitit's ``update_parameters`` (``timeout_min``, ``slurm_partition``, ``cpus_per_task``, ``mem_gb``, …); a
-    job trains on its ``threads``.  If waiting stops (Ctrl-C, an error), the jobs not finished are cancelled
-    (``scancel``), so that none runs on unwatched and a re-run does not find its run directory held."""
-    import submitit
-
-    folder = out / "submitit"
-    ex = (
-        submitit.LocalExecutor(folder=folder)
-        if executor == "submitit-local"
-        else submitit.AutoExecutor(folder=folder, cluster="slurm")
-    )
-    ex.update_parameters(
-        timeout_min=int(slurm.get("timeout_min", 60)), **{k: v for k, v in slurm.items() if k != "timeout_min"}
-    )
-    submitted = []
-    try:
-        for job in jobs:
-            if not hooks.may_start(job):  # on a cluster the gate reads each job's expected cost at submission
-                break
-            submitted.append((job, ex.submit(run_job, job)))
-        for job, handle in tqdm(submitted, desc="sweep", disable=not progress):
-            try:
-                entry = {**handle.result(), "status": "done"}
-            except Exception as err:  # noqa: BLE001
-                entry = _failure(job, f"{type(err).__name__}: {err}")
-            hooks.done(out, job, entry)
-    except BaseException:
-        for _, handle in submitted:
-            if not handle.done():
-                handle.cancel(check=False)
-        raise
 
 
 def collect(out: Path, jobs: list[Job]) -> pd.DataFrame:

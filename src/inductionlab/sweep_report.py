@@ -21,9 +21,10 @@ import pandas as pd
 from inductionlab import experiments, plots
 from inductionlab.analysis.scaling import law_constant, power_law_fit
 from inductionlab.config import to_dict
+from inductionlab.jobs import MANIFEST
 from inductionlab.runner import RunDirError
 from inductionlab.runs import SWEEP_INFO, atomic_write, read_json, write_text
-from inductionlab.sweep import MANIFEST, flat_config, load_sweep
+from inductionlab.sweep import flat_config, load_sweep
 from inductionlab.theory.laws import Law, laws_for
 
 SKIP = {

@@ -24,7 +24,7 @@ from inductionlab.runs import CONFIG, REPRODUCE_INFO, SUMMARY, config_values, lo
 from inductionlab.store import provenance
 
 if TYPE_CHECKING:
-    from inductionlab.sweep import Job
+    from inductionlab.jobs import Job
 
 log = logging.getLogger(__name__)
 INFO = REPRODUCE_INFO
@@ -104,7 +104,7 @@ def place(jobs: list[Job], out: Path) -> list[Job]:
     """Each job's run directory: ``out/<job>``.  A run there of another config that this reproduce directory wrote
     (its manifest names the directory: an older budget or code default) is replaced; one it did not write — a
     user's own run — is left alone, and the job runs in ``out/<job>--<hash>`` instead."""
-    from inductionlab.sweep import manifest_entries
+    from inductionlab.jobs import manifest_entries
 
     ours = {str(e.get("dir", "")) for e in manifest_entries(out / MANIFEST)} if (out / MANIFEST).exists() else set()
     placed = []

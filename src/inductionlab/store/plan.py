@@ -12,8 +12,8 @@ from typing import Any, Literal
 from inductionlab import experiments
 from inductionlab.analysis.claims import PAPERS, Claim, Control
 from inductionlab.config import ConfigError, config_hash, flatten, to_dict, with_seeds
+from inductionlab.jobs import Job
 from inductionlab.store.layout import control_job, draw_job
-from inductionlab.sweep import Job
 from inductionlab.tasks.text import ENV as DATA_ENV
 
 Budget = Literal["smoke", "quick", "full"]
