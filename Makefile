@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,tl,log,hf,nnsight,lightning,llc]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,text,tl,log,hf,nnsight,lightning,llc]"
 	touch $(STAMP)
 
 setup: $(STAMP)

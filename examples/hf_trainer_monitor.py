@@ -2,6 +2,9 @@
 
     python examples/hf_trainer_monitor.py [--smoke] [--llc] [--out DIR]
 
+Extras: ``hf`` (the Trainer) and ``log`` (its TensorBoard reporting), and ``llc`` for ``--llc``:
+``pip install 'inductionlab[hf,log,llc]'`` (docs/conventions.md#extras; ``make setup`` installs every extra).
+
 A two-layer attention-only Llama (32 wide, 2 heads per layer) learns windows of random tokens, each sequence
 repeating a window of its own length (``inductionlab.monitor.RepeatedWindows``); the monitor measures every head's
 induction score every 25 steps, logs it through the Trainer to TensorBoard (``DIR/runs/...``), and stops training
@@ -15,10 +18,15 @@ import time
 from pathlib import Path
 
 import torch
-import transformers
 
+from inductionlab.extras import require
 from inductionlab.monitor import InductionCallback, LLCConfig, Monitor, MonitorConfig, RepeatedWindows
 from inductionlab.monitor.phase import phase_line
+
+HERE = "examples/hf_trainer_monitor.py"  # what needs each extra, as a missing one's message says
+transformers = require("transformers", HERE)  # the hf extra: transformers, and accelerate for the Trainer
+require("accelerate", HERE)
+require("tensorboard", HERE)  # the log extra: report_to=["tensorboard"]
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--smoke", action="store_true", help="a few seconds (the path only: no head forms)")

@@ -2,6 +2,8 @@
 
     python examples/own_target_toy.py [--smoke]
 
+Extras: none (the core install).
+
 Three mixed targets (α*, w*) train at once on the run axis; the closed-form gradient flow of the first is drawn
 beside its SGD curve, and the phase times of both are printed.  Writes own_target_toy.png.
 """

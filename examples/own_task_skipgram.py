@@ -5,6 +5,8 @@ line runs; the model loaded back from the run and exported to TransformerLens wi
 
     python examples/own_task_skipgram.py [--smoke]
     inductionlab --plugin examples/own_task_skipgram.py run skipgram --preset smoke   # the same from a shell
+
+Extras: ``tl`` (the export to TransformerLens): ``pip install 'inductionlab[tl]'`` (docs/conventions.md#extras).
 """
 
 import argparse

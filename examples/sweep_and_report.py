@@ -2,6 +2,8 @@
 
     python examples/sweep_and_report.py [--smoke]
 
+Extras: none (the core install).
+
 Writes sweeps/example/ (one run directory per grid point and seed, sweep.parquet, sweep_table.md, figures).
 """
 

@@ -2,6 +2,8 @@
 
     python examples/transformer_head_scores.py [--smoke]
 
+Extras: none (the core install).
+
 Two seeds train on the run axis; at the end the previous-token score of every layer-1 head and the induction
 score of every layer-2 head are printed, on repeated random sequences (TransformerLens's definitions).
 """

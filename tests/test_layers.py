@@ -1,9 +1,9 @@
 """The package's layers point down: tasks → models → theory → train → analysis → monitor → experiments →
-runner/sweep → cli, with the foundations (config, ops, plots, the run-directory format, process settings) below
-them all.  A module may import its own layer or any layer below, never one above; imports form no cycle; experiments
-stand in paper wings (``experiments/wang``, ``chen``, ``ren``, ``across``): no wing imports another, no experiment
-imports another (what two of a wing share lives in its ``_shared`` module), and the floor of the experiments
-(``experiment``, ``registry``) imports no wing."""
+runner/sweep → cli, with the foundations (config, ops, plots, the run-directory format, process settings, the
+optional packages) below them all.  A module may import its own layer or any layer below, never one above; imports
+form no cycle; experiments stand in paper wings (``experiments/wang``, ``chen``, ``ren``, ``across``): no wing imports
+another, no experiment imports another (what two of a wing share lives in its ``_shared`` module), and the floor of
+the experiments (``experiment``, ``registry``) imports no wing."""
 
 import ast
 from pathlib import Path
@@ -18,6 +18,7 @@ LAYERS = [
         "_runtime",
         "config",
         "environ",
+        "extras",
         "keys",
         "native",
         "ops",

@@ -142,11 +142,13 @@ def cmd_run(args: argparse.Namespace, values: dict[str, str]) -> int:
 
     thread_budget(args.threads)  # a bad --threads or $OMP_NUM_THREADS fails before any work
     name, cfg, out = _config_for_run(args, values)
+    experiments.get(name).check_needs(cfg)  # its optional packages, before any work (docs/conventions.md#extras)
     hooks: list[Hook] = []
     if args.log_tensorboard or args.log_wandb:
         from inductionlab.config import to_dict
-        from inductionlab.train.hooks import TensorBoardLogger, WandbLogger
+        from inductionlab.train.hooks import TensorBoardLogger, WandbLogger, check_loggers
 
+        check_loggers(bool(args.log_tensorboard), bool(args.log_wandb))  # both packages, before either starts
         if args.log_tensorboard:
             hooks.append(TensorBoardLogger(args.log_tensorboard))
         if args.log_wandb:

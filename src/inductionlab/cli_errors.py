@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from inductionlab.config import ConfigError
+from inductionlab.extras import MissingExtra
 
 
 def exit_code(err: BaseException) -> int | None:
-    """2 for bad input (config, run directory, missing file), 3 for a NaN/inf stop, None for a bug."""
+    """2 for bad input (config, run directory, missing file, a missing extra), 3 for a NaN/inf stop, None for a bug."""
     runner, loop = sys.modules.get("inductionlab.runner"), sys.modules.get("inductionlab.train.loop")
     sweep = sys.modules.get("inductionlab.sweep")
     runs = sys.modules.get("inductionlab.runs")
@@ -25,7 +26,7 @@ def exit_code(err: BaseException) -> int | None:
         and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOENT, errno.ENAMETOOLONG)
     ):
         return 2
-    if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra that is not installed
+    if isinstance(err, MissingExtra):  # an optional package not installed (docs/conventions.md#extras)
         return 2
     if sweep and isinstance(err, sweep.SweepError):  # before the memory test: a job's error may say "alloc"
         return 1

@@ -33,6 +33,7 @@ import torch
 from inductionlab import experiments
 from inductionlab.analysis import tl_export
 from inductionlab.config import ConfigError, differences, require
+from inductionlab.extras import require as require_extra
 from inductionlab.models import chen, highdim, linear, toy
 from inductionlab.models import transformer as tf
 from inductionlab.runs import CONFIG, SUMMARY, RunContext, RunFileError, config_values, read_json, why
@@ -252,10 +253,7 @@ def _word_tokenizer(path: Path) -> WordTokenizer | None:
 
 
 def _bpe_tokenizer(path: Path) -> BPETokenizer:
-    try:
-        import tokenizers
-    except ImportError:
-        raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from None
+    tokenizers = require_extra("tokenizers", f"the BPE tokenizer of {path.parent}")
     try:
         return BPETokenizer(tokenizers.Tokenizer.from_str(path.read_text(encoding="utf-8")))
     except Exception as err:  # noqa: BLE001 - the tokenizers package's errors name no file
@@ -361,6 +359,7 @@ def to_hooked_transformer(
     ``name`` as in :func:`load_model`), a :class:`LoadedModel`, or a config and its parameters (S, ...) as
     :func:`inductionlab.analysis.tl_export.to_hooked_transformer` takes them.  A text run's tokenizer is the one it
     saved; a synthetic run's words are the ids ``"0" … "V−1"``.  No BOS token (the models were trained without one)."""
+    tl_export.transformer_lens()  # the tl extra, before the run is read (docs/conventions.md#extras)
     if isinstance(run_dir_or_cfg, tf.TransformerConfig):
         if params is None:
             raise ConfigError("params: give the parameters with a TransformerConfig")

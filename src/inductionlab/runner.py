@@ -170,6 +170,7 @@ def run_experiment(
     ``keep_checkpoints``: every trainer also keeps a checkpoint at each evaluation (docs/models.md#checkpoints-over-time).
     """
     exp = experiments.get(name)
+    exp.check_needs(cfg)  # its optional packages, before the directory is touched (docs/conventions.md#extras)
     n_threads, threads_from = threads_for(exp, cfg, threads)
     _say_if_busy(name, n_threads)
     out = Path(out_dir)

@@ -74,6 +74,7 @@ def plan(name: str, base_cfg: Any, grid: dict[str, list[str]], seeds: int, out: 
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         overrides = dict(zip(keys, combo))
         cfg = override(base_cfg, overrides, name)
+        experiments.get(name).check_needs(cfg)  # its optional packages, before any job (docs/conventions.md#extras)
         first = cfg.seeds[0]
         for seed in range(first, first + seeds) if seeds > 1 else cfg.seeds:
             variant = with_seeds(cfg, seed, 1)

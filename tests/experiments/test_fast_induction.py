@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from inductionlab import experiments, rng
-from inductionlab.config import ConfigError
 from inductionlab.experiments.across.fast_induction.libraries import NetConfig, TaskConfig, own_model, repeated_windows
+from inductionlab.extras import MissingExtra
 from inductionlab.runs import RunContext
 
 EXP = experiments.get("fast-induction")
@@ -66,7 +66,9 @@ def test_the_huggingface_model_is_an_attention_only_llama():
 def test_a_missing_package_is_named_before_anything_trains(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformer_lens", None)  # import transformer_lens now raises ImportError
     cfg = experiments.configure("fast-induction", "smoke")
-    with pytest.raises(ConfigError, match=r"models: 'tl' needs the package transformer_lens.*\[tl\].*--models own,hf"):
+    with pytest.raises(
+        MissingExtra, match=r"^models: 'tl' \(or leave it out: --models own,hf\) needs transformer_lens"
+    ):
         EXP.run(cfg, RunContext(threads=1))
 
 

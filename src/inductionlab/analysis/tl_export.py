@@ -13,7 +13,7 @@ The model carries a HuggingFace tokenizer, so that ``to_tokens("...")`` works: a
 else one whose words are the token ids ``"0" … "V−1"`` separated by spaces; no BOS token is prepended.  The run
 directory form is :func:`inductionlab.to_hooked_transformer` (docs/models.md).
 
-Needs the ``tl`` extra (``pip install -e ".[tl]"``: a TransformerLens release that still has ``HookedTransformer``).
+Needs the ``tl`` extra (a TransformerLens release that still has ``HookedTransformer``; docs/conventions.md#extras).
 """
 
 from __future__ import annotations
@@ -25,18 +25,14 @@ from typing import Any
 import torch
 
 from inductionlab.config import require
+from inductionlab.extras import require as require_extra
 from inductionlab.models import transformer as tf
 from inductionlab.tasks.text import EOS, UNK, BPETokenizer, TextTokenizer
 
 
-def _transformer_lens() -> Any:
-    try:
-        import transformer_lens
-    except ImportError:
-        raise ImportError(
-            "to_hooked_transformer needs TransformerLens with HookedTransformer: pip install -e '.[tl]'"
-        ) from None
-    return transformer_lens
+def transformer_lens() -> Any:
+    """``transformer_lens`` (the ``tl`` extra), or :class:`~inductionlab.extras.MissingExtra` naming it."""
+    return require_extra("transformer_lens", "to_hooked_transformer")
 
 
 def _scores_hook(cfg: tf.TransformerConfig, slopes: torch.Tensor, rpe: torch.Tensor, key_start: int):
@@ -59,20 +55,17 @@ def hf_tokenizer(tokenizer: TextTokenizer | None, vocab: int) -> Any:
     ``None``, of the ``vocab`` synthetic tokens written as their ids ``"0" … "V−1"`` separated by spaces (a word
     outside them is an error).  Strings of unequal length are padded on the right with <eos> (text: <unk> if the
     vocabulary lacks it) or token 0: a causal model's logits before the padding do not see it."""
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
+    tk = require_extra("tokenizers", "to_hooked_transformer's tokenizer")
+    fast = require_extra("transformers", "to_hooked_transformer's tokenizer").PreTrainedTokenizerFast
     if isinstance(tokenizer, BPETokenizer):
-        return PreTrainedTokenizerFast(
-            tokenizer_object=tokenizer.tokenizer, unk_token=UNK, eos_token=EOS, pad_token=EOS
-        )
+        return fast(tokenizer_object=tokenizer.tokenizer, unk_token=UNK, eos_token=EOS, pad_token=EOS)
     words = tokenizer.vocab if tokenizer is not None else [str(i) for i in range(vocab)]
-    word_level = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=UNK))
-    word_level.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    word_level = tk.Tokenizer(tk.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=UNK))
+    word_level.pre_tokenizer = tk.pre_tokenizers.WhitespaceSplit()
     if tokenizer is None:  # a whole word only: "10" stays one token
-        return PreTrainedTokenizerFast(tokenizer_object=word_level, pad_token=AddedToken("0", single_word=True))
-    end = AddedToken(EOS if EOS in words else UNK, single_word=True)
-    return PreTrainedTokenizerFast(tokenizer_object=word_level, unk_token=UNK, eos_token=end, pad_token=end)
+        return fast(tokenizer_object=word_level, pad_token=tk.AddedToken("0", single_word=True))
+    end = tk.AddedToken(EOS if EOS in words else UNK, single_word=True)
+    return fast(tokenizer_object=word_level, unk_token=UNK, eos_token=end, pad_token=end)
 
 
 def _copy_weights(model: Any, cfg: tf.TransformerConfig, params: tf.Params, run: int) -> None:
@@ -114,7 +107,7 @@ def to_hooked_transformer(
     require(all(cfg.layer("residual")), "model.residual", "TransformerLens blocks always add a residual stream")
     S = params["embed.W_E"].shape[0]
     require(0 <= run < S, "run", f"must lie in 0..{S - 1}, got {run}")
-    tl = _transformer_lens()
+    tl = transformer_lens()
     widths = cfg.layer("ffn_width")
     d_mlp = max(widths)
     dtype = params["embed.W_E"].dtype

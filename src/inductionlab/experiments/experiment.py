@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from inductionlab.analysis.claims import Claim, Control
 from inductionlab.config import flatten
+from inductionlab.extras import require
 from inductionlab.runs import Results, RunContext
 from inductionlab.theory.laws import Law
 
@@ -62,7 +63,9 @@ class Experiment(Generic[C]):
     counts as too small to gain from threads (docs/conventions.md#threads); ``times``: the names of summary keys
     and table columns (their last part) that hold the time of an event, whose value is +inf, NaN or None when it
     never came (docs/conventions.md#never), beyond those the naming rule marks (``T_*``, ``*_step``, ``*_time``,
-    ``*_epoch``)."""
+    ``*_epoch``); ``needs``: ``lambda cfg: {module: what}``, the optional packages a run at ``cfg`` imports and what
+    in it needs each (``{"transformers": "hf-induction"}``), checked before the run directory is touched
+    (:meth:`check_needs`, docs/conventions.md#extras)."""
 
     name: str
     description: str
@@ -84,6 +87,7 @@ class Experiment(Generic[C]):
     saves_models: bool = True
     op_size: Callable[[C], int] | None = None
     times: tuple[str, ...] = ()
+    needs: Callable[[C], Mapping[str, str]] | None = None
 
     def __post_init__(self) -> None:
         where = f"experiment {self.name!r}"
@@ -133,12 +137,22 @@ class Experiment(Generic[C]):
             raise ValueError(
                 f"{where}: op_size is a function of the config (its largest op's elements), got {self.op_size!r}"
             )
+        if self.needs is not None and not callable(self.needs):
+            raise ValueError(
+                f"{where}: needs is a function of the config ({{module: what needs it}}), got {self.needs!r}"
+            )
         if not isinstance(self.saves_models, bool):
             raise ValueError(f"{where}: saves_models must be True or False, got {self.saves_models!r}")
         if isinstance(self.devices, str) or len(set(self.devices)) != len(tuple(self.devices)):
             raise ValueError(
                 f"{where}: devices is a tuple of distinct names such as ('cpu', 'cuda'), got {self.devices!r}"
             )
+
+    def check_needs(self, cfg: C) -> None:
+        """Refuse a run of ``cfg`` whose optional packages (``needs``) are not installed, naming the extra
+        (:class:`inductionlab.extras.MissingExtra`): called before the run directory is touched."""
+        for module, what in (self.needs(cfg) if self.needs is not None else {}).items():
+            require(module, what)
 
     def _check_declared(self, where: str) -> None:
         self._check_shown(where)

@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
 
 from inductionlab.config import ConfigError, require
+from inductionlab.extras import require as require_extra
 from inductionlab.monitor.adapters import FunctionAdapter, Patterns, cache_adapter, is_instance, require_eager
 
 
@@ -75,7 +75,7 @@ def nnsight_adapter(model: Any, attention: str = "") -> FunctionAdapter:
     require_eager(config, "the wrapped model")
     n_layers = int(config.num_hidden_layers)
     envoys = _envoys(model, attention, n_layers)
-    save = sys.modules["nnsight"].save
+    save = require_extra("nnsight", "nnsight_adapter").save  # imported already: the model is an nnsight wrapper
 
     def run(tokens: torch.Tensor) -> tuple[torch.Tensor, Patterns]:
         with model.trace(tokens, use_cache=False):

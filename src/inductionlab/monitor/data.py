@@ -12,6 +12,7 @@ import torch
 
 from inductionlab import rng
 from inductionlab.config import require
+from inductionlab.extras import require as require_extra
 
 
 def repeated_window_tokens(
@@ -53,7 +54,6 @@ class RepeatedWindows(torch.utils.data.Dataset):
 
     def to_datasets(self) -> Any:
         """The same sequences as a ``datasets.Dataset`` (columns ``input_ids``, ``labels``, torch format)."""
-        import datasets
-
+        datasets = require_extra("datasets", "RepeatedWindows.to_datasets")
         ids = self.tokens.tolist()
         return datasets.Dataset.from_dict({"input_ids": ids, "labels": ids}).with_format("torch")

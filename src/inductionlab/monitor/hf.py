@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 from inductionlab.config import require
+from inductionlab.extras import require as require_extra
 from inductionlab.monitor.core import Monitor
 
 
@@ -57,10 +58,7 @@ def _check(monitor: Any, trainer: Any, on_phase_change: Any) -> None:
 @cache
 def callback_class() -> type:
     """The ``transformers.TrainerCallback`` subclass (built once, on first use)."""
-    try:
-        from transformers import TrainerCallback
-    except ImportError:
-        raise ImportError("InductionCallback needs transformers: pip install -e '.[hf]'") from None
+    TrainerCallback: Any = require_extra("transformers", "InductionCallback").TrainerCallback
 
     class InductionCallback(TrainerCallback):
         """Measures at the start of training and every ``monitor.config.every`` optimiser steps (the Trainer's

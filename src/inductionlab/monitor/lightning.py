@@ -16,19 +16,21 @@ from functools import cache
 from typing import Any
 
 from inductionlab.config import require
+from inductionlab.extras import MissingExtra
+from inductionlab.extras import require as require_extra
 from inductionlab.monitor.core import Monitor
 
 
 def _lightning() -> Any:
-    """``lightning.pytorch``, else ``pytorch_lightning`` (the callback must subclass the Trainer's own package)."""
-    import importlib
-
-    for name in ("lightning.pytorch", "pytorch_lightning"):
+    """``lightning.pytorch``, else ``pytorch_lightning`` (the callback must subclass the Trainer's own package);
+    neither: :class:`~inductionlab.extras.MissingExtra` naming the ``lightning`` extra."""
+    try:
+        return require_extra("lightning.pytorch", "InductionLightningCallback")
+    except MissingExtra as missing:
         try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ImportError("InductionLightningCallback needs lightning: pip install lightning")
+            return require_extra("pytorch_lightning", "InductionLightningCallback")
+        except MissingExtra:
+            raise missing from None
 
 
 @cache

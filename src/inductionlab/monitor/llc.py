@@ -2,7 +2,7 @@
 λ̂ = nβ (E_w[L_n(w)] − L_n(w*)) of Lau et al. (2023, "Quantifying degeneracy in singular models via the learning
 coefficient"), the expectation over SGLD draws w localised at the checkpoint's weights w*, which Hoogland et al.
 (2024, "The developmental landscape of in-context learning") follow across checkpoints to find developmental stages.
-Sampled by ``devinterp`` (the ``llc`` extra: ``pip install inductionlab[llc]``) on a copy of the model: the model
+Sampled by ``devinterp`` (the ``llc`` extra, docs/conventions.md#extras) on a copy of the model: the model
 itself is not touched."""
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from typing import Any
 import torch
 
 from inductionlab.config import ConfigError, require
+from inductionlab.extras import require as require_extra
+
+LLC = "the LLC (llc=, watch --llc)"  # what needs devinterp, as its missing-extra message says
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,10 @@ class LLCConfig:
 
 
 def check_llc() -> None:
-    """Refuse, before any work, a monitor asked for the LLC without ``devinterp`` installed."""
-    try:
-        import devinterp.slt.llc  # noqa: F401
-    except ImportError as err:
-        raise ConfigError(
-            f"llc: needs devinterp (pip install 'inductionlab[llc]', or devinterp>=2.0.1): {err}"
-        ) from err
+    """Refuse, before any work, a monitor asked for the LLC without ``devinterp`` installed
+    (:class:`~inductionlab.extras.MissingExtra`, the ``llc`` extra)."""
+    require_extra("devinterp.slt.llc", LLC)
+    require_extra("datasets", LLC)
 
 
 def module_of(source: Any) -> torch.nn.Module:
@@ -75,10 +75,8 @@ def estimate_llc(model: torch.nn.Module, tokens: torch.Tensor, config: LLCConfig
     """The LLC of ``model`` at its current weights on token ids ``tokens`` (N, L) (next-token cross-entropy, nats):
     the mean over chains and its standard deviation across them.  Runs on a copy (devinterp deep-copies the model),
     in the model's mode, without printing: devinterp's progress bars and notices are swallowed."""
-    import datasets
-    from devinterp.slt.llc import llc
-
-    data = datasets.Dataset.from_dict({"input_ids": tokens.tolist()}).with_format("torch")
+    llc = require_extra("devinterp.slt.llc", LLC).llc
+    data = require_extra("datasets", LLC).Dataset.from_dict({"input_ids": tokens.tolist()}).with_format("torch")
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = llc(

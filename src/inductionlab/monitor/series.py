@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from inductionlab.config import ConfigError, require
+from inductionlab.extras import require as require_extra
 from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext, RunFileError, why
 from inductionlab.train.autograd import pack
@@ -28,6 +29,7 @@ STEP = re.compile(r"[^0-9]*?([0-9]+)")
 KEPT = re.compile(r"step-([0-9]+)")  # a checkpoint the toolkit kept (--keep-checkpoints): step-STEP.pt
 STATE_DICTS = (".pt", ".pth")
 TL_KEYS = {"n_layers", "d_model", "d_head", "n_ctx", "d_vocab"}  # a TransformerLens HookedTransformerConfig's
+HF, TL = "watch on HuggingFace checkpoints", "watch on TransformerLens state dicts"  # what needs each extra
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def numbered(
 @contextlib.contextmanager
 def quiet_transformers() -> Iterator[Any]:
     """``transformers`` with its "Loading weights" progress bars off (put back afterwards)."""
-    import transformers
+    transformers = require_extra("transformers", HF)
 
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()
@@ -116,12 +118,11 @@ def _tl_template(directory: Path, template: Any) -> Any:
         return None
     if not (isinstance(fields, dict) and TL_KEYS <= set(fields) and "model_type" not in fields):
         return None
-    from transformer_lens import HookedTransformer, HookedTransformerConfig
-
+    tl = require_extra("transformer_lens", TL)
     with warnings.catch_warnings():  # 3.x announces HookedTransformer's removal in 4.0; the tl extra pins < 4
         warnings.filterwarnings("ignore", "HookedTransformer is deprecated", DeprecationWarning)
         try:
-            return HookedTransformer(HookedTransformerConfig(**fields))
+            return tl.HookedTransformer(tl.HookedTransformerConfig(**fields))
         except (TypeError, ValueError, AssertionError) as err:
             raise RunFileError(
                 f"{path} is no HookedTransformerConfig TransformerLens can build ({why(err)})", path
@@ -197,12 +198,14 @@ def find_series(
     ``config.json`` describes).  None when it holds none of these."""
     found = trainer(directory)
     if found:
+        require_extra("transformers", HF)  # before any checkpoint is read (docs/conventions.md#extras)
         return Series("checkpoint-* folders", found, load_hf, incomplete)
     toolkit = _toolkit_series(directory, name, run)
     if toolkit is not None:
         return toolkit
     folders = numbered(directory, lambda p: p.is_dir() and (p / "config.json").is_file(), global_step)
     if folders:
+        require_extra("transformers", HF)
         return Series("save_pretrained folders", folders, load_hf, incomplete)
     return _tl_series(directory, template)
 

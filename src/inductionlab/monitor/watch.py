@@ -5,7 +5,8 @@ checkpoints), each loaded and measured by one :class:`~inductionlab.monitor.core
 same tables and phase change as a monitor that ran during training (docs/monitor.md#phase-detection), written
 beside the checkpoints with the monitor's figure.
 
-``transformers`` is imported only when a directory of HuggingFace checkpoints is watched."""
+``transformers`` is imported only when a directory of HuggingFace checkpoints is watched (the ``hf`` extra, checked
+before any checkpoint is read; docs/conventions.md#extras)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ from typing import Any
 import numpy as np
 
 from inductionlab.config import ConfigError, require
+from inductionlab.extras import MissingExtra
+from inductionlab.extras import require as require_extra
 from inductionlab.monitor.adapters import AdapterError
 from inductionlab.monitor.core import Monitor
 from inductionlab.monitor.figure import plot_monitor
 from inductionlab.monitor.llc import LLCConfig
 from inductionlab.monitor.pick import adapter_for
-from inductionlab.monitor.series import Series, find_series, no_series
+from inductionlab.monitor.series import HF, Series, find_series, no_series
 from inductionlab.monitor.settings import MonitorConfig
 from inductionlab.runs import write_parquet
 
@@ -104,8 +107,7 @@ def _weights_gap(folder: Path) -> str | None:
 
 def _not_causal(config: dict) -> str | None:
     """Why a checkpoint's config.json is not that of a causal language model; None when it is."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as causal
-
+    causal = require_extra("transformers.models.auto.modeling_auto", HF).MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     kind, listed = str(config.get("model_type")), config.get("architectures")
     saved = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
     if kind not in causal:
@@ -232,6 +234,8 @@ def _measure(
     for step, folder in chosen:
         try:
             model = series.load(folder)
+        except MissingExtra:  # not a bad checkpoint: no checkpoint could be read
+            raise
         except Exception as err:  # noqa: BLE001 - transformers', safetensors' and torch's errors, reported per item
             _skip(skipped, folder, f"it cannot be loaded ({_why(err)})")
             continue

@@ -11,7 +11,7 @@ so the defaults read ``valid`` as the training split and ``test`` as the validat
 convention); the vocabulary is the K most frequent training words plus ``<unk>`` (K = ``vocab_size``; 0 keeps
 every training word), ties broken by first occurrence so the vocabulary is deterministic.  ``bpe``: a
 byte-pair encoding with ``vocab_size`` entries trained on the training split with the ``tokenizers`` library
-(optional dependency: ``pip install tokenizers``).  A text run saves its tokenizer — ``vocab.json`` (word) or
+(the ``text`` extra; docs/conventions.md#extras).  A text run saves its tokenizer — ``vocab.json`` (word) or
 ``tokenizer.json`` (BPE, the ``tokenizers`` format) — so that :func:`inductionlab.load_model` gives the model with
 its ``encode`` / ``decode`` (docs/models.md).
 
@@ -33,6 +33,7 @@ from typing import Any, Literal
 import torch
 
 from inductionlab.config import ConfigError, require
+from inductionlab.extras import require as require_extra
 from inductionlab.paths import what_is
 from inductionlab.runs import write_text
 
@@ -52,7 +53,7 @@ class TextConfig:
     path: str = ""  # directory or file; "" → $INDUCTIONLAB_DATA
     train_split: str = "valid"  # split that trains (the shared WikiText-2 has no train split: valid)
     val_split: str = "test"  # split that validates, ≠ train_split
-    tokenizer: Literal["word", "bpe"] = "word"  # word (top vocab_size words) or bpe (needs the tokenizers package)
+    tokenizer: Literal["word", "bpe"] = "word"  # word (top vocab_size words) or bpe (needs the text extra: tokenizers)
     vocab_size: int = 2000  # word: top-K words + <unk> (0: all); bpe: the BPE vocabulary size
     L: int = 200  # context length L of each training chunk (tokens)
 
@@ -65,6 +66,12 @@ class TextConfig:
         )
         require(self.L >= 2, "data.L", f"must be ≥ 2, got {self.L}")
         require(self.train_split != self.val_split, "data.val_split", "must differ from data.train_split")
+
+
+def tokenizer_needs(cfg: TextConfig) -> dict[str, str]:
+    """The optional package of ``cfg``'s tokenizer (``tokenizers`` for ``bpe``), for a text experiment's ``needs``
+    (docs/conventions.md#extras)."""
+    return {"tokenizers": "data.tokenizer 'bpe'"} if cfg.tokenizer == "bpe" else {}
 
 
 def data_root(cfg: TextConfig) -> Path:
@@ -184,11 +191,7 @@ def load_tokenizer(run_dir: Path) -> TextTokenizer | None:
 
 
 def _tokenizers() -> Any:
-    try:
-        import tokenizers
-    except ImportError as err:  # an optional dependency
-        raise ImportError("the BPE tokenizer needs the `tokenizers` package: pip install tokenizers") from err
-    return tokenizers
+    return require_extra("tokenizers", "the BPE tokenizer (data.tokenizer 'bpe')")
 
 
 @dataclass

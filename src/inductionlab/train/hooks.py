@@ -6,7 +6,7 @@
 * :class:`FreezeColumns` keeps chosen parameter columns at their values during a step range (an intervention);
 * :class:`TensorBoardLogger` and :class:`WandbLogger` send each evaluation (the mean over runs of every numeric
   column, tagged ``stage/column``) to TensorBoard (the ``tensorboard`` package) or Weights & Biases (``wandb``;
-  offline where ``WANDB_MODE=offline``) — the ``log`` extra, ``pip install -e ".[log]"``.
+  offline where ``WANDB_MODE=offline``) — the ``log`` extra (:func:`check_loggers`, docs/conventions.md#extras).
 """
 
 from __future__ import annotations
@@ -18,7 +18,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from inductionlab.extras import require
 from inductionlab.train.loop import Hook, LoopState
+
+TENSORBOARD, WANDB = "TensorBoardLogger (--log.tensorboard)", "WandbLogger (--log.wandb)"
+
+
+def check_loggers(tensorboard: bool = False, wandb: bool = False) -> None:
+    """Refuse, before any work, a TensorBoard or W&B logger whose package is not installed
+    (:class:`~inductionlab.extras.MissingExtra`, the ``log`` extra)."""
+    if tensorboard:
+        require("tensorboard", TENSORBOARD)
+        require("torch.utils.tensorboard", TENSORBOARD)
+    if wandb:
+        require("wandb", WANDB)
 
 
 def _means(block: dict[str, np.ndarray]) -> tuple[int, dict[str, float]]:
@@ -97,11 +110,8 @@ class TensorBoardLogger(Logger):
     ``log_dir`` (``tensorboard --logdir DIR`` shows them)."""
 
     def __init__(self, log_dir: str | Path):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ImportError("--log.tensorboard needs the tensorboard package: pip install -e '.[log]'") from None
-        self.writer = SummaryWriter(str(log_dir))
+        check_loggers(tensorboard=True)
+        self.writer = require("torch.utils.tensorboard", TENSORBOARD).SummaryWriter(str(log_dir))
 
     def log(self, step: int, stage: str, row: dict[str, float], stage_index: int = 0) -> None:
         for column, value in row.items():
@@ -114,11 +124,7 @@ class WandbLogger(Logger):
     is started in ``project`` with ``config`` (offline where ``WANDB_MODE=offline``)."""
 
     def __init__(self, project: str, config: dict | None = None, name: str | None = None):
-        try:
-            import wandb
-        except ImportError:
-            raise ImportError("--log.wandb needs the wandb package: pip install -e '.[log]'") from None
-        self.run = wandb.init(project=project, config=config, name=name, reinit="finish_previous")
+        self.run = require("wandb", WANDB).init(project=project, config=config, name=name, reinit="finish_previous")
 
     def log(self, step: int, stage: str, row: dict[str, float], stage_index: int = 0) -> None:
         self.run.log({**{f"{stage}/{k}": v for k, v in row.items()}, "stage": stage_index, "step_in_stage": step})

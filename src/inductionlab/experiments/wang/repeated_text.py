@@ -60,7 +60,7 @@ from inductionlab.models import transformer as tf
 from inductionlab.monitor.settings import MonitorConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
-from inductionlab.tasks.text import TextConfig
+from inductionlab.tasks.text import TextConfig, tokenizer_needs
 from inductionlab.train.autograd import TrainConfig
 
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop, and the least that counts as copying
@@ -370,6 +370,7 @@ EXPERIMENT = Experiment(
     ),  # the logits (docs/conventions.md#threads)
     devices=("cpu", "cuda"),
     loss_unit=NATS,
+    needs=lambda c: tokenizer_needs(c.data),  # tokenizers for a BPE tokenizer (docs/conventions.md#extras)
     data="data.path",
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="repeated-text",

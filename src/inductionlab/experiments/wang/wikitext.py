@@ -46,7 +46,7 @@ from inductionlab.experiments.wang._shared import (
     use_bf16,
 )
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.text import Corpus, load_corpus
+from inductionlab.tasks.text import Corpus, load_corpus, tokenizer_needs
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,7 @@ EXPERIMENT = Experiment(
     ),  # the logits (docs/conventions.md#threads)
     devices=("cpu", "cuda"),
     loss_unit=NATS,
+    needs=lambda c: tokenizer_needs(c.data),  # tokenizers for a BPE tokenizer (docs/conventions.md#extras)
     data="data.path",
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="wikitext",

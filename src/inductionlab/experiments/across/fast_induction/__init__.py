@@ -52,6 +52,7 @@ from inductionlab.experiments.across.fast_induction.libraries import (
     build_hf,
     build_tl,
     check_packages,
+    needs,
     save_library_model,
     train_module,
     train_own,
@@ -323,6 +324,7 @@ EXPERIMENT = Experiment(
         c.task.batch_size, c.task.L, c.task.vocab, c.own.n_heads * c.own.d_model
     ),  # docs/conventions.md#threads
     loss_unit=NATS,
+    needs=lambda c: needs(c.models),  # transformers for hf, transformer_lens for tl (docs/conventions.md#extras)
     name="fast-induction",
     description="An induction head in two CPU minutes: our transformer, a HuggingFace Llama and TransformerLens",
     figure="Olsson et al. 2022 (monitor, three libraries)",

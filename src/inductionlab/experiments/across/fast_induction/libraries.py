@@ -4,12 +4,11 @@ attention-only models, each with an induction-head monitor attached: the toolkit
 toolkit's loop (:func:`inductionlab.train.autograd.train`, every seed on the run axis), and a HuggingFace Llama and a
 TransformerLens ``HookedTransformer`` on a plain PyTorch loop, one seed after the other.  ``transformers`` and
 ``transformer_lens`` are imported inside the functions that build their models, so that the registry loads without
-them; :func:`check_packages` names the one that is missing before anything trains."""
+them; :func:`needs` names each model's package, which the run checks before anything is written."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -27,14 +26,15 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from inductionlab import rng
-from inductionlab.config import ConfigError, require
+from inductionlab.config import require
+from inductionlab.extras import require as require_extra
 from inductionlab.models import transformer as tf
 from inductionlab.monitor import Monitor, MonitorConfig, repeated_window_tokens, toolkit_adapter
 from inductionlab.runs import RunContext
 from inductionlab.train.autograd import TrainConfig, pack, train
 
 MODELS = ("own", "hf", "tl")  # the toolkit's transformer, the HuggingFace Llama, the TransformerLens model
-PACKAGES = {"hf": ("transformers", "hf"), "tl": ("transformer_lens", "tl")}  # model → (package, pip extra)
+PACKAGES = {"hf": "transformers", "tl": "transformer_lens"}  # model → its package (inductionlab.extras.PACKAGES)
 OWN_INIT_STD = 0.2  # the toolkit transformer's weights start N(0, 0.2²): at its default 0.01 the plateau is far longer
 # Torch threads of every model's training, whatever the run may use: these models' steps are Python and kernel-launch
 # overhead, and a second thread only waits (measured on 2 busy cores: the toolkit's model 5 s on one, 38 s on two)
@@ -82,19 +82,22 @@ def repeated_windows(task: TaskConfig, shape: tuple[int, ...], gen: torch.Genera
     return repeated_window_tokens(task.vocab, task.L, task.periods, shape, gen, task.copies == "shuffled")
 
 
-def check_packages(models: Sequence[str]) -> None:
-    """Refuse, naming ``models`` and the package, a model whose package is not installed (before anything trains)."""
+def needs(models: Sequence[str]) -> dict[str, str]:
+    """The optional package of each of ``models`` that has one, and what needs it: ``models: 'hf'`` and the way to
+    leave it out (the experiment's ``needs``, checked before anything is written; docs/conventions.md#extras)."""
+    out = {}
     for name in models:
         if name in PACKAGES:
-            package, extra = PACKAGES[name]
-            try:
-                importlib.import_module(package)
-            except ImportError:
-                others = ",".join(m for m in models if m != name) or "own"
-                raise ConfigError(
-                    f"models: {name!r} needs the package {package}, which is not installed: pip install "
-                    f"'inductionlab[{extra}]', or leave it out: --models {others}"
-                ) from None
+            others = ",".join(m for m in models if m != name) or "own"
+            out[PACKAGES[name]] = f"models: {name!r} (or leave it out: --models {others})"
+    return out
+
+
+def check_packages(models: Sequence[str]) -> None:
+    """Refuse, naming ``models``, the package and its extra, a model whose package is not installed
+    (:class:`~inductionlab.extras.MissingExtra`, before anything trains)."""
+    for module, what in needs(models).items():
+        require_extra(module, what)
 
 
 def own_model(net: NetConfig, task: TaskConfig) -> tf.TransformerConfig:
@@ -161,8 +164,7 @@ def build_hf(net: NetConfig, task: TaskConfig, seed: int) -> Any:
     """A randomly initialised ``transformers.LlamaForCausalLM`` (eager attention, rotary positions) of two layers,
     initialised from ``seed`` (``transformers.set_seed``: the HF models draw from the global generator); its MLPs
     are one unit wide with the output projection zero and frozen: attention only."""
-    import transformers
-
+    transformers = require_extra("transformers", "models: 'hf'")
     settings: dict[str, Any] = {  # LlamaConfig's keyword arguments (attn_implementation is a PretrainedConfig one)
         "vocab_size": task.vocab,
         "hidden_size": net.d_model,
@@ -194,9 +196,8 @@ def build_tl(net: NetConfig, task: TaskConfig, seed: int) -> Any:
     """A randomly initialised TransformerLens ``HookedTransformer`` (``attn_only=True``, LayerNorm, shortformer
     positions: added to the queries and keys only, as in Olsson et al.'s small models) of two layers, initialised
     from ``seed`` (its config's ``seed``)."""
-    from transformer_lens import HookedTransformer, HookedTransformerConfig
-
-    config = HookedTransformerConfig(
+    tl = require_extra("transformer_lens", "models: 'tl'")
+    config = tl.HookedTransformerConfig(
         n_layers=2,
         d_model=net.d_model,
         n_heads=net.n_heads,
@@ -211,7 +212,7 @@ def build_tl(net: NetConfig, task: TaskConfig, seed: int) -> Any:
     )
     with warnings.catch_warnings():  # its deprecation notice of HookedTransformer (the 3.x series keeps it)
         warnings.simplefilter("ignore", DeprecationWarning)
-        return HookedTransformer(config)
+        return tl.HookedTransformer(config)
 
 
 def train_module(
@@ -257,8 +258,7 @@ def save_library_model(model: Any, library: str, name: str, seed: int, run_dir: 
     with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{final.name}.") as scratch:
         folder = Path(scratch) / "model"
         if library == "hf":
-            import transformers
-
+            transformers = require_extra("transformers", "models: 'hf'")
             bars = transformers.utils.logging.is_progress_bar_enabled()
             transformers.utils.logging.disable_progress_bar()  # save_pretrained's "Writing model shards"
             model.save_pretrained(folder)

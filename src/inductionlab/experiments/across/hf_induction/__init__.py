@@ -43,6 +43,7 @@ from inductionlab._runtime import use_bf16
 from inductionlab.analysis.claims import Between, Claim, Control, Is, Reached
 from inductionlab.config import LR_MAX, check_seeds, require
 from inductionlab.experiments.across.hf_induction.gpt2 import (
+    NEEDS,
     ModelConfig,
     TrainerConfig,
     build_gpt2,
@@ -59,7 +60,7 @@ from inductionlab.monitor import Monitor, MonitorConfig
 from inductionlab.monitor.phase import located
 from inductionlab.monitor.settings import induction_levels
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
+from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer, tokenizer_needs
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.text import EvalConfig, fit_lm
 
@@ -351,6 +352,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 EXPERIMENT = Experiment(
     op_size=lambda c: op_elements(c.batch_size, c.data.L, c.data.vocab_size),  # docs/conventions.md#threads
     loss_unit=NATS,
+    needs=lambda c: NEEDS | tokenizer_needs(c.data),  # the hf extra; BPE: tokenizers (docs/conventions.md#extras)
     draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="hf-induction",
     description="A HuggingFace GPT-2 trained by transformers.Trainer under the induction-head monitor, beside ours",

@@ -1,7 +1,8 @@
 """What the ``hf-induction`` experiment needs from ``transformers`` (imported inside the functions, so that the
-registry loads without it): the GPT-2 and its attention-only variant, the training data with a repeat at a varying
-offset, the ``Trainer`` run with the monitor's callback (docs/monitor.md#the-trainer-callback), and the toolkit
-transformer's head scores on the monitor's tokens (docs/monitor.md#what-it-measures)."""
+registry loads without it; the ``hf`` extra, :data:`NEEDS`, checked before the run starts): the GPT-2 and its
+attention-only variant, the training data with a repeat at a varying offset, the ``Trainer`` run with the monitor's
+callback (docs/monitor.md#the-trainer-callback), and the toolkit transformer's head scores on the monitor's tokens
+(docs/monitor.md#what-it-measures)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 
 from inductionlab.config import LR_MAX, check_memory, require
+from inductionlab.extras import require as require_extra
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.monitor import Monitor, PhaseChange, adapter_for, head_scores, token_losses, toolkit_adapter
@@ -75,6 +77,7 @@ class TrainerConfig:
         require(self.save_every >= 1, "hf.save_every", f"must be ≥ 1, got {self.save_every}")
 
 
+NEEDS = {"transformers": "hf-induction (its GPT-2)", "accelerate": "hf-induction (its transformers.Trainer)"}
 STEPS_MAX = 1_000_000  # the most optimiser steps of the GPT-2 (its training data are built before the Trainer starts)
 
 
@@ -115,8 +118,7 @@ def build_gpt2(model: ModelConfig, vocab: int, L: int, seed: int) -> Any:
     """A randomly initialised ``GPT2LMHeadModel`` (eager attention, no dropout) over ``vocab`` tokens and ``L``
     positions, initialised from ``seed`` (``transformers.set_seed``: the HF models draw from the global
     generator); with ``attn_only`` every MLP's output projection is zero and frozen."""
-    import transformers
-
+    transformers = require_extra("transformers", NEEDS["transformers"])
     settings: dict[str, Any] = {  # GPT2Config's keyword arguments (attn_implementation is a PretrainedConfig one)
         "n_layer": model.n_layer,
         "n_head": model.n_head,
@@ -190,9 +192,10 @@ def train_gpt2(
     float32); ``save``: checkpoint-STEP folders (model only) in ``out``; ``bf16``: the loss's forward (and so its backward)
     under bf16 autocast, the weights and AdamW in float32 (:func:`_bf16_trainer`).  The Trainer prints nothing (its printer callback is
     removed)."""
-    import transformers
-
     from inductionlab.monitor.hf import callback_class
+
+    transformers = require_extra("transformers", NEEDS["transformers"])
+    require_extra("accelerate", NEEDS["accelerate"])
 
     args = transformers.TrainingArguments(
         output_dir=str(out),
@@ -233,9 +236,9 @@ def _bf16_trainer() -> type:
     """A ``transformers.Trainer`` whose loss runs under bf16 autocast, through the hook the Trainer leaves for it.
     ``TrainingArguments(bf16=True)`` would have accelerate wrap ``model.forward`` itself in autocast, so the monitor's
     callback would measure the heads in bf16 too; here it measures in float32 whatever the training precision."""
-    import transformers
+    trainer: Any = require_extra("transformers", NEEDS["transformers"]).Trainer
 
-    class Bf16Trainer(transformers.Trainer):
+    class Bf16Trainer(trainer):
         def autocast_smart_context_manager(self, cache_enabled: bool | None = True):
             return torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=cache_enabled)
 
