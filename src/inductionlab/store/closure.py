@@ -7,7 +7,8 @@ transitively: ``import a.b``, ``from a import b`` (``a.b`` when it is a module),
 they never run.  Importing a module runs its parent packages' ``__init__.py``, so those are in too.  A module of
 the package, or a ``.py`` file outside site-packages and the standard library (a plug-in's own file and what it
 imports beside it), is a node; any other top-level name is a library, whose version joins the key
-(:mod:`~inductionlab.store.key`).  A node that names a sibling ``*.c`` file (``Path(__file__).with_name("x.c")``,
+(:mod:`~inductionlab.store.key`), and so is an optional package a node names for
+:func:`inductionlab.extras.require`.  A node that names a sibling ``*.c`` file (``Path(__file__).with_name("x.c")``,
 the native kernels) adds that source.
 
 Not in it: the modules of :data:`BOOKKEEPING`, whose whole effect on a run is its resolved config (which the key
@@ -31,6 +32,8 @@ import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from inductionlab import extras
 
 PACKAGE = Path(__file__).resolve().parents[1]  # src/inductionlab
 NAME = PACKAGE.name
@@ -171,8 +174,9 @@ def _walk(graph: _Graph, start: list[str | Path]) -> Closure:
             if node in graph.stop:
                 continue  # bookkeeping: out of the closure (its parents are in)
         stat = path.stat()
-        digest, imported, c_files = _read(path, _package_of(node, path), stat.st_mtime_ns, stat.st_size)
+        digest, imported, c_files, optional = _read(path, _package_of(node, path), stat.st_mtime_ns, stat.st_size)
         files.update({graph.label(c_file): file_digest(c_file) for c_file in c_files})
+        libraries.update(optional)
         todo += _resolve(graph, imported, libraries)
         files[graph.label(node)] = digest
     return Closure(files, tuple(sorted(libraries - {NAME})))
@@ -184,11 +188,16 @@ def _parents(module: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _read(path: Path, package: str, mtime_ns: int, size: int) -> tuple[str, tuple[tuple[str, str], ...], list[Path]]:
-    """A module file's digest, imports and C sources, once per version of the file (``mtime_ns``, ``size``)."""
+def _read(
+    path: Path, package: str, mtime_ns: int, size: int
+) -> tuple[str, tuple[tuple[str, str], ...], list[Path], set[str]]:
+    """A module file's digest, imports, C sources and the optional packages it names (imported by name through
+    :func:`inductionlab.extras.require`), once per version of the file (``mtime_ns``, ``size``)."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
-    imported, c_files = tuple(_imported(tree, package)), _c_sources(tree, path)
-    return file_digest(path, tree), imported, c_files
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    optional = {n.split(".")[0] for n in names if n.split(".")[0] in extras.PACKAGES}
+    optional |= {extras.BROUGHT_BY[n] for n in names if n in extras.BROUGHT_BY}
+    return file_digest(path, tree), tuple(_imported(tree, package)), _c_sources(names, path), optional
 
 
 def _resolve(graph: _Graph, imported: Iterable[tuple[str, str]], libraries: set[str]) -> list[str | Path]:
@@ -261,9 +270,8 @@ def _literal_import(call: ast.Call) -> bool:
     return named and bool(call.args) and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
 
 
-def _c_sources(tree: ast.Module, path: Path) -> list[Path]:
-    """The sibling C sources a module names (its native kernels)."""
-    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+def _c_sources(names: set[str], path: Path) -> list[Path]:
+    """The sibling C sources among the strings ``names`` of a module (its native kernels)."""
     return sorted(path.with_name(n) for n in names if n.endswith(".c") and "/" not in n and path.with_name(n).is_file())
 
 
