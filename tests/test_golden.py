@@ -28,6 +28,7 @@ import pytest
 from inductionlab import experiments, run_experiment
 from inductionlab.cli import resolve
 from inductionlab.config import flatten
+from inductionlab.store.audit import FLOAT64, TOLERANCES  # one table: the goldens' and the ledger audit's
 
 GOLDEN = Path(__file__).parent / "golden"
 VOLATILE = {"wall_seconds", "profile", "versions", "config_hash", "experiment"}
@@ -67,28 +68,6 @@ def digest(run_dir: Path) -> dict:
     return {"summary": _leaves(summary), "tables": _leaves(tables)}
 
 
-FLOAT64 = (1e-9, 1e-12)  # (rtol, atol) of deterministic float64 quantities (closed forms, flow, MI, SCB)
-# (rtol, atol) of float32 training paths: about 10× the largest change measured between kernel paths (`python -m
-# tests.golden_spread`; docs/conventions.md#portable-numbers has the measured spreads).  Unlisted: FLOAT64.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "adam-vs-gd-highdim": (3e-6, 1e-9),  # measured 2.2e-7
-    "heads-dims": (3e-6, 1e-9),  # 2.1e-7
-    "fast-induction": (1e-5, 1e-9),  # float32 toolkit loop, transformers and TransformerLens; spread not measured yet
-    "hf-induction": (1e-5, 1e-9),  # float32 Trainer + fit_lm; spread not measured yet
-    "interventions": (2e-5, 1e-9),  # 1.6e-6
-    "joint-training": (3e-6, 1e-9),  # 2.8e-7
-    "lazy-to-rich": (3e-6, 1e-9),  # 2.9e-7
-    "lazy-to-rich-boolean": (3e-6, 1e-9),  # 2.4e-7
-    "markov-full": (2e-5, 1e-9),  # 0 here; the Chen trainer moved 1.5e-6 in markov-stages
-    "markov-joint": (5e-5, 1e-9),  # 5.1e-6
-    "markov-length-generalization": (2e-5, 1e-9),  # 1.3e-7
-    "markov-stages": (2e-5, 1e-9),  # 1.5e-6
-    "markov-transformer": (1e-5, 1e-9),  # 9.0e-7
-    "plateau-scaling": (1e-5, 1e-9),  # 9.3e-7 (SGD runs; the ODE solver's adaptive steps 3.2e-8)
-    "probe": (5e-2, 1e-6),  # 1.1e-2: the least-squares probe of an untrained layer is ill-conditioned
-    "repeated-text": (2e-6, 3e-5),  # 1.3e-7; ablation loss changes near 1e-6 move by 2.4e-6
-    "wikitext": (1e-6, 1e-9),  # 4.3e-8
-}
 BIT_FOR_BIT = sorted(experiments.REGISTRY)
 _FIRST: dict[str, dict] = {}  # digests of this session's golden runs, for the bit-for-bit test
 

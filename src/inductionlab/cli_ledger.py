@@ -16,7 +16,13 @@ def fill_ledger(args: argparse.Namespace, only: tuple[str, ...], slurm: dict) ->
     from inductionlab.reproduce import exit_status, fill, totals
 
     if not args.ledger:
-        raise ConfigError(f"{'--minutes' if args.minutes is not None else '--page'}: acts only with --ledger DIR")
+        options = (("--minutes", args.minutes), ("--page", args.page), ("--audit", args.audit))
+        given = next((o for o, v in options if v is not None), "--cheapest")
+        raise ConfigError(f"{given}: acts only with --ledger DIR")
+    if args.audit is not None:
+        return _audit(args)
+    if args.cheapest:
+        raise ConfigError("--cheapest: acts only with --audit N")
     if args.minutes is not None and not args.minutes > 0:
         raise ConfigError(f"--minutes: core-minutes to spend, > 0, got {args.minutes}")
     if args.budget != "full" or args.paper != "all" or args.calibrate or args.reuse_stale:
@@ -65,3 +71,20 @@ def cmd_ledger_report(args: argparse.Namespace) -> int:
         print(", ".join(f"{n} {s}" for s, n in totals(table).items()))
         print(f"report:  {page}")
     return _ledger_counts(args.ledger, page, args.data or "")
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """``reproduce --ledger DIR --audit N``: re-make N current entries; 1 when one disagrees, naming it and the key."""
+    from inductionlab.reproduce import audit
+
+    if args.audit < 1:
+        raise ConfigError(f"--audit: the number of entries to re-make, ≥ 1, got {args.audit}")
+    if args.minutes is not None or args.page:
+        raise ConfigError("--audit: re-makes entries and writes none; drop --minutes and --page")
+    results = audit(args.ledger, args.audit, args.audit_seed, args.cheapest, args.out, args.data or "")
+    for job, differ, exact in results:
+        how = "bit for bit (same CPU kind)" if exact else "within the golden tolerance (another CPU kind)"
+        print(f"{'agrees' if not differ else 'DISAGREES'}: {job}, {how}" + "".join(f"\n  {d}" for d in differ))
+    agreed = sum(not d for _, d, _ in results)
+    print(f"audit:   {agreed} of {len(results)} entries agree")
+    return int(agreed < len(results))

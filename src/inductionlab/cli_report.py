@@ -98,6 +98,14 @@ def reproduce_options(rr: argparse.ArgumentParser) -> None:
         "--minutes", type=float, metavar="N", help="with --ledger: start no job once N core-minutes are spent"
     )
     rr.add_argument("--page", metavar="FILE", help="with --ledger: where the page goes (default docs/report.html)")
+    rr.add_argument(
+        "--audit",
+        type=integer,
+        metavar="N",
+        help="with --ledger: re-make N current entries (drawn at random) and compare what their claims read",
+    )
+    rr.add_argument("--audit-seed", type=integer, default=0, metavar="S", help="with --audit: the draw's seed")
+    rr.add_argument("--cheapest", action="store_true", help="with --audit: the N cheapest entries instead")
     threads_option(rr)
     executor_options(rr)
     reuse_stale_option(rr)
@@ -198,7 +206,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise ConfigError(f"--workers: must be ≥ 1, got {args.workers}")
     only = tuple(n.strip() for n in (args.only or "").split(",") if n.strip())
     slurm = executor_parameters(args)
-    if args.ledger or args.minutes is not None or args.page:
+    if args.ledger or args.minutes is not None or args.page or args.audit is not None or args.cheapest:
         from inductionlab.cli_ledger import fill_ledger
 
         return fill_ledger(args, only, slurm)

@@ -32,12 +32,13 @@ import pandas as pd
 from inductionlab import experiments, ledger_page
 from inductionlab.analysis.claims import FAILURE_KINDS, STATUSES, UNEARNED
 from inductionlab.claims_report import judge, write_report
-from inductionlab.config import ConfigError
+from inductionlab.config import ConfigError, from_dict
 from inductionlab.jobs import Executor, Job, execute, manifest_entries
 from inductionlab.ledger_page import PAGE
-from inductionlab.runner import thread_budget
+from inductionlab.runner import run_experiment, thread_budget
 from inductionlab.runs import SUMMARY, claim_dir, read_json, versions, write_json, write_parquet
-from inductionlab.store import key, schedule
+from inductionlab.store import audit as checks
+from inductionlab.store import key, provenance, schedule
 from inductionlab.store.layout import (
     CLAIMS_FILE,
     INFO,
@@ -49,7 +50,7 @@ from inductionlab.store.layout import (
     job_name,
     place,
 )
-from inductionlab.store.ledger import Ledger, LedgerError, committed
+from inductionlab.store.ledger import Ledger, LedgerError, committed, cpu
 from inductionlab.store.plan import (  # noqa: F401  # the page's jobs, re-exported for the command line and scripts
     BUDGETS,
     CALIBRATION_SHIFT,
@@ -211,6 +212,55 @@ def _minutes(book: Ledger, job: Job, threads: int) -> float:
     known = controls_of(job.experiment).get(control) if control else None
     preset = known.preset if known else (None if "draw" in job.overrides or not control else "quick")
     return expected_minutes(job.experiment, preset, known.wall if known else "") * threads
+
+
+def audit(
+    ledger: str | Path = "results",
+    n: int = 5,
+    seed: int = 0,
+    cheapest: bool = False,
+    out: str | Path = "reproduce",
+    data: str = "",
+) -> list[tuple[str, list[str], bool]]:
+    """Re-make ``n`` current entries of the ledger (drawn with ``seed``, or the cheapest) into ``out/audit-COMMIT/``
+    on the threads each was made with, and compare each measurement its claims read with the committed one
+    (:mod:`inductionlab.store.audit`); returns (job, disagreements, compared exactly) per entry.  Writes no entry:
+    only the audit's record, ``audit.json`` beside them, which the page's header gives."""
+    book, here = Ledger(ledger), cpu()["kind"]
+    jobs, _ = plan("all", "full", Path(out), data)
+    statuses = book.status([(j.experiment, job_name(j), j.config) for j in jobs])
+    current = {s.entry["key"]["id"]: (j, s.entry) for j, s in zip(jobs, statuses) if s.entry and s.state == "current"}
+    chosen = checks.choose([e for _, e in current.values()], n, seed, cheapest)
+    if len(chosen) < n:
+        raise ConfigError(f"--audit {n}: the ledger holds {len(chosen)} current runs at this commit")
+    folder, results = Path(out) / f"audit-{provenance.commit()}", []
+    for entry in chosen:
+        job, _ = current[entry["key"]["id"]]
+        threads = int(entry.get("threads", 1))
+        cfg = from_dict(type(experiments.get(job.experiment).config), job.config)
+        run_dir = run_experiment(job.experiment, cfg, folder / job_name(job), resume=True, threads=threads)
+        remade = read_json(run_dir / SUMMARY, "a run's summary", fix=REMAKE)
+        exact = entry.get("cpu", {}).get("kind") == here
+        rtol, atol = checks.tolerance(job.experiment, exact)
+        results.append(
+            (
+                entry["job"],
+                checks.disagreements(entry["summary"], remade, checks.read_keys(job.experiment), rtol, atol),
+                exact,
+            )
+        )
+    write_json(
+        book.root / ledger_page.AUDIT,
+        {
+            "commit": provenance.commit(),
+            "cpu": here,
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "entries": len(results),
+            "agreed": sum(not d for _, d, _ in results),
+            "jobs": [r[0] for r in results],
+        },
+    )
+    return results
 
 
 def host() -> str:
