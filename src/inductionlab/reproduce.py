@@ -221,13 +221,14 @@ def audit(
     cheapest: bool = False,
     out: str | Path = "reproduce",
     data: str = "",
+    budget: Budget = "full",
 ) -> list[tuple[str, list[str], bool]]:
     """Re-make ``n`` current entries of the ledger (drawn with ``seed``, or the cheapest) into ``out/audit-COMMIT/``
-    on the threads each was made with, and compare each measurement its claims read with the committed one
+    on the threads each was made with (``budget``: the page's, full), and compare each measurement its claims read with the committed one
     (:mod:`inductionlab.store.audit`); returns (job, disagreements, compared exactly) per entry.  Writes no entry:
     only the audit's record, ``audit.json`` beside them, which the page's header gives."""
     book, here = Ledger(ledger), cpu()["kind"]
-    jobs, _ = plan("all", "full", Path(out), data)
+    jobs, _ = plan("all", budget, Path(out), data)
     statuses = book.status([(j.experiment, job_name(j), j.config) for j in jobs])
     current = {s.entry["key"]["id"]: (j, s.entry) for j, s in zip(jobs, statuses) if s.entry and s.state == "current"}
     chosen = checks.choose([e for _, e in current.values()], n, seed, cheapest)

@@ -135,3 +135,22 @@ def test_check_fails_when_the_page_says_more_jobs_are_current_than_are(finished,
     entry.write_text(json.dumps(record))
     assert main([*args, "--check"]) == 1  # the page says one more is current than is
     assert "models/transformer.py changed" in ledger.status([(NAME, NAME, record["config"])])[0].why
+
+
+def test_an_audit_re_makes_entries_and_names_one_altered_by_hand(checkout, finished, tmp_path, capsys):
+    from inductionlab.reproduce import audit
+
+    ledger = Ledger(tmp_path / "results", package=checkout)
+    (path,) = ledger.add(NAME, [NAME], finished, "smoke")
+    data = os.environ["INDUCTIONLAB_DATA"]
+    ((job, differ, exact),) = audit(ledger.root, 1, out=tmp_path / "w", data=data, budget="smoke")
+    assert (job, differ, exact) == (NAME, [], True)  # this CPU, these threads: bit for bit
+    record = json.loads(path.read_text())
+    record["summary"]["max_error_over_bound"] *= 1.001
+    path.write_text(json.dumps(record))
+    ((job, differ, _),) = audit(ledger.root, 1, out=tmp_path / "w", data=data, budget="smoke")
+    assert job == NAME and len(differ) == 1 and differ[0].startswith("max_error_over_bound: committed"), differ
+    said = json.loads((ledger.root / ledger_page.AUDIT).read_text())
+    assert said["entries"] == 1 and said["agreed"] == 0 and said["cpu"] == record["cpu"]["kind"]
+    with pytest.raises(Exception, match="--audit 2"):
+        audit(ledger.root, 2, out=tmp_path / "w", data=data, budget="smoke")
