@@ -1,0 +1,97 @@
+"""The power of a claim's protocol (docs/conventions.md#calibration): from its calibration seeds' values (mean m,
+standard deviation s) and the number n of judged draws, the margin |m − threshold| / (s / √n) — how many standard
+errors of the judged mean lie between the calibration mean and the threshold nearest it.  A claim is *powered* when
+the margin is at least :data:`Z` (the judged mean then lands on the calibration side with ≥ 95 % probability), and
+power sets the draws: n = ⌈(Z · s / |m − threshold|)²⌉, at least :data:`MIN_DRAWS`.
+
+A per-draw gate (a model's *learned* precondition) is powered when every calibration seed lies beyond it by at least
+:data:`GATE_S` standard deviations; a label or a flag (``Is``) when every calibration seed agrees; a control when
+its value lies beyond the threshold by the margin, on the other side of it from the claim's calibration mean."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inductionlab.analysis.claim_tests import Between, Is, Near, Test, number
+
+Z = 1.645  # the one-sided 95 % quantile of the normal
+GATE_S = 2.0  # a gate's nearest calibration seed, in standard deviations
+MIN_DRAWS = 3
+
+
+@dataclass(frozen=True)
+class Power:
+    """``margin`` (None: undefined — fewer than two finite values, or a test with no threshold), ``n`` the judged
+    draws it assumes, ``needed`` the draws that would power it (None where none would: m on the threshold), the
+    calibration mean and standard deviation."""
+
+    margin: float | None
+    n: int
+    needed: int | None
+    mean: float | None = None
+    sd: float | None = None
+
+    @property
+    def powered(self) -> bool:
+        return self.margin is not None and self.margin >= Z
+
+
+def thresholds(test: Test) -> list[float]:
+    """The finite bounds of a numeric test: Between's lo and hi, Near's target ± its tolerance."""
+    if isinstance(test, Between):
+        return [b for b in (test.lo, test.hi) if b is not None and math.isfinite(b)]
+    if isinstance(test, Near):
+        tol = max(test.atol, test.rtol * abs(test.target))
+        return [test.target - tol, test.target + tol]
+    return []
+
+
+def mean_sd(values: Sequence[object]) -> tuple[float, float] | None:
+    xs = [x for x in map(number, values) if x is not None and math.isfinite(x)]
+    if len(xs) < 2 or len(xs) < len(values):
+        return None
+    m = sum(xs) / len(xs)
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def of_claim(test: Test, values: Sequence[object], n: int) -> Power:
+    """The power of a claim judged on the mean of ``n`` draws, from its calibration seeds' ``values``."""
+    if isinstance(test, Is):
+        agree = len({bool(test.holds(v)) for v in values}) == 1 and len(values) >= 2
+        return Power(math.inf if agree else 0.0, n, max(n, MIN_DRAWS) if agree else None)
+    stats, bounds = mean_sd(values), thresholds(test)
+    if stats is None or not bounds:
+        return Power(None, n, None)
+    m, s = stats
+    gap = min(abs(m - b) for b in bounds)
+    if s == 0:
+        return Power(math.inf if gap > 0 else 0.0, n, MIN_DRAWS if gap > 0 else None, m, s)
+    needed = max(MIN_DRAWS, math.ceil((Z * s / gap) ** 2)) if gap > 0 else None
+    return Power(gap / (s / math.sqrt(n)), n, needed, m, s)
+
+
+def of_gate(test: Test, values: Sequence[object]) -> Power:
+    """A per-draw gate's power: the nearest calibration seed's distance from the gate, in standard deviations."""
+    stats, bounds = mean_sd(values), thresholds(test)
+    if stats is None or not bounds:
+        return Power(None, 1, None)
+    m, s = stats
+    xs = [float(number(v)) for v in values]  # type: ignore[arg-type]  # mean_sd checked every value
+    nearest = min(abs(x - b) for x in xs for b in bounds)
+    if s == 0:
+        return Power(math.inf if nearest > 0 else 0.0, 1, None, m, s)
+    return Power(nearest / s, 1, None, m, s)
+
+
+def of_control(test: Test, claim_values: Sequence[object], control: object) -> Power:
+    """A control's power: its value's distance beyond the threshold nearest the claim's calibration mean, on the
+    other side of it, in units of the claim's calibration standard deviation (a control runs one draw)."""
+    stats, x, bounds = mean_sd(claim_values), number(control), thresholds(test)
+    if stats is None or x is None or not bounds:
+        return Power(None, 1, None)
+    m, s = stats
+    bound = min(bounds, key=lambda b: abs(m - b))
+    beyond = (x - bound) * (1 if m < bound else -1)  # positive on the other side
+    return Power(beyond / s if s > 0 else (math.inf if beyond > 0 else 0.0), 1, None, m, s)

@@ -1,0 +1,51 @@
+"""The power rule (docs/conventions.md#calibration), on the calibration values the protocols recorded: the margins
+the rule gives for them, the draws it asks for, and the gate and control forms."""
+
+import math
+
+import pytest
+
+from inductionlab.analysis import power
+from inductionlab.analysis.claim_tests import Between, Is, Near
+
+
+def test_the_margins_of_the_recorded_calibrations():
+    # markov-joint's copiers: 0.4 standard errors over four draws, underpowered
+    copiers = power.of_claim(Between(lo=0.92), [0.955, 0.835, 0.966, 0.976], 4)
+    assert copiers.margin == pytest.approx(0.40, abs=0.01) and not copiers.powered
+    # heads-dims' loss ratio: 3.4, powered
+    ratio = power.of_claim(Between(hi=0.25), [0.19, 0.16, 0.24, 0.18], 4)
+    assert ratio.margin == pytest.approx(3.38, abs=0.02) and ratio.powered
+    # the draws that would power it: n = ceil((Z s / gap)²), at least 3
+    assert copiers.needed == math.ceil((power.Z * copiers.sd / (copiers.mean - 0.92)) ** 2) == 70
+    assert ratio.needed == power.MIN_DRAWS
+
+
+def test_a_near_test_has_two_bounds_and_the_nearest_decides():
+    p = power.of_claim(Near(-2.0, atol=0.2), [-1.78, -1.85, -1.90, -1.82], 4)
+    mean = sum([-1.78, -1.85, -1.90, -1.82]) / 4
+    assert p.margin == pytest.approx(abs(mean - (-1.8)) / (p.sd / 2))  # nearest bound -1.8, not -2.2
+
+
+def test_the_probe_gate_is_0_4_standard_deviations_from_its_nearest_seed():
+    gate = power.of_gate(Between(hi=0.2), [0.188, 0.139, 0.190, 0.152])
+    assert gate.margin == pytest.approx(0.39, abs=0.01) and gate.margin < power.GATE_S
+
+
+def test_a_label_is_powered_when_every_calibration_seed_agrees():
+    assert power.of_claim(Is("{1,2}"), ["{1,2}"] * 4, 3).powered
+    assert not power.of_claim(Is("{1,2}"), ["{1,2}", "{1,3}", "{1,2}", "{1,2}"], 3).powered
+
+
+def test_a_control_must_lie_beyond_the_threshold_on_the_other_side():
+    values = [0.03, 0.04, 0.035, 0.032]
+    far = power.of_control(Between(hi=0.2), values, 0.8)
+    assert far.powered
+    assert not power.of_control(Between(hi=0.2), values, 0.19).powered  # on the claim's side: it accepts
+    assert power.of_control(Between(hi=0.2), values, 0.19).margin < 0
+
+
+def test_undefined_without_two_finite_values():
+    assert power.of_claim(Between(hi=1), [0.5], 3).margin is None
+    assert power.of_claim(Between(hi=1), [0.5, float("nan")], 3).margin is None
+    assert not power.of_claim(Between(hi=1), [], 3).powered
