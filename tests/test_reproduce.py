@@ -268,18 +268,23 @@ def test_a_slurm_option_without_its_executor_is_refused_before_any_work(tmp_path
 
 
 def test_calibrate_runs_every_job_on_the_calibration_seeds_apart_from_the_judged_ones(tmp_path):
-    """``--calibrate``: the experiment and its draws on their seeds + 1000 (docs/conventions.md#calibration), none of
-    them a judged seed, and no control; the page says that it judges no paper."""
+    """``--calibrate``: the experiment and at least four draws on their seeds + 1000 (docs/conventions.md#calibration),
+    none of them a judged seed, in jobs of their own, and no control; the page says that it judges no paper."""
     from inductionlab.claims_report import _header
     from inductionlab.reproduce import CALIBRATION_SHIFT
+    from inductionlab.store.layout import calibration_job, job_name
+    from inductionlab.store.plan import CALIBRATION_DRAWS
 
     name = "scb-convergence"
     judged, _ = plan("ren", "quick", tmp_path, only=(name,))
     calibration, _ = plan("ren", "quick", tmp_path, only=(name,), calibrate=True)
-    assert [j.dir for j in calibration] == [j.dir for j in judged if "control" not in j.overrides]
-    seeds = {j.dir: list(j.config["seeds"]) for j in judged}
+    draws = max(CALIBRATION_DRAWS, experiments.get(name).draws)
+    assert sorted(map(job_name, calibration)) == sorted(calibration_job(name, i) for i in range(draws))
+    first = next(j for j in judged if not {"control", "draw"} & set(j.overrides)).config["seeds"][0]
+    seeds = {job_name(j): list(j.config["seeds"]) for j in judged}
     for job in calibration:
-        assert list(job.config["seeds"]) == [s + CALIBRATION_SHIFT for s in seeds[job.dir]]
+        i = int(job.overrides.get("draw", 0))
+        assert list(job.config["seeds"]) == [first + CALIBRATION_SHIFT + i * len(seeds[name])]
     assert not {s for j in calibration for s in j.config["seeds"]} & {s for v in seeds.values() for s in v}
     page = _header({"paper": "ren", "budget": "quick", "calibration": True})
     assert "--calibrate" in page and "say nothing about the papers" in page

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from inductionlab import experiments
+from inductionlab.analysis import power
 from inductionlab.analysis.claims import (
     CONTROL_STATUSES,
     DID_NOT_LEARN,
@@ -34,7 +35,8 @@ from inductionlab.analysis.verdicts import earn, judge_control
 from inductionlab.analysis.verdicts import judge as judge_claim
 from inductionlab.runs import write_text
 from inductionlab.store import provenance
-from inductionlab.store.layout import Source, control_job, draw_job
+from inductionlab.store.layout import Source, calibration_job, control_job, draw_job
+from inductionlab.store.plan import CALIBRATION_DRAWS
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
 OBSERVATIONS = "Observations (not the papers' claims)"
@@ -93,6 +95,7 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
         reason = source.info.get("skipped", {}).get(name) or source.failure(name)
         gpu = str(config.get("device", "cpu")).startswith("cuda")
         breaks = {c.name: c.breaks for c in exp.controls}
+        calibration = [source.summary(calibration_job(name, i)) for i in range(max(exp.draws, CALIBRATION_DRAWS))]
         for claim in [c for c in exp.claims if paper in ("all", c.paper)]:
             row = judge_claim(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
             control = source.summary(control_job(name, claim.control)) if claim.control else None
@@ -101,6 +104,8 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
             jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke)]
             jobs += [control_job(name, claim.control)] if claim.control else []
             row["made_by"] = "; ".join(m for m in map(source.stale, jobs) if m)
+            judged = len(power.per_seed(claim, [summary, *draws])) or claim.seeds or exp.draws
+            row |= power.columns(claim, calibration, judged, control)
             rows.append({**row, "experiment": name, "run_dir": name})
     return pd.DataFrame(rows)
 
@@ -164,8 +169,35 @@ def _row(r: pd.Series) -> str:
         f'<tr id="claim-{_e(r["id"])}"><td>{_badge(r["status"])}</td><td><div>{_e(r["statement"])}</div>'
         f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div>'
         + (f'<div class="stale">{_e(r["made_by"])}</div>' if r.get("made_by") else "")
-        + f"</td><td>{_e(r['measured_text'])}</td><td>{_e(r['expected'])}</td><td>{_e(r['test'])}</td>"
-        f"<td>{_control(r)}</td><td>{_note(r)}</td></tr>"
+        + f"</td><td>{_e(r['measured_text'])}</td><td>{_margin(r)}</td><td>{_e(r['expected'])}</td>"
+        f"<td>{_e(r['test'])}</td><td>{_control(r)}</td><td>{_note(r)}</td></tr>"
+    )
+
+
+def _margin(r: pd.Series) -> str:
+    """The margin column: the protocol's power from its calibration seeds (docs/conventions.md#calibration)."""
+    text = str(r.get("margin_text") or "—")
+    if r.get("group") == "observation" or r.get("margin") is None:
+        return f'<span class="meta">{_e(text)}</span>'
+    colour = COLORS["passed"] if r.get("powered") else COLORS["undefined"]
+    need = r.get("draws_needed")
+    extra = "" if r.get("powered") or need is None or pd.isna(need) else f"; {int(need)} draws would power it"
+    return f'<span style="color:{colour}">{_e(text)}{_e(extra)}</span>'
+
+
+def power_line(table: pd.DataFrame) -> str:
+    """How many paper claims are powered (margin ≥ 1.645 from their calibration seeds), underpowered, or have no
+    calibration run yet (docs/conventions.md#calibration); a claim not judged at this scale is counted apart."""
+    if not len(table) or "margin" not in table:
+        return ""
+    papers = table[(table.group != "observation") & (table.status != SCALE)]
+    calibrated = papers.margin_text != "no calibration run"
+    powered = int((papers.powered.fillna(False).astype(bool) & calibrated).sum())
+    return (
+        f'<p class="counts">Power (docs/conventions.md#calibration): of {len(papers)} paper claims judged at this '
+        f'scale, <span style="color:{COLORS["passed"]}">{powered} powered</span>, '
+        f'<span style="color:{COLORS["undefined"]}">{int(calibrated.sum()) - powered} underpowered</span>, '
+        f"{int((~calibrated).sum())} without a calibration run.</p>"
     )
 
 
@@ -216,7 +248,7 @@ def _block(source: Source, name: str, rows: pd.DataFrame, shown: frozenset[str] 
     if name in shown and source.figures(name):
         imgs = f'<p class="meta">figures: <a href="#{_e(name)}">above</a></p>'
     head = (
-        "<tr><th>status</th><th>claim</th><th>measured</th><th>paper / theory</th><th>test</th>"
+        "<tr><th>status</th><th>claim</th><th>measured</th><th>margin</th><th>paper / theory</th><th>test</th>"
         "<th>negative control</th><th>note</th></tr>"
     )
     return (
@@ -314,7 +346,7 @@ def render_html(source: Source, table: pd.DataFrame) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>inductionlab: claims</title>'
         f"<style>{STYLE}</style></head><body><h1>inductionlab — the papers' claims, measured</h1>"
-        f"{source.info.get('header_html') or _header(source.info)}{summary_bar(papers)}{controls_line(papers)}{toc(table)}{''.join(sections)}</body></html>\n"
+        f"{source.info.get('header_html') or _header(source.info)}{summary_bar(papers)}{controls_line(papers)}{power_line(papers)}{toc(table)}{''.join(sections)}</body></html>\n"
     )
 
 

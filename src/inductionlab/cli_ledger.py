@@ -25,15 +25,24 @@ def fill_ledger(args: argparse.Namespace, only: tuple[str, ...], slurm: dict) ->
         raise ConfigError("--cheapest: acts only with --audit N")
     if args.minutes is not None and not args.minutes > 0:
         raise ConfigError(f"--minutes: core-minutes to spend, > 0, got {args.minutes}")
-    if args.budget != "full" or args.paper != "all" or args.calibrate or args.reuse_stale:
+    if args.budget != "full" or args.paper != "all" or args.reuse_stale:
         raise ConfigError(
-            "--ledger: the ledger holds the full page of every paper; drop --budget, --paper, "
-            "--calibrate and --reuse-stale"
+            "--ledger: the ledger holds the full page of every paper; drop --budget, --paper and --reuse-stale"
         )
     page = Path(args.page or PAGE)
     minutes = float("inf") if args.minutes is None else args.minutes
     table = fill(
-        args.ledger, minutes, args.out, args.workers, args.data or "", only, args.executor, slurm, args.threads, page
+        args.ledger,
+        minutes,
+        args.out,
+        args.workers,
+        args.data or "",
+        only,
+        args.executor,
+        slurm,
+        args.threads,
+        page,
+        calibrate=True if args.calibrate else None,  # --calibrate: the calibration runs alone
     )
     print(", ".join(f"{n} {s}" for s, n in totals(table).items()))
     return _ledger_counts(args.ledger, page, args.data or "") or exit_status(table)

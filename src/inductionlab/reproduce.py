@@ -45,6 +45,7 @@ from inductionlab.store.layout import (
     MANIFEST,
     REMAKE,
     DirSource,
+    calibration_job,
     control_job,
     draw_job,
     job_name,
@@ -53,6 +54,7 @@ from inductionlab.store.layout import (
 from inductionlab.store.ledger import Ledger, LedgerError, committed, cpu
 from inductionlab.store.plan import (  # noqa: F401  # the page's jobs, re-exported for the command line and scripts
     BUDGETS,
+    CALIBRATION_DRAWS,
     CALIBRATION_SHIFT,
     Budget,
     claims_of,
@@ -131,20 +133,25 @@ def fill(
     slurm: dict[str, Any] | None = None,
     threads: int | None = None,
     page: str | Path = PAGE,
+    calibrate: bool | None = None,
 ) -> pd.DataFrame:
-    """Run the full page's missing and stale jobs (:func:`plan`; ``only``: of these experiments) into ``out``, those
+    """Run the full page's missing and stale jobs (:func:`plan`: the judged ones and the calibration runs of their
+    margins; ``calibrate`` True: these alone, False: the judged alone; ``only``: of these experiments) into ``out``, those
     that unblock the most claims per core-minute first (:func:`inductionlab.store.schedule.order`), starting none
     once ``minutes`` core-minutes are spent; add each finished one to the ledger at ``ledger`` as it finishes, then
     render the page from the ledger to ``page``.  Jobs with one key run once.  Refused before any work when a job's
     code is not committed (docs/conventions.md#ledger)."""
     out, book = Path(out), Ledger(ledger)
     share = threads or max(1, thread_budget(threads)[0] // max(workers, 1))
-    jobs, skipped = plan("all", "full", out, data, only)
+    jobs, skipped = plan("all", "full", out, data, only) if calibrate is not True else ([], {})
+    jobs += plan("all", "full", out, data, only, calibrate=True)[0] if calibrate is not False else []
     todo, same = _todo(book, jobs)
     order = schedule.order(list(todo), _needs(jobs), {n: _minutes(book, j, share) for n, j in todo.items()})
     with claim_dir(out, INFO, "reproduce", ConfigError):
         placed = place([todo[n] for n in order], out)
-        write_json(out / INFO, _info(jobs, "all", "full", False, skipped))
+        write_json(
+            out / INFO, _info([j for j in jobs if "calibration" not in j.overrides], "all", "full", False, skipped)
+        )
         budget = schedule.Budget(minutes, share)
         if executor != "local":  # a cluster's jobs start as they are submitted: spend their expected minutes
             budget = schedule.Expected(minutes, {j.dir: _minutes(book, j, share) for j in placed})
@@ -188,7 +195,8 @@ def _todo(book: Ledger, jobs: list[Job]) -> tuple[dict[str, Job], dict[str, list
 
 
 def _needs(jobs: list[Job]) -> dict[str, set[str]]:
-    """Each claim → the jobs it reads: the main run, the data draws (a claim over seeds), its control."""
+    """Each claim → the jobs it reads: the main run, the data draws (a claim over seeds), its control, and the
+    calibration runs of its margin."""
     planned = {job_name(j) for j in jobs}
     needs = {}
     for name in dict.fromkeys(j.experiment for j in jobs):
@@ -196,6 +204,7 @@ def _needs(jobs: list[Job]) -> dict[str, set[str]]:
         for claim in exp.claims:
             reads = {name} | ({draw_job(name, i) for i in range(1, exp.draws)} if claim.seeds else set())
             reads |= {control_job(name, claim.control)} if claim.control else set()
+            reads |= {calibration_job(name, i) for i in range(max(exp.draws, CALIBRATION_DRAWS))}
             needs[claim.id] = reads & planned
     return needs
 

@@ -11,10 +11,12 @@ its value lies beyond the threshold by the margin, on the other side of it from 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from inductionlab.analysis.claim_tests import Between, Is, Near, Test, number
+from inductionlab.analysis.claims import MISSING, Claim, measure
 
 Z = 1.645  # the one-sided 95 % quantile of the normal
 GATE_S = 2.0  # a gate's nearest calibration seed, in standard deviations
@@ -88,6 +90,9 @@ def of_gate(test: Test, values: Sequence[object]) -> Power:
 def of_control(test: Test, claim_values: Sequence[object], control: object) -> Power:
     """A control's power: its value's distance beyond the threshold nearest the claim's calibration mean, on the
     other side of it, in units of the claim's calibration standard deviation (a control runs one draw)."""
+    if isinstance(control, list):  # a key with one value per seed: its mean, as the claim's test reads it
+        stats = mean_sd(control)
+        control = stats[0] if stats else (control[0] if len(control) == 1 else None)
     stats, x, bounds = mean_sd(claim_values), number(control), thresholds(test)
     if stats is None or x is None or not bounds:
         return Power(None, 1, None)
@@ -95,3 +100,42 @@ def of_control(test: Test, claim_values: Sequence[object], control: object) -> P
     bound = min(bounds, key=lambda b: abs(m - b))
     beyond = (x - bound) * (1 if m < bound else -1)  # positive on the other side
     return Power(beyond / s if s > 0 else (math.inf if beyond > 0 else 0.0), 1, None, m, s)
+
+
+def per_seed(claim: Claim, summaries: Sequence[Mapping[str, Any] | None], key: str = "", over: str = "") -> list:
+    """The values a claim's key (or ``key`` / ``over``) holds over ``summaries``, one per seed (a run whose key
+    holds one value per seed gives each; a missing run or key gives none)."""
+    probe = replace(claim, key=key or claim.key, over=over if key else claim.over, learned=None)
+    out: list = []
+    for summary in summaries:
+        value = MISSING if summary is None else measure(probe, dict(summary))
+        if value is not MISSING:
+            out += value if isinstance(value, list) else [value]
+    return out
+
+
+def columns(
+    claim: Claim, calibration: Sequence[Mapping[str, Any] | None], n: int, control: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The power columns of a claim's row on the page, from its calibration runs' summaries (``calibration``), the
+    number ``n`` of judged values and its control run's summary: the margin and its text, whether it is powered, the
+    draws that would power it, and the learned gate's and the control's margins."""
+    values = per_seed(claim, calibration)
+    if not values:
+        return {"margin": None, "margin_text": "no calibration run", "powered": False, "draws_needed": None}
+    p = of_claim(claim.test, values, n)
+    text = "undefined" if p.margin is None else ("∞" if math.isinf(p.margin) else f"{p.margin:.2g}")
+    out: dict[str, Any] = {
+        "margin": p.margin,
+        "margin_text": f"{text} (n = {n}; calibration {len(values)} seeds)",
+        "powered": p.powered,
+        "draws_needed": p.needed,
+    }
+    if claim.learned is not None:
+        gate = of_gate(claim.learned.test, per_seed(claim, calibration, claim.learned.key, claim.learned.over))
+        out["gate_margin"] = gate.margin
+        out["powered"] = out["powered"] and gate.margin is not None and gate.margin >= GATE_S
+    if control is not None:
+        measured = measure(replace(claim, learned=None), dict(control))
+        out["control_margin"] = of_control(claim.test, values, measured).margin
+    return out

@@ -43,8 +43,15 @@ def draw_job(name: str, draw: int) -> str:
     return f"{name}.draw-{draw}"
 
 
+def calibration_job(name: str, draw: int = 0) -> str:
+    """The job name of experiment ``name``'s calibration draw ``draw`` (docs/conventions.md#calibration)."""
+    return f"{name}.calibration" + (f".draw-{draw}" if draw else "")
+
+
 def job_name(job: Job) -> str:
-    """The name of a planned job (:func:`inductionlab.reproduce.plan`) from its role."""
+    """The name of a planned job (:func:`inductionlab.store.plan.plan`) from its role."""
+    if "calibration" in job.overrides:
+        return calibration_job(job.experiment, int(job.overrides.get("draw", 0)))
     if "control" in job.overrides:
         return control_job(job.experiment, job.overrides["control"])
     if "draw" in job.overrides:
@@ -78,7 +85,11 @@ class DirSource:
         self.info = read_json(self.out / INFO, "a reproduce run's record", fix=REMAKE)
 
     def dir(self, job: str) -> Path:
+        """The run directory of the job named ``job`` (as the judged page names it: a calibration page's runs stand
+        in its jobs' places)."""
         names = {**self.info.get("dirs", {}), **self.info.get("controls", {})}
+        for name, dirs in self.info.get("draws", {}).items():
+            names.update({draw_job(name, i): d for i, d in enumerate(dirs, 1)})
         return self.out / names.get(job, job)
 
     def summary(self, job: str) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from inductionlab import experiments
 from inductionlab.analysis.claims import PAPERS, Claim, Control
 from inductionlab.config import ConfigError, config_hash, flatten, to_dict, with_seeds
 from inductionlab.jobs import Job
-from inductionlab.store.layout import control_job, draw_job
+from inductionlab.store.layout import calibration_job, control_job, draw_job
 from inductionlab.tasks.text import ENV as DATA_ENV
 
 Budget = Literal["smoke", "quick", "full"]
@@ -21,6 +21,7 @@ BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": No
 # ``--calibrate`` adds this to every run's seeds: the calibration seeds, apart from every judged one
 # (docs/conventions.md#calibration)
 CALIBRATION_SHIFT = 1000
+CALIBRATION_DRAWS = 4  # the calibration draws of every experiment, however few its judged ones: s needs them
 
 
 def claims_of(name: str) -> tuple[Claim, ...]:
@@ -53,10 +54,12 @@ def plan(
     """The jobs (one per experiment, its preset for ``budget``, and one per negative control its claims name) and,
     per experiment that cannot run here, why.  ``only``: these experiments alone.  Without ``data`` (nor
     $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is an error.
-    ``calibrate``: the experiments and their draws on their seeds + :data:`CALIBRATION_SHIFT`, the calibration
-    seeds on which a protocol is chosen before the judged draws (docs/conventions.md#calibration); no control runs,
-    the controls are judged with the claims."""
+    ``calibrate``: the experiments and at least :data:`CALIBRATION_DRAWS` draws on their seeds +
+    :data:`CALIBRATION_SHIFT`, the calibration seeds on which a protocol is chosen before the judged draws
+    (docs/conventions.md#calibration), in ``<name>.calibration`` and ``<name>.calibration.draw-<i>``; no control
+    runs, the controls are judged with the claims."""
     shift = CALIBRATION_SHIFT if calibrate else 0
+    role = {"calibration": "1"} if calibrate else {}
     if budget not in BUDGETS:
         raise ConfigError(f"--budget: unknown budget {budget!r}; allowed: {', '.join(BUDGETS)}")
     if data and not Path(data).exists():
@@ -77,13 +80,15 @@ def plan(
             skipped[name] = f"no text data here: pass --data DIR (WikiText-2) or set {DATA_ENV}"
             continue
         source = experiments.source_of(name)
-        jobs.append(Job(name, to_dict(cfg), {"budget": budget}, config_hash(cfg), str(out / name), source=source))
+        main = str(out / (calibration_job(name) if calibrate else name))
+        jobs.append(Job(name, to_dict(cfg), {"budget": budget, **role}, config_hash(cfg), main, source=source))
         cost[jobs[-1].dir] = expected_minutes(name, preset)
+        draws = max(experiments.get(name).draws, CALIBRATION_DRAWS) if calibrate else experiments.get(name).draws
         if budget != "smoke":  # the other data draws (docs/conventions.md#claims); a smoke budget judges nothing
-            for i in range(1, experiments.get(name).draws):
+            for i in range(1, draws):
                 variant = with_seeds(cfg, cfg.seeds[0] + i * len(cfg.seeds))
-                dir_ = str(out / draw_job(name, i))
-                meta = {"budget": budget, "draw": str(i)}
+                dir_ = str(out / (calibration_job(name, i) if calibrate else draw_job(name, i)))
+                meta = {"budget": budget, **role, "draw": str(i)}
                 jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
                 cost[dir_] = expected_minutes(name, preset)
         gpu = str(flatten(cfg).get("device", "cpu")).startswith("cuda")
