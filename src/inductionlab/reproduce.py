@@ -123,7 +123,7 @@ def _info(jobs: list[Job], paper: str, budget: str, calibrate: bool, skipped: di
 
 
 def fill(
-    ledger: str | Path = "results",
+    ledger: str | Path | Ledger = "results",
     minutes: float = math.inf,
     out: str | Path = "reproduce",
     workers: int = 1,
@@ -134,17 +134,18 @@ def fill(
     threads: int | None = None,
     page: str | Path = PAGE,
     calibrate: bool | None = None,
+    budget: Budget = "full",
 ) -> pd.DataFrame:
     """Run the full page's missing and stale jobs (:func:`plan`: the judged ones and the calibration runs of their
     margins; ``calibrate`` True: these alone, False: the judged alone; ``only``: of these experiments) into ``out``, those
     that unblock the most claims per core-minute first (:func:`inductionlab.store.schedule.order`), starting none
     once ``minutes`` core-minutes are spent; add each finished one to the ledger at ``ledger`` as it finishes, then
     render the page from the ledger to ``page``.  Jobs with one key run once.  Refused before any work when a job's
-    code is not committed (docs/conventions.md#ledger)."""
-    out, book = Path(out), Ledger(ledger)
+    code is not committed (docs/conventions.md#ledger).  ``budget``: the page's, full (another for a test)."""
+    out, book = Path(out), ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     share = threads or max(1, thread_budget(threads)[0] // max(workers, 1))
-    jobs, skipped = plan("all", "full", out, data, only) if calibrate is not True else ([], {})
-    jobs += plan("all", "full", out, data, only, calibrate=True)[0] if calibrate is not False else []
+    jobs, skipped = plan("all", budget, out, data, only) if calibrate is not True else ([], {})
+    jobs += plan("all", budget, out, data, only, calibrate=True)[0] if calibrate is not False else []
     todo, same = _todo(book, jobs)
     order = schedule.order(list(todo), _needs(jobs), {n: _minutes(book, j, share) for n, j in todo.items()})
     with claim_dir(out, INFO, "reproduce", ConfigError):
@@ -152,14 +153,14 @@ def fill(
         write_json(
             out / INFO, _info([j for j in jobs if "calibration" not in j.overrides], "all", "full", False, skipped)
         )
-        budget = schedule.Budget(minutes, share)
+        spend = schedule.Budget(minutes, share)
         if executor != "local":  # a cluster's jobs start as they are submitted: spend their expected minutes
-            budget = schedule.Expected(minutes, {j.dir: _minutes(book, j, share) for j in placed})
+            spend = schedule.Expected(minutes, {j.dir: _minutes(book, j, share) for j in placed})
 
         def done(job: Job) -> None:
-            budget.finished(job.dir)
+            spend.finished(job.dir)
             try:
-                book.add(job.experiment, same[job_name(job)], Path(job.dir), "full")
+                book.add(job.experiment, same[job_name(job)], Path(job.dir), budget)
             except LedgerError as err:  # the code moved under the run: the job stays stale
                 log.warning("%s is not added to the ledger: %s", job.dir, err)
 
@@ -173,7 +174,7 @@ def fill(
             "ledger",
             threads,
             False,
-            lambda j: budget.may_start(j.dir),
+            lambda j: spend.may_start(j.dir),
             done,
         )
     return ledger_page.render(book.root, page, data)
@@ -188,7 +189,7 @@ def _todo(book: Ledger, jobs: list[Job]) -> tuple[dict[str, Job], dict[str, list
     for job, status in zip(jobs, statuses):
         if status.state != "current":
             job_key = key.of_job(job.experiment, job.config)
-            committed(job_key.files)
+            committed(job_key.files, book.package)
             first.setdefault(job_key.id, job)
             names.setdefault(job_key.id, []).append(status.job)
     return {job_name(j): j for j in first.values()}, {job_name(first[k]): v for k, v in names.items()}

@@ -154,3 +154,31 @@ def test_an_audit_re_makes_entries_and_names_one_altered_by_hand(checkout, finis
     assert said["entries"] == 1 and said["agreed"] == 0 and said["cpu"] == record["cpu"]["kind"]
     with pytest.raises(Exception, match="--audit 2"):
         audit(ledger.root, 2, out=tmp_path / "w", data=data, budget="smoke")
+
+
+def test_fill_runs_the_missing_jobs_within_its_minutes_and_adds_each_to_the_ledger(checkout, tmp_path):
+    from inductionlab.reproduce import fill
+
+    ledger = Ledger(tmp_path / "results", package=checkout)
+    data = os.environ["INDUCTIONLAB_DATA"]
+    args = dict(out=tmp_path / "w", data=data, only=(NAME,), page=tmp_path / "page.html", budget="smoke")
+    fill(ledger, minutes=1e-9, **args)  # the first job starts; none after it, its minutes spent
+    assert len(ledger.entries()) == 1
+    assert (tmp_path / "page.html").exists()
+    fill(ledger, **args)
+    assert sorted(e["job"] for e in ledger.entries()) == [NAME, f"{NAME}.calibration"]
+    stamps = {p: p.stat().st_mtime_ns for p in ledger.root.rglob("*.json")}
+    fill(ledger, **args)  # every job current: nothing runs, nothing is rewritten
+    assert {p: p.stat().st_mtime_ns for p in ledger.root.rglob("*.json")} == stamps
+
+
+def test_jobs_of_one_key_are_one_run(checkout, tmp_path):
+    from inductionlab.config import config_hash, to_dict
+    from inductionlab.jobs import Job
+    from inductionlab.reproduce import _todo
+
+    cfg = experiments.configure(NAME, preset="smoke")
+    a = Job(NAME, to_dict(cfg), {"budget": "smoke"}, config_hash(cfg), str(tmp_path / NAME))
+    b = Job(NAME, to_dict(cfg), {"budget": "smoke", "draw": "1"}, config_hash(cfg), str(tmp_path / f"{NAME}.draw-1"))
+    todo, same = _todo(Ledger(tmp_path / "results", package=checkout), [a, b])
+    assert list(todo) == [NAME] and same == {NAME: [NAME, f"{NAME}.draw-1"]}
