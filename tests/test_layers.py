@@ -11,7 +11,7 @@ from pathlib import Path
 import inductionlab
 
 SRC = Path(inductionlab.__file__).parent
-SHARED_FILES = {"__init__", "experiment", "registry"}
+SHARED_FILES = {"__init__", "configs", "experiment", "registry"}
 LAYERS = [
     {
         "_version",
@@ -103,7 +103,7 @@ def test_no_import_cycle():
 
 
 WINGS = ("wang", "chen", "ren", "across")  # experiments/<wing>/: one paper's experiments, or those across papers
-FLOOR = {"experiments.experiment", "experiments.registry"}  # what every experiment may import
+FLOOR = {"experiments.experiment", "experiments.registry", "experiments.configs"}  # what every experiment may import
 
 
 def _experiment_units() -> dict[str, str]:
