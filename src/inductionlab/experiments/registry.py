@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import importlib
@@ -25,34 +26,37 @@ from typing import Any
 from inductionlab.config import ConfigError
 from inductionlab.experiments.experiment import Experiment
 
-# The toolkit's own experiments in `list`'s order: name → "module:ATTRIBUTE" of its Experiment, imported on first use
-TOOLKIT: dict[str, str] = {
-    "lazy-to-rich": "inductionlab.experiments.wang.lazy_to_rich:EXPERIMENT",
-    "lazy-to-rich-boolean": "inductionlab.experiments.wang.lazy_to_rich:BOOLEAN",
-    "plateau-scaling": "inductionlab.experiments.wang.plateau_scaling:EXPERIMENT",
-    "approx-ih2": "inductionlab.experiments.wang.approx_ih2:EXPERIMENT",
-    "approx-ihn": "inductionlab.experiments.wang.approx_ihn:EXPERIMENT",
-    "approx-gihn": "inductionlab.experiments.wang.approx_gihn:EXPERIMENT",
-    "probe": "inductionlab.experiments.wang.probe:EXPERIMENT",
-    "heads-dims": "inductionlab.experiments.wang.heads_dims:EXPERIMENT",
-    "adam-vs-gd-highdim": "inductionlab.experiments.wang.adam_vs_gd_highdim:EXPERIMENT",
-    "joint-training": "inductionlab.experiments.wang.joint_training:EXPERIMENT",
-    "wikitext": "inductionlab.experiments.wang.wikitext:EXPERIMENT",
-    "repeated-text": "inductionlab.experiments.wang.repeated_text:EXPERIMENT",
-    "scb-convergence": "inductionlab.experiments.ren.scb_convergence:EXPERIMENT",
-    "scb-softmax": "inductionlab.experiments.ren.scb_softmax:EXPERIMENT",
-    "scb-transfer": "inductionlab.experiments.ren.scb_transfer:EXPERIMENT",
-    "scb-noise-sim": "inductionlab.experiments.ren.scb_noise_sim:EXPERIMENT",
-    "markov-stages": "inductionlab.experiments.chen.markov_stages:EXPERIMENT",
-    "markov-joint": "inductionlab.experiments.chen.markov_joint:EXPERIMENT",
-    "markov-mi": "inductionlab.experiments.chen.markov_mi:EXPERIMENT",
-    "markov-length-generalization": "inductionlab.experiments.chen.markov_length_generalization:EXPERIMENT",
-    "markov-full": "inductionlab.experiments.chen.markov_full:EXPERIMENT",
-    "markov-transformer": "inductionlab.experiments.across.markov_transformer:EXPERIMENT",
-    "interventions": "inductionlab.experiments.across.interventions:EXPERIMENT",
-    "hf-induction": "inductionlab.experiments.across.hf_induction:EXPERIMENT",
-    "fast-induction": "inductionlab.experiments.across.fast_induction:EXPERIMENT",
+# The toolkit's own experiments in `list`'s order: name → ("module:ATTRIBUTE" of its Experiment, the module of its
+# CLAIMS, CONTROLS and DRAWS), both imported on first use; the run's module never imports its claims
+# fmt: off
+TOOLKIT: dict[str, tuple[str, str]] = {
+    "lazy-to-rich":                 ("inductionlab.experiments.wang.lazy_to_rich:EXPERIMENT", "inductionlab.experiments.wang.claims.lazy_to_rich"),
+    "lazy-to-rich-boolean":         ("inductionlab.experiments.wang.lazy_to_rich:BOOLEAN", "inductionlab.experiments.wang.claims.lazy_to_rich_boolean"),
+    "plateau-scaling":              ("inductionlab.experiments.wang.plateau_scaling:EXPERIMENT", "inductionlab.experiments.wang.claims.plateau_scaling"),
+    "approx-ih2":                   ("inductionlab.experiments.wang.approx_ih2:EXPERIMENT", "inductionlab.experiments.wang.claims.approx_ih2"),
+    "approx-ihn":                   ("inductionlab.experiments.wang.approx_ihn:EXPERIMENT", "inductionlab.experiments.wang.claims.approx_ihn"),
+    "approx-gihn":                  ("inductionlab.experiments.wang.approx_gihn:EXPERIMENT", "inductionlab.experiments.wang.claims.approx_gihn"),
+    "probe":                        ("inductionlab.experiments.wang.probe:EXPERIMENT", "inductionlab.experiments.wang.claims.probe"),
+    "heads-dims":                   ("inductionlab.experiments.wang.heads_dims:EXPERIMENT", "inductionlab.experiments.wang.claims.heads_dims"),
+    "adam-vs-gd-highdim":           ("inductionlab.experiments.wang.adam_vs_gd_highdim:EXPERIMENT", "inductionlab.experiments.wang.claims.adam_vs_gd_highdim"),
+    "joint-training":               ("inductionlab.experiments.wang.joint_training:EXPERIMENT", "inductionlab.experiments.wang.claims.joint_training"),
+    "wikitext":                     ("inductionlab.experiments.wang.wikitext:EXPERIMENT", "inductionlab.experiments.wang.claims.wikitext"),
+    "repeated-text":                ("inductionlab.experiments.wang.repeated_text:EXPERIMENT", "inductionlab.experiments.wang.claims.repeated_text"),
+    "scb-convergence":              ("inductionlab.experiments.ren.scb_convergence:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_convergence"),
+    "scb-softmax":                  ("inductionlab.experiments.ren.scb_softmax:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_softmax"),
+    "scb-transfer":                 ("inductionlab.experiments.ren.scb_transfer:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_transfer"),
+    "scb-noise-sim":                ("inductionlab.experiments.ren.scb_noise_sim:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_noise_sim"),
+    "markov-stages":                ("inductionlab.experiments.chen.markov_stages:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_stages"),
+    "markov-joint":                 ("inductionlab.experiments.chen.markov_joint:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_joint"),
+    "markov-mi":                    ("inductionlab.experiments.chen.markov_mi:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_mi"),
+    "markov-length-generalization": ("inductionlab.experiments.chen.markov_length_generalization:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_length_generalization"),
+    "markov-full":                  ("inductionlab.experiments.chen.markov_full:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_full"),
+    "markov-transformer":           ("inductionlab.experiments.across.markov_transformer:EXPERIMENT", "inductionlab.experiments.across.claims.markov_transformer"),
+    "interventions":                ("inductionlab.experiments.across.interventions:EXPERIMENT", "inductionlab.experiments.across.claims.interventions"),
+    "hf-induction":                 ("inductionlab.experiments.across.hf_induction:EXPERIMENT", "inductionlab.experiments.across.claims.hf_induction"),
+    "fast-induction":               ("inductionlab.experiments.across.fast_induction:EXPERIMENT", "inductionlab.experiments.across.claims.fast_induction"),
 }
+# fmt: on
 REGISTRY: dict[str, Experiment] = {}  # the toolkit's own (as imported), then the plug-ins (docs/own_experiment.md)
 _toolkit: dict[str, Experiment] = {}  # the toolkit's own experiments imported so far, by name
 ENTRY_POINTS = "inductionlab.experiments"  # the entry-point group of experiments from other packages
@@ -95,10 +99,17 @@ def register_experiment(experiment: Experiment, *, replace: bool = False) -> Exp
 
 
 def _builtin(name: str) -> Experiment:
-    """The toolkit's own experiment ``name`` (:data:`TOOLKIT`), importing its module on first use."""
+    """The toolkit's own experiment ``name`` (:data:`TOOLKIT`), importing its module and its claims module on first
+    use: the claims, controls and data draws reproduce judges it by are attached to the Experiment the run module
+    builds (which validates them again)."""
     if name not in _toolkit:
-        module, attribute = TOOLKIT[name].split(":")
-        _toolkit[name] = getattr(importlib.import_module(module), attribute)
+        where, claims_module = TOOLKIT[name]
+        module, attribute = where.split(":")
+        run: Experiment = getattr(importlib.import_module(module), attribute)
+        judged = importlib.import_module(claims_module)
+        _toolkit[name] = dataclasses.replace(
+            run, claims=judged.CLAIMS, controls=judged.CONTROLS, draws=getattr(judged, "DRAWS", run.draws)
+        )
     return _toolkit[name]
 
 

@@ -11,7 +11,6 @@ import pandas as pd
 import torch
 
 from inductionlab import rng
-from inductionlab.analysis.claims import Claim, Control, Near
 from inductionlab.analysis.heads import score_columns
 from inductionlab.models import chen
 from inductionlab.models import transformer as tf
@@ -36,29 +35,6 @@ OTHER_SECTIONS_CUT = {
     "tf_train.steps": 6,
     "tf_train.eval_every": 3,
 }
-CHEN_CONTROL = Control(
-    name="chen-lag-biased",
-    breaks="the Chen arm that the claim reads keeps the paper's head-to-lag RPE (head h on lag h) frozen instead "
-    "of a lag-agnostic one: the three two-lag subsets no longer look alike to the selector",
-    overrides={"chen_lag_agnostic": False, **OTHER_SECTIONS_CUT},
-    preset=None,
-    cheaper="the claim reads the Chen section alone, which keeps the default's data, epochs and seeds; the toy and "
-    "transformer sections, cut to a few steps, draw from their own generators and enter none of its keys",
-)
-CHEN_CLAIM = Claim(
-    id="mech-chen-rpe-frozen",
-    paper="chen",
-    where="§3.2 Stage I (the FFN selector trains with the RPE at its initialisation, head h biased to lag h)",
-    statement="The selector's choice of {1,2} rests on the copier's head-to-lag bias at initialisation: with the RPE "
-    "frozen at a lag-agnostic initialisation (w₊ = w₋) the three two-lag subsets look alike to the selector, "
-    "which splits its mass evenly over them: p_{1,2} = 1/3 instead of → 1",
-    key="chen_rpe_frozen.p_selected_uniform_init_frozen",
-    expected="p_{1,2} = 1/3 ({1,2}, {1,3}, {2,3} indistinguishable)",
-    test=Near(1 / 3, atol=0.01),
-    control="chen-lag-biased",
-    if_failed="open: a lag-agnostic copier gives the three two-lag subsets the same features, so p_{1,2} can "
-    "leave 1/3 only through the smaller subsets keeping mass or through round-off",
-)
 
 
 def transformer_variant(
