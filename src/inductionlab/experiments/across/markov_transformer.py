@@ -34,11 +34,11 @@ from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.markov import MarkovConfig, sample
+from inductionlab.tasks.markov import MarkovConfig, reference_predictors, sample
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.chen import reference_predictors
-from inductionlab.train.interventions import InterventionConfig, build, check, forward_hooks, transformer_family
-from inductionlab.train.text import token_losses
+from inductionlab.train.interventions import InterventionConfig, build, check, forward_hooks
+from inductionlab.train.next_token import token_losses
+from inductionlab.train.transformer_interventions import transformer_family
 
 REFERENCES = ("uniform", "unigram", "bigram", "bayes")  # the stage order
 

@@ -30,7 +30,8 @@ from inductionlab.models.chen import ChenModelConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train.chen import StagedConfig
-from inductionlab.train.interventions import InterventionConfig, check, chen_family
+from inductionlab.train.chen_interventions import chen_family
+from inductionlab.train.interventions import InterventionConfig, check
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
 from inductionlab.models import highdim
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.mixed import lifted_target
+from inductionlab.tasks.induction import lifted_target
 from inductionlab.train.autograd import TrainConfig, train
 
 STUCK = 0.9  # on the plateau: final L_IH2 at least this fraction of it ("GD remains stuck")

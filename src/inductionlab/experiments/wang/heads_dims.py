@@ -10,7 +10,7 @@ docs/conventions.md#calibration); the paper gives no training protocol for Fig. 
 integrated rate of 31.5, short of the tail), ``--preset spec`` the spec's W* = 0.49² I_3 and lr 1e-3.  The summary
 holds, per pair "HxD", ``final_loss`` (the mean over seeds of the last evaluation) and, one value per seed,
 ``late_loss`` (the mean of the last ``late`` evaluations), ``start_loss`` (step 0), ``plateau_loss``,
-``late_over_plateau`` and ``escape_step`` (:func:`~inductionlab.experiments.wang._shared.learning`).  Both claims are
+``late_over_plateau`` and ``escape_step`` (:func:`~inductionlab.experiments.wang._learning.learning`).  Both claims are
 judged on the seeds whose (8, 8) model learned (late loss ≤ 0.2 of its plateau): a seed on which the capable model
 did not learn within the budget says nothing about H and D.
 """
@@ -26,7 +26,7 @@ import pandas as pd
 from inductionlab import plots, rng
 from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
-from inductionlab.experiments.wang._shared import PLATEAU, STEPS, learning
+from inductionlab.experiments.wang._learning import PLATEAU, STEPS, learning
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -105,7 +105,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 def _summary(metrics: pd.DataFrame, late: int, plateau: tuple[int, int] = PLATEAU) -> dict[str, Any]:
     """``final_loss``: per pair, the mean over seeds of the last evaluation; per pair, one value per seed
     (ascending): ``late_loss``, the mean of its last ``late`` evaluations, ``start_loss``, its loss at step 0, and
-    :func:`~inductionlab.experiments.wang._shared.learning`'s ``plateau_loss``, ``late_over_plateau`` and
+    :func:`~inductionlab.experiments.wang._learning.learning`'s ``plateau_loss``, ``late_over_plateau`` and
     ``escape_step`` (null where the loss never left the plateau)."""
     by_seed = metrics.sort_values("step").groupby(["pair", "seed"], sort=False)
     late_mean, start = by_seed.loss.apply(lambda x: float(x.iloc[-late:].mean())), by_seed.loss.first()

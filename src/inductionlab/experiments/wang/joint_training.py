@@ -25,8 +25,9 @@ from inductionlab.experiments.experiment import SQUARED, Experiment
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
-from inductionlab.train.interventions import InterventionConfig, build, check, toy_family
+from inductionlab.train.interventions import InterventionConfig, build, check
 from inductionlab.train.toy import ToyTrainConfig, stages_of, train_from
+from inductionlab.train.toy_interventions import toy_family
 
 
 @dataclass(frozen=True)

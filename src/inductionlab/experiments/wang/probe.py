@@ -32,7 +32,7 @@ from inductionlab import plots, rng
 from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
-from inductionlab.experiments.wang._shared import PLATEAU, STEPS, learning
+from inductionlab.experiments.wang._learning import PLATEAU, STEPS, learning
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig

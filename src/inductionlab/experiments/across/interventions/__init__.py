@@ -54,6 +54,7 @@ from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.chen import StagedConfig
 from inductionlab.train.toy import ToyTrainConfig, train_from
+from inductionlab.train.toy_interventions import toy_family
 
 WKQ_SHIFT_TOLERANCE = 0.25  # |T_50 shift − t₀| ≤ 0.25 t₀: the other parameters keep moving during the hold
 T_I_TOLERANCE = 0.05  # |T_I shift| ≤ 0.05 t₀: the 4-gram phase does not wait for w_KQ
@@ -188,7 +189,7 @@ def _train_toy(
     intervention: I.InterventionConfig,
 ) -> dict:
     tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
-    hooks, _ = I.build(intervention, I.toy_family())
+    hooks, _ = I.build(intervention, toy_family())
     target = MixedTarget.from_config(cfg.task, len(cfg.seeds))
     _, layer2 = train_from(
         tcfg,

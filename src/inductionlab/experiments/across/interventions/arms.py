@@ -20,7 +20,9 @@ from inductionlab.tasks.markov import MarkovConfig, datasets
 from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.chen import StagedConfig, train_staged
-from inductionlab.train.text import token_losses
+from inductionlab.train.chen_interventions import chen_family
+from inductionlab.train.next_token import token_losses
+from inductionlab.train.transformer_interventions import transformer_family
 
 SCORE_TOLERANCE = 0.1  # an ablated run's final induction score within 0.1 of its start: no induction head
 LOSS_TOLERANCE = 0.1  # nats: the first copy's loss (nothing to copy there) the same with and without layer 1
@@ -55,7 +57,7 @@ def transformer_variant(
     T = period
     theta0, views = pack(tf.init_per_seed(model, seeds))
     entry = ("blocks.0.attn",) if ablate and act else ()
-    hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
+    hooks, ablations = I.build(I.InterventionConfig(ablate=entry), transformer_family(model))
     fwd = I.forward_hooks(ablations)
     held_out = repeated_random_tokens(eval_size, T, 2, rng.generator(seeds[0], "held-out"), vocab=model.vocab)
 
@@ -152,7 +154,7 @@ def copier_frozen(
     variants = (("free", model, ()), ("frozen", model, ("copier",)), ("uniform_frozen", uniform, ("copier",)))
     tables, p = [], {}
     for name, variant, freeze in variants:
-        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(variant))
+        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), chen_family(variant))
         _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}"), hooks, desc=name)
         tables.append(m.assign(variant=name))
         p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control, Learned
-from inductionlab.experiments.wang._shared import LEARNED, STEPS
+from inductionlab.experiments.wang._learning import LEARNED, STEPS
 
 CONTROLS = (
     Control(

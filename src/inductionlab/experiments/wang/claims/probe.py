@@ -5,7 +5,7 @@ to the experiment when it imports it (``experiments/registry.py``); the run modu
 from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control, Learned
-from inductionlab.experiments.wang._shared import LEARNED
+from inductionlab.experiments.wang._learning import LEARNED
 
 DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
 

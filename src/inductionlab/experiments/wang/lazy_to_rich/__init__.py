@@ -24,7 +24,8 @@ from inductionlab.experiments.wang.lazy_to_rich.layerwise import (
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTaskConfig
 from inductionlab.theory.laws import THEOREM_5_5
-from inductionlab.train.interventions import build, toy_family, windows
+from inductionlab.train.interventions import build, windows
+from inductionlab.train.toy_interventions import toy_family
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
