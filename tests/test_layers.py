@@ -185,12 +185,15 @@ def test_no_wing_imports_another_and_no_experiment_imports_another():
 
 
 def test_a_wing_shared_module_serves_two_experiments_or_more():
-    """A ``_shared`` module that one experiment imports belongs in that experiment's package."""
+    """A wing's private module (``_shared``, ``_learning``) that one experiment imports belongs in that experiment's
+    package."""
     graph, units = _graph(), _experiment_units()
     for wing in WINGS:
-        users = {units[m] for m, imports in graph.items() if m in units and f"experiments.{wing}._shared" in imports}
-        if (SRC / "experiments" / wing / "_shared.py").exists():
-            assert len(users) >= 2, f"experiments.{wing}._shared serves {sorted(users)} only"
+        for path in (SRC / "experiments" / wing).glob("_*.py"):
+            shared = f"experiments.{wing}.{path.stem}"
+            users = {units[m] for m, imports in graph.items() if m in units and shared in imports}
+            if path.stem != "__init__":
+                assert len(users) >= 2, f"{shared} serves {sorted(users)} only"
 
 
 def test_the_checker_sees_a_wing_importing_another():
@@ -284,4 +287,5 @@ def test_no_run_path_reaches_the_claims():
         reached = closure(where.split(":")[0].removeprefix("inductionlab."), graph)
         bad = sorted(m for m in reached if m in JUDGING or _is_claims(m))
         assert not bad, f"{name}: its run imports {bad}"
-    assert closure("experiments", graph) == {"experiments", *closure("__init__", graph)}  # it imports nothing itself
+    for package in ("experiments", "monitor"):  # on run paths: they import nothing themselves
+        assert closure(package, graph) == {package, *closure("__init__", graph)}, package

@@ -66,7 +66,7 @@ def monitor_options(p: argparse.ArgumentParser) -> list[str]:
     import dataclasses
 
     from inductionlab.keys import field_help
-    from inductionlab.monitor import MonitorConfig
+    from inductionlab.monitor.settings import MonitorConfig
 
     helps, names = field_help(MonitorConfig), []
     for f in dataclasses.fields(MonitorConfig):

@@ -56,8 +56,9 @@ from inductionlab.experiments.across.fast_induction.libraries import (
     train_own,
 )
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
-from inductionlab.monitor import Monitor, MonitorConfig
+from inductionlab.monitor.core import Monitor
 from inductionlab.monitor.phase import located
+from inductionlab.monitor.settings import MonitorConfig
 from inductionlab.runs import Results, RunContext
 
 LABELS = {"own": "toolkit transformer", "hf": "HF Llama", "tl": "TransformerLens"}

@@ -54,9 +54,9 @@ from inductionlab.experiments.across.hf_induction.gpt2 import (
 )
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.keys import keys_as
-from inductionlab.monitor import Monitor, MonitorConfig
+from inductionlab.monitor.core import Monitor
 from inductionlab.monitor.phase import located
-from inductionlab.monitor.settings import induction_levels
+from inductionlab.monitor.settings import MonitorConfig, induction_levels
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
