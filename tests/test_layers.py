@@ -2,8 +2,10 @@
 runner/sweep → cli, with the foundations (config, ops, plots, the run-directory format, process settings) below
 them all.  A module may import its own layer or any layer below, never one above; imports form no cycle; experiments
 stand in paper wings (``experiments/wang``, ``chen``, ``ren``, ``across``): no wing imports another, no experiment
-imports another (what two of a wing share lives in its ``_shared`` module), and the floor of the experiments
-(``experiment``, ``registry``) imports no wing."""
+imports another (what two of a wing share lives in its ``_shared`` module), an experiment's claims module
+(``experiments/<wing>/claims/<name>``) is its own and no run code imports one, and the floor of the experiments
+(``experiment``, ``registry``, ``configs``) imports no wing.  What a toolkit run imports (its static closure) holds
+none of the claims machinery."""
 
 import ast
 from collections.abc import Iterable

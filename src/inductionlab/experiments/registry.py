@@ -288,7 +288,7 @@ def _short(value: Any) -> str:
 
 def source_of(name: str) -> str:
     """Where a worker process finds experiment ``name`` when the registry of a fresh process lacks it, or holds the
-    toolkit's own under a name a script shadows: "" for the toolkit's own (every process registers them), else the
+    toolkit's own under a name a script shadows: "" for the toolkit's own (every process knows them), else the
     module (or the script file) whose code defines its ``run`` — registering at the top level of that module or
     script makes it known there too (a plug-in's module: every process loads it first anyway)."""
     exp = get(name)
