@@ -19,8 +19,8 @@ from inductionlab.config import ConfigError
 from inductionlab.loading import load_model, to_hooked_transformer
 from inductionlab.runner import run_experiment
 from inductionlab.tasks import markov, scb
-from inductionlab.tasks.induction import sample_tokens
-from inductionlab.tasks.mixed import MixedTarget, lifted_target
+from inductionlab.tasks.induction import lifted_target, sample_tokens
+from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.tasks.text import load_corpus, random_chunks
 from inductionlab.train.toy_batches import EvalSet
 

@@ -115,6 +115,38 @@ def test_the_toolkits_own_names_are_refused(registry):
         il.register_experiment(clash)
 
 
+LAZY = textwrap.dedent(
+    """
+    import dataclasses, sys
+    import inductionlab as il
+    from inductionlab import experiments
+    from inductionlab.config import ConfigError
+
+    own = experiments.get("approx-ih2")
+    print(sorted(m for m in sys.modules if m.startswith("inductionlab.experiments.") and m.count(".") > 2))
+    try:
+        il.register_experiment(dataclasses.replace(own, name="probe"))
+    except ConfigError as err:
+        print("refused" if "toolkit's own" in str(err) else err)
+    print("inductionlab.experiments.wang.probe" in sys.modules)
+    il.register_experiment(dataclasses.replace(own, name="probe", description="mine"), replace=True)
+    names = list(experiments.all_experiments())
+    print(names == list(experiments.registry.TOOLKIT), experiments.get("probe").description)
+    print(experiments.BUILTIN[names.index("probe")].name, experiments.BUILTIN[names.index("probe")].description != "mine")
+    """
+)
+
+
+def test_the_registry_imports_one_toolkit_experiment_and_guards_the_others_names():
+    """``get`` imports the experiment asked for and none of the others; a plug-in cannot take a toolkit name whose
+    experiment is not imported yet, shadows it with ``replace=True`` at its place in ``list``'s order, and
+    ``BUILTIN`` keeps the toolkit's own."""
+    out = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, check=True).stdout.split("\n")
+    wing = "inductionlab.experiments.wang"
+    assert out[0] == str([f"{wing}.approx_ih2", f"{wing}.claims", f"{wing}.claims.approx_ih2"])
+    assert out[1:5] == ["refused", "False", "True mine", "probe True"]
+
+
 def test_bad_experiments_fail_when_built():
     cfg = experiments.get("approx-ih2").config
     with pytest.raises(ValueError, match="lower-case"):

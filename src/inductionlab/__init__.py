@@ -62,13 +62,14 @@ if TYPE_CHECKING:  # the public API, one list: what type checkers see and what _
     from inductionlab.train.chen import StagedConfig, train_staged
     from inductionlab.train.flow import FlowProblem, solve_flow
     from inductionlab.train.hooks import FreezeColumns, JsonlLogger, Logger, TensorBoardLogger, WandbLogger
-    from inductionlab.train.interventions import AblateHeads, ClampColumns, InterventionConfig
+    from inductionlab.train.interventions import ClampColumns, InterventionConfig
     from inductionlab.train.loop import Hook
     from inductionlab.train.proximal import SCBTrainConfig, train_scb
     from inductionlab.train.text import fit_lm
     from inductionlab.train.tokens import fit_tokens
     from inductionlab.train.toy import ToyTrainConfig, train_toy
     from inductionlab.train.transformer import fit_induction
+    from inductionlab.train.transformer_interventions import AblateHeads
 
 
 @functools.cache

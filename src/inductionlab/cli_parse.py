@@ -39,7 +39,12 @@ def no_near_miss(keys: set[str], declared: set[str], name: str | None) -> None:
     from inductionlab import experiments
     from inductionlab.config import flatten
 
-    known = set(flatten(experiments.get(name).config)) if name and name in experiments.all_experiments() else None
+    toolkit = name in experiments.registry.TOOLKIT  # then its module alone is imported, not every experiment's
+    known = (
+        set(flatten(experiments.get(name).config))
+        if name and (toolkit or name in experiments.all_experiments())
+        else None
+    )
     for key in sorted(keys):
         hint = near(key, declared)
         if hint and known is not None and key[2:] not in known:
@@ -61,7 +66,7 @@ def monitor_options(p: argparse.ArgumentParser) -> list[str]:
     import dataclasses
 
     from inductionlab.keys import field_help
-    from inductionlab.monitor import MonitorConfig
+    from inductionlab.monitor.settings import MonitorConfig
 
     helps, names = field_help(MonitorConfig), []
     for f in dataclasses.fields(MonitorConfig):

@@ -296,7 +296,7 @@ def watch_config(args: argparse.Namespace) -> Any:
     is given), checked as the class checks it, the refusal naming the option."""
     import dataclasses
 
-    from inductionlab.monitor import MonitorConfig
+    from inductionlab.monitor.settings import MonitorConfig
 
     given = {
         f.name: getattr(args, f"monitor_{f.name}")

@@ -11,7 +11,7 @@ import pytest
 from inductionlab import experiments
 from inductionlab.analysis.claims import DID_NOT_LEARN
 from inductionlab.analysis.verdicts import judge
-from inductionlab.experiments.wang._shared import learning
+from inductionlab.experiments.wang._learning import learning
 from inductionlab.experiments.wang.heads_dims import _summary as heads_dims_summary
 from inductionlab.runs import RunContext
 

@@ -4,7 +4,7 @@ from dataclasses import replace
 import torch
 
 from inductionlab.models import highdim as M
-from inductionlab.tasks.mixed import lifted_target
+from inductionlab.tasks.induction import lifted_target
 
 
 def _construct(cfg: M.HighDimConfig) -> torch.Tensor:

@@ -13,7 +13,10 @@ from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.chen import StagedConfig, train_staged
+from inductionlab.train.chen_interventions import chen_family
 from inductionlab.train.toy import ToyTrainConfig, train_toy
+from inductionlab.train.toy_interventions import toy_family
+from inductionlab.train.transformer_interventions import AblateHeads, transformer_family
 
 
 @pytest.mark.parametrize(
@@ -35,7 +38,7 @@ def test_selectors_pick_exactly_the_named_columns_and_unknown_names_list_the_kno
     cfg = tf.TransformerConfig(vocab=5, d_model=4, n_heads=2, ffn_width=(0, 3))
     params = tf.init_params(cfg, 2, torch.Generator().manual_seed(0))
     theta, views = pack(params)
-    family = I.transformer_family(cfg)
+    family = transformer_family(cfg)
     cols = I.columns(family.shapes, I.parse("blocks.0.attn.p[1]", "k"), family.aliases, "k")
     assert len(cols) == 1 and torch.equal(theta[:, cols[0]], params["blocks.0.attn.p"][:, 1])
     head = I.columns(family.shapes, I.parse("blocks.1.attn.W_V[0]", "k"), family.aliases, "k")
@@ -45,7 +48,7 @@ def test_selectors_pick_exactly_the_named_columns_and_unknown_names_list_the_kno
     with pytest.raises(ConfigError, match="names no parameter; known: .*layer1"):
         I.columns(family.shapes, I.parse("blocks.7", "k"), family.aliases, "k")
     with pytest.raises(ConfigError, match="applies to the general transformer.*this one trains the toy model"):
-        I.build(I.InterventionConfig(ablate=("blocks.0.attn",)), I.toy_family())
+        I.build(I.InterventionConfig(ablate=("blocks.0.attn",)), toy_family())
 
 
 def test_toy_clamp_holds_w_kq_and_freeze_holds_layer_1():
@@ -54,7 +57,7 @@ def test_toy_clamp_holds_w_kq_and_freeze_holds_layer_1():
         stage1_steps=0, stage2_steps=60, batch_size=32, eval_size=256, eval_every=10, eval_log_points=0
     )
     interventions = I.InterventionConfig(clamp=("w_KQ=0.05@0:30",), freeze=("layer1",))
-    hooks, _ = I.build(interventions, I.toy_family())
+    hooks, _ = I.build(interventions, toy_family())
     out = train_toy(cfg, target, toy.init_params(0.3, 1), [0], RunContext(threads=1), hooks=hooks)
     m = out.metrics[out.metrics.stage == "II"].set_index("step")
     held = float(torch.tensor(0.05, dtype=out.theta.dtype))
@@ -87,20 +90,18 @@ def _transformer(hooks_of, steps=30):
 
 
 def test_transformer_freeze_keeps_layer_1_bit_for_bit():
-    before, after = _transformer(
-        lambda cfg: I.build(I.InterventionConfig(freeze=("layer1",)), I.transformer_family(cfg))
-    )
+    before, after = _transformer(lambda cfg: I.build(I.InterventionConfig(freeze=("layer1",)), transformer_family(cfg)))
     for name in before:
         assert torch.equal(before[name], after[name]) == name.startswith("blocks.0."), name
 
 
 def test_an_ablated_head_contributes_nothing_so_its_value_and_output_weights_get_no_gradient():
     ablate = I.InterventionConfig(ablate=("blocks.0.attn[1]@0:20",))
-    before, after = _transformer(lambda cfg: I.build(ablate, I.transformer_family(cfg)), steps=20)
+    before, after = _transformer(lambda cfg: I.build(ablate, transformer_family(cfg)), steps=20)
     for name in ("W_V", "W_O"):
         w0, w1 = before[f"blocks.0.attn.{name}"], after[f"blocks.0.attn.{name}"]
         assert torch.equal(w0[:, 1], w1[:, 1]) and not torch.equal(w0[:, 0], w1[:, 0])
-    before, after = _transformer(lambda cfg: I.build(ablate, I.transformer_family(cfg)), steps=30)  # released at 20
+    before, after = _transformer(lambda cfg: I.build(ablate, transformer_family(cfg)), steps=30)  # released at 20
     assert not torch.equal(before["blocks.0.attn.W_V"][:, 1], after["blocks.0.attn.W_V"][:, 1])
 
 
@@ -110,9 +111,9 @@ def test_ablation_replaces_the_head_output_by_zero_or_the_batch_mean():
         ("zero", torch.zeros(2, 5, 4, 6)),
         ("mean", z[:, :, 2].mean(1, keepdim=True).expand(2, 5, 4, 6)),
     ):
-        out = I.AblateHeads(0, [2], mode)._replace(z)
+        out = AblateHeads(0, [2], mode)._replace(z)
         assert torch.equal(out[:, :, 2], expected) and torch.equal(out[:, :, :2], z[:, :, :2])
-    idle = I.AblateHeads(0, [2], "zero", steps=range(5, 9))
+    idle = AblateHeads(0, [2], "zero", steps=range(5, 9))
     assert torch.equal(idle._replace(z), z)  # outside its window
 
 
@@ -121,7 +122,7 @@ def test_chen_copier_frozen_and_classifier_clamped():
     task = MarkovConfig(L=30)
     tr, va = datasets(task, (0,), 200, 50)
     cfg = StagedConfig(lrs=(1.0, 1e4, 1.0), epochs=(20, 20, 20), eval_log_points=0)
-    hooks, _ = I.build(I.InterventionConfig(freeze=("copier",), clamp=("classifier=0.5",)), I.chen_family(model))
+    hooks, _ = I.build(I.InterventionConfig(freeze=("copier",), clamp=("classifier=0.5",)), chen_family(model))
     params, m = train_staged(model, cfg, task, tr, va, RunContext(threads=1), hooks=hooks)
     assert torch.equal(params["w"], chen.init_params(model, 1, params["w"].dtype)["w"])
     assert (m.a == 0.5).all() and bool((params["a"] == 0.5).all())

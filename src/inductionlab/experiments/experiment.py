@@ -1,6 +1,7 @@
 """What an experiment is (docs/architecture.md#experiments): one :class:`Experiment` object per paper figure, built
-in its module and registered by name with :func:`inductionlab.register_experiment` — the toolkit's own by their
-wing's ``__init__``, a researcher's own by a script, ``--plugin`` or the entry-point group
+in its module and known by name — the toolkit's own listed in the registry's ``TOOLKIT``, which attaches the claims
+and controls of their ``claims/<name>.py`` module, a researcher's own registered with
+:func:`inductionlab.register_experiment` by a script, ``--plugin`` or the entry-point group
 ``inductionlab.experiments`` (docs/own_experiment.md)."""
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from inductionlab.analysis.claims import Claim, Control
 from inductionlab.config import flatten
 from inductionlab.extras import require
 from inductionlab.runs import Results, RunContext
 from inductionlab.theory.laws import Law
+
+if TYPE_CHECKING:  # claims are judged, not run: an experiment's run path never imports them
+    from inductionlab.analysis.claims import Claim, Control
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
 WALL = re.compile(r"~?\s*[0-9]+(\.[0-9]+)?\s*(min|s)")  # a wall time as list shows it and reproduce schedules by

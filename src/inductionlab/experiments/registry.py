@@ -1,7 +1,8 @@
-"""The registry of experiments by name (docs/architecture.md#experiments): the toolkit's own, which each paper wing
-registers while :func:`toolkit` is open, then those of other packages and scripts (:func:`register_experiment`,
-the entry-point group ``inductionlab.experiments``, ``$INDUCTIONLAB_PLUGINS``, ``--plugin``) — the one place that
-knows experiments by name: what an experiment is and what it declares is its :class:`Experiment`.
+"""The registry of experiments by name (docs/architecture.md#experiments): the toolkit's own, listed in
+:data:`TOOLKIT` and each imported on first use, then those of other packages and scripts
+(:func:`register_experiment`, the entry-point group ``inductionlab.experiments``, ``$INDUCTIONLAB_PLUGINS``,
+``--plugin``) — the one place that knows experiments by name: what an experiment is and what it declares is its
+:class:`Experiment`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,44 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any
 
-from inductionlab.config import CUDA, ConfigError, dotted, flatten, override
+from inductionlab.config import ConfigError
 from inductionlab.experiments.experiment import Experiment
-from inductionlab.runs import config_values
 
-REGISTRY: dict[str, Experiment] = {}  # the toolkit's own (the wings), then the plug-ins (docs/own_experiment.md)
-_toolkit: dict[str, Experiment] = {}  # the toolkit's own, by name
-_opening: list[bool] = []  # open while the wings register (toolkit())
+# The toolkit's own experiments in `list`'s order: name → ("module:ATTRIBUTE" of its Experiment, the module of its
+# CLAIMS, CONTROLS and DRAWS), both imported on first use; the run's module never imports its claims
+# fmt: off
+TOOLKIT: dict[str, tuple[str, str]] = {
+    "lazy-to-rich":                 ("inductionlab.experiments.wang.lazy_to_rich:EXPERIMENT", "inductionlab.experiments.wang.claims.lazy_to_rich"),
+    "lazy-to-rich-boolean":         ("inductionlab.experiments.wang.lazy_to_rich:BOOLEAN", "inductionlab.experiments.wang.claims.lazy_to_rich_boolean"),
+    "plateau-scaling":              ("inductionlab.experiments.wang.plateau_scaling:EXPERIMENT", "inductionlab.experiments.wang.claims.plateau_scaling"),
+    "approx-ih2":                   ("inductionlab.experiments.wang.approx_ih2:EXPERIMENT", "inductionlab.experiments.wang.claims.approx_ih2"),
+    "approx-ihn":                   ("inductionlab.experiments.wang.approx_ihn:EXPERIMENT", "inductionlab.experiments.wang.claims.approx_ihn"),
+    "approx-gihn":                  ("inductionlab.experiments.wang.approx_gihn:EXPERIMENT", "inductionlab.experiments.wang.claims.approx_gihn"),
+    "probe":                        ("inductionlab.experiments.wang.probe:EXPERIMENT", "inductionlab.experiments.wang.claims.probe"),
+    "heads-dims":                   ("inductionlab.experiments.wang.heads_dims:EXPERIMENT", "inductionlab.experiments.wang.claims.heads_dims"),
+    "adam-vs-gd-highdim":           ("inductionlab.experiments.wang.adam_vs_gd_highdim:EXPERIMENT", "inductionlab.experiments.wang.claims.adam_vs_gd_highdim"),
+    "joint-training":               ("inductionlab.experiments.wang.joint_training:EXPERIMENT", "inductionlab.experiments.wang.claims.joint_training"),
+    "wikitext":                     ("inductionlab.experiments.wang.wikitext:EXPERIMENT", "inductionlab.experiments.wang.claims.wikitext"),
+    "repeated-text":                ("inductionlab.experiments.wang.repeated_text:EXPERIMENT", "inductionlab.experiments.wang.claims.repeated_text"),
+    "scb-convergence":              ("inductionlab.experiments.ren.scb_convergence:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_convergence"),
+    "scb-softmax":                  ("inductionlab.experiments.ren.scb_softmax:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_softmax"),
+    "scb-transfer":                 ("inductionlab.experiments.ren.scb_transfer:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_transfer"),
+    "scb-noise-sim":                ("inductionlab.experiments.ren.scb_noise_sim:EXPERIMENT", "inductionlab.experiments.ren.claims.scb_noise_sim"),
+    "markov-stages":                ("inductionlab.experiments.chen.markov_stages:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_stages"),
+    "markov-joint":                 ("inductionlab.experiments.chen.markov_joint:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_joint"),
+    "markov-mi":                    ("inductionlab.experiments.chen.markov_mi:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_mi"),
+    "markov-length-generalization": ("inductionlab.experiments.chen.markov_length_generalization:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_length_generalization"),
+    "markov-full":                  ("inductionlab.experiments.chen.markov_full:EXPERIMENT", "inductionlab.experiments.chen.claims.markov_full"),
+    "markov-transformer":           ("inductionlab.experiments.across.markov_transformer:EXPERIMENT", "inductionlab.experiments.across.claims.markov_transformer"),
+    "interventions":                ("inductionlab.experiments.across.interventions:EXPERIMENT", "inductionlab.experiments.across.claims.interventions"),
+    "hf-induction":                 ("inductionlab.experiments.across.hf_induction:EXPERIMENT", "inductionlab.experiments.across.claims.hf_induction"),
+    "fast-induction":               ("inductionlab.experiments.across.fast_induction:EXPERIMENT", "inductionlab.experiments.across.claims.fast_induction"),
+}
+# fmt: on
+REGISTRY: dict[str, Experiment] = {}  # the toolkit's own (as imported), then the plug-ins (docs/own_experiment.md)
+_toolkit: dict[str, Experiment] = {}  # the toolkit's own experiments imported so far, by name
 ENTRY_POINTS = "inductionlab.experiments"  # the entry-point group of experiments from other packages
 # Modules or .py files to import first, separated by os.pathsep only (":" on POSIX, ";" on Windows)
 PLUGINS_ENV = "INDUCTIONLAB_PLUGINS"
@@ -49,20 +79,18 @@ def register_experiment(experiment: Experiment, *, replace: bool = False) -> Exp
         raise TypeError(f"register_experiment needs an inductionlab.Experiment, got {type(experiment).__name__}")
     name, origin = experiment.name, _origin_of(experiment)
     known = REGISTRY.get(name)
-    if known is not None and known is not experiment and not replace:
-        if name in _toolkit:
+    if not replace and known is not experiment:
+        if name in TOOLKIT and experiment is not _toolkit.get(name):
             raise ConfigError(
                 f"experiment: {name!r} of {origin} is one of the toolkit's own experiments; choose another name "
                 "(or pass replace=True to shadow it)"
             )
-        if _origin.get(name, origin) != origin:
+        if known is not None and _origin.get(name, origin) != origin:
             raise ConfigError(
                 f"experiment: {name!r} is registered by both {_origin[name]} and {origin}; rename one of them "
                 "(or pass replace=True)"
             )
     REGISTRY[name], _origin[name] = experiment, origin
-    if _opening:
-        _toolkit[name] = experiment
     _plugin_of.pop(name, None)
     plugin = _loading[-1][1] if _loading else None
     if plugin:
@@ -70,21 +98,43 @@ def register_experiment(experiment: Experiment, *, replace: bool = False) -> Exp
     return experiment
 
 
-@contextmanager
-def toolkit() -> Iterator[None]:
-    """Inside, what :func:`register_experiment` registers is one of the toolkit's own experiments (the wings
-    ``wang``, ``chen``, ``ren`` and ``across`` register theirs so): ``list`` shows them first, a plug-in cannot
-    take their names, and every process knows them without a plug-in."""
-    _opening.append(True)
-    try:
-        yield
-    finally:
-        _opening.pop()
+def _builtin(name: str) -> Experiment:
+    """The toolkit's own experiment ``name`` (:data:`TOOLKIT`), importing its module and its claims module on first
+    use: the claims, controls and data draws reproduce judges it by are attached to the Experiment the run module
+    builds (which validates them again)."""
+    if name not in _toolkit:
+        where, claims_module = TOOLKIT[name]
+        module, attribute = where.split(":")
+        run: Experiment = getattr(importlib.import_module(module), attribute)
+        judged = importlib.import_module(claims_module)
+        _toolkit[name] = dataclasses.replace(
+            run, claims=judged.CLAIMS, controls=judged.CONTROLS, draws=getattr(judged, "DRAWS", run.draws)
+        )
+    return _toolkit[name]
+
+
+def _known(name: str) -> Experiment | None:
+    """Experiment ``name`` as this process knows it (a plug-in that shadows it wins), importing the toolkit's own
+    on first use and placing it at its place in `list`'s order; None for a name nobody registered."""
+    if name not in REGISTRY and name in TOOLKIT:
+        REGISTRY[name] = _builtin(name)
+        rank = {n: i for i, n in enumerate(TOOLKIT)}
+        ordered = sorted(REGISTRY.items(), key=lambda item: rank.get(item[0], len(rank)))
+        REGISTRY.clear()
+        REGISTRY.update(ordered)
+    return REGISTRY.get(name)
+
+
+def load_toolkit() -> dict[str, Experiment]:
+    """Import every toolkit experiment not imported yet (``list``, ``reproduce``, ``experiments.REGISTRY``)."""
+    for name in TOOLKIT:
+        _known(name)
+    return REGISTRY
 
 
 def toolkit_experiments() -> tuple[Experiment, ...]:
-    """The toolkit's own experiments, in the order their wings registered them."""
-    return tuple(_toolkit.values())
+    """The toolkit's own experiments, in :data:`TOOLKIT`'s order (each imported on first use)."""
+    return tuple(_builtin(name) for name in TOOLKIT)
 
 
 def _origin_of(experiment: Experiment) -> str:
@@ -238,7 +288,7 @@ def _short(value: Any) -> str:
 
 def source_of(name: str) -> str:
     """Where a worker process finds experiment ``name`` when the registry of a fresh process lacks it, or holds the
-    toolkit's own under a name a script shadows: "" for the toolkit's own (every process registers them), else the
+    toolkit's own under a name a script shadows: "" for the toolkit's own (every process knows them), else the
     module (or the script file) whose code defines its ``run`` — registering at the top level of that module or
     script makes it known there too (a plug-in's module: every process loads it first anyway)."""
     exp = get(name)
@@ -253,9 +303,12 @@ def source_of(name: str) -> str:
 def ensure_registered(name: str, source: str) -> Experiment:
     """Experiment ``name``, importing ``source`` (:func:`source_of`) first if this process does not know it yet, or
     knows only the toolkit's own experiment that ``source`` shadows (``register_experiment(..., replace=True)``)."""
-    if source and (name not in all_experiments() or REGISTRY[name] is _toolkit.get(name)):
-        import_plugin(source)
-    if name not in REGISTRY:
+    if source:
+        load_plugins()
+        known = _known(name)
+        if known is None or known is _toolkit.get(name):
+            import_plugin(source)
+    if _known(name) is None:
         raise ConfigError(
             f"experiment: {name!r} is not registered in this worker process; register it at the top level of a module "
             "or script (or with --plugin / $INDUCTIONLAB_PLUGINS), or run with one worker (docs/own_experiment.md)"
@@ -264,13 +317,18 @@ def ensure_registered(name: str, source: str) -> Experiment:
 
 
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment by name: the toolkit's own, then the plug-ins (loaded on first use)."""
+    """Every experiment by name: the toolkit's own, then the plug-ins (each imported on first use)."""
     load_plugins()
-    return REGISTRY
+    return load_toolkit()
 
 
 def get(name: str) -> Experiment:
-    """The experiment called ``name``; a clear error suggests the closest names and lists the known ones."""
+    """The experiment called ``name`` (of the toolkit's own, only its module is imported); a clear error suggests
+    the closest names and lists the known ones."""
+    load_plugins()
+    found = _known(name)
+    if found is not None:
+        return found
     known = all_experiments()
     if name not in known:
         close = difflib.get_close_matches(name, list(known), n=3)
@@ -292,8 +350,10 @@ def recorded(name: str, plugins: Any, where: str | Path) -> Experiment:
     plug-ins it recorded (``plugins``, :func:`plugin_record`) when this process does not know it — as ``--plugin``
     values, so that worker processes import them too.  A recorded plug-in that cannot be imported (its file moved,
     its module gone) or no longer registers ``name`` is a :class:`ConfigError` naming it."""
-    if name in all_experiments():
-        return REGISTRY[name]
+    load_plugins()
+    found = _known(name)
+    if found is not None:
+        return found
     again = "; give the plug-in that registers it with --plugin MODULE|FILE.py (docs/own_experiment.md#travel)"
     if not (isinstance(plugins, list) and plugins and all(_is_plugin(p) for p in plugins)):
         raise ConfigError(f"{where}: experiment {name!r} is unknown here, and no plug-in is recorded for it{again}")
@@ -312,60 +372,3 @@ def recorded(name: str, plugins: Any, where: str | Path) -> Experiment:
         raise ConfigError(f"{where}: the recorded plug-in {named} no longer registers experiment {name!r}{again}")
     _add_plugins([dict(p) for p in plugins])
     return REGISTRY[name]
-
-
-def configure(
-    name: str,
-    preset: str | None = None,
-    overrides: dict[str, Any] | None = None,
-    base: Any = None,
-    file: dict[str, Any] | None = None,
-) -> Any:
-    """Experiment ``name``'s CONFIG (or ``base``, a saved run's config), then its ``preset``, then ``file`` (the
-    nested keys of a ``--config`` file), then the dotted-key ``overrides``: each later one wins, and each step is
-    validated."""
-    exp = get(name)
-    cfg = exp.config if base is None else base
-    overrides = dict(overrides or {})
-    if "device" in overrides:
-        _check_device(exp, str(overrides["device"]))
-        if "device" not in flatten(cfg):  # a CPU-only config has no device key: --device cpu asks nothing of it
-            overrides.pop("device")
-    if preset:
-        if preset not in exp.presets:
-            raise ConfigError(f"--preset: unknown preset {preset!r} for {name}; known: {', '.join(exp.presets)}")
-        cfg = override(cfg, exp.presets[preset], name)
-    if file:
-        cfg = override(cfg, dotted(config_values(file)), name)
-    cfg = override(cfg, overrides, name)
-    _check_distinct(cfg)
-    return cfg
-
-
-def _check_distinct(cfg: Any, prefix: str = "") -> None:
-    """The lists an experiment compares (the ``tuple[X, ...]`` fields of its own config classes, declared in
-    ``experiments/``: degrees, losses, L values, …) hold distinct values: a repeat would run a setting twice and give
-    its tables two rows of one key.  Library sections (a trainer's per-stage rates) may repeat values."""
-    hints = get_type_hints(type(cfg))
-    for f in dataclasses.fields(cfg):
-        tp, value = hints[f.name], getattr(cfg, f.name)
-        if dataclasses.is_dataclass(value) and type(value).__module__.startswith(f"{__package__}."):
-            _check_distinct(value, f"{prefix}{f.name}.")
-        elif get_origin(tp) is tuple and get_args(tp)[-1:] == (Ellipsis,) and len(set(value)) != len(value):
-            raise ConfigError(
-                f"{prefix}{f.name}: values must be distinct (a repeat runs a setting twice), got {list(value)}"
-            )
-
-
-def _check_device(exp: Experiment, device: str) -> None:
-    """Refuse ``--device`` beyond the devices ``exp`` declares (``Experiment.devices``), saying why and which
-    experiments run there (``docs/conventions.md#devices``); the config's own check then validates the value."""
-    kind = "cpu" if device == "cpu" else "cuda" if CUDA.fullmatch(device) else device
-    if kind in exp.devices or (kind not in ("cpu", "cuda") and "cuda" in exp.devices):
-        return
-    if exp.devices == ("cpu",):
-        gpu = sorted(n for n, e in all_experiments().items() if "cuda" in e.devices)
-        raise ConfigError(
-            f"--device {device}: {exp.name} runs on the CPU only ({exp.cpu_only}). With --device: {', '.join(gpu)}"
-        )
-    raise ConfigError(f"--device {device}: {exp.name} runs on {', '.join(exp.devices)} only")

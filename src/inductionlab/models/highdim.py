@@ -102,7 +102,7 @@ def partial_losses(
     cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor, want: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """L_G4 and L_IH2 (S,): ½ E‖block − target‖² per block against the target blocks ``want`` (B, d) each
-    (:func:`inductionlab.tasks.mixed.lifted_target`); loss (3), summed over the d coordinates (``cfg.loss="sum"``,
+    (:func:`inductionlab.tasks.induction.lifted_target`); loss (3), summed over the d coordinates (``cfg.loss="sum"``,
     the paper's) or averaged over them (``"mean"``)."""
     out = forward(cfg, theta, x)
     per = [0.5 * (o - w).square() for o, w in zip(out, want)]  # (S, B, d) each

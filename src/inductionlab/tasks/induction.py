@@ -137,3 +137,9 @@ def patch_targets(x: torch.Tensor, n: int) -> torch.Tensor:
     L = x.shape[-2]
     require(L >= n, "x", f"needs L ≥ n = {n}, got {L}")
     return torch.cat([x[..., n - 1 - k : L - k, :] for k in range(n)], -1)
+
+
+def lifted_target(x: torch.Tensor, alpha_star: float, w_star: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mixed target lifted to d-dimensional tokens x (B, L, d): the blocks (B, d) α*/(1+α*) x_{L−2} and
+    1/(1+α*) IH_2(X; W*) with the d × d matrix W* (``docs/conventions.md#wang-6-3``)."""
+    return alpha_star / (1 + alpha_star) * x[:, -3], induction_head(x, w_star.to(x.device, x.dtype)) / (1 + alpha_star)

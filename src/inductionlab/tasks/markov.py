@@ -132,3 +132,14 @@ def datasets(
     2024): train (S, n_samples − n_val, L + 1) and val (S, n_val, L + 1)."""
     parts = [train_val_split(sample(cfg, n_samples, rng.numpy_generator(s))[0], n_val, rng.generator(s)) for s in seeds]
     return torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])
+
+
+def reference_predictors(task: MarkovConfig, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Bayes, in-context bigram and unigram predictions (S, B, d) for tokens (S, B, L + 1)."""
+    inputs = tokens[..., :-1].flatten(0, 1)
+    d, shape = task.vocab_size, (*tokens.shape[:2], task.vocab_size)
+    return {
+        "bayes": bayes_predictor(task, inputs).view(shape),
+        "bigram": ngram_estimator(inputs, (1,), d, task.alpha).view(shape),
+        "unigram": ngram_estimator(inputs, (), d, task.alpha).view(shape),
+    }

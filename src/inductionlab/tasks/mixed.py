@@ -18,7 +18,6 @@ import torch
 
 from inductionlab.config import require
 from inductionlab.ops import abs_bound, needs_shift, softmax_average
-from inductionlab.tasks.induction import induction_head
 
 Tokens = Literal["gaussian", "boolean"]
 
@@ -160,9 +159,3 @@ def target_columns(x: torch.Tensor, ih: torch.Tensor, target: MixedTarget) -> to
     """Stack (α*/(1+α*) x_{L-2}, 1/(1+α*) IH_2(x)) into (S, 2, B) from the raw induction-head average."""
     four_gram = x[:, x.shape[1] - 3].expand_as(ih)  # x may be shared by all runs (S = 1)
     return torch.stack((four_gram, ih), 1) * target.gh_star
-
-
-def lifted_target(x: torch.Tensor, alpha_star: float, w_star: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The mixed target lifted to d-dimensional tokens x (B, L, d): the blocks (B, d) α*/(1+α*) x_{L−2} and
-    1/(1+α*) IH_2(X; W*) with the d × d matrix W* (``docs/conventions.md#wang-6-3``)."""
-    return alpha_star / (1 + alpha_star) * x[:, -3], induction_head(x, w_star.to(x.device, x.dtype)) / (1 + alpha_star)

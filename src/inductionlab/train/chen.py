@@ -27,7 +27,7 @@ import torch
 from inductionlab.config import require
 from inductionlab.models import chen
 from inductionlab.runs import RunContext
-from inductionlab.tasks.markov import MarkovConfig, bayes_predictor, ngram_estimator
+from inductionlab.tasks.markov import MarkovConfig, reference_predictors
 from inductionlab.train import loop
 from inductionlab.train.autograd import StageSpec, TrainConfig, pack, train
 
@@ -69,17 +69,6 @@ class StagedConfig:
 def _distances(y: torch.Tensor, refs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     """Mean total-variation distance (S,) of y (S, B, d) to each reference (S, B, d)."""
     return {f"tv_{name}": (0.5 * (y - ref).abs().sum(-1)).mean(-1).numpy() for name, ref in refs.items()}
-
-
-def reference_predictors(task: MarkovConfig, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Bayes, in-context bigram and unigram predictions (S, B, d) for tokens (S, B, L + 1)."""
-    inputs = tokens[..., :-1].flatten(0, 1)
-    d, shape = task.vocab_size, (*tokens.shape[:2], task.vocab_size)
-    return {
-        "bayes": bayes_predictor(task, inputs).view(shape),
-        "bigram": ngram_estimator(inputs, (1,), d, task.alpha).view(shape),
-        "unigram": ngram_estimator(inputs, (), d, task.alpha).view(shape),
-    }
 
 
 def param_columns(cfg: chen.ChenConfig, params: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:

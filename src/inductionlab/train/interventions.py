@@ -15,6 +15,12 @@ is a window of step indices within each stage (STOP left out: to the end).  Seve
 commas on the command line (a tuple in the config).  A clamp's VALUE is a finite number with
 |VALUE| ≤ :data:`CLAMP_LIMIT`; :func:`check` refuses, before training, an entry that names nothing, an index, layer or
 head the model lacks, or a window that starts after the longest stage has ended (it would never act).
+
+This module knows no model: each model family says what it offers (:class:`Family`) in a module of its own —
+:func:`inductionlab.train.toy_interventions.toy_family`, :func:`inductionlab.train.chen_interventions.chen_family` and
+:func:`inductionlab.train.transformer_interventions.transformer_family` (with its head ablation,
+:class:`~inductionlab.train.transformer_interventions.AblateHeads`) — so that an experiment imports the families it
+trains and no other.
 """
 
 from __future__ import annotations
@@ -28,8 +34,6 @@ from typing import Literal
 import torch
 
 from inductionlab.config import ConfigError, require
-from inductionlab.models import chen, toy
-from inductionlab.models import transformer as tf
 from inductionlab.train.hooks import FreezeColumns
 from inductionlab.train.loop import Hook, LoopState
 
@@ -143,75 +147,34 @@ class ClampColumns(Hook):
     before_step = after_step = before_evaluate = _write
 
 
-class AblateHeads(Hook):
-    """Replace the outputs of heads ``heads`` of layer ``layer`` (general transformer, ``hook_z``) by zero or their
-    batch mean during ``steps``.  Pass :attr:`forward_hooks` to the model's forward in the loss (and the
-    evaluation); the hook switches them on and off with the step."""
-
-    def __init__(
-        self, layer: int, heads: Sequence[int] | None, mode: Literal["zero", "mean"] = "zero", steps: range = ALL_STEPS
-    ):
-        self.layer, self.heads, self.mode, self.steps = layer, heads, mode, steps
-        self.active = 0 in steps
-
-    def _replace(self, z: torch.Tensor) -> torch.Tensor:  # (S, B, H, L, K)
-        if not self.active:
-            return z
-        return tf.replace_heads(z, range(z.shape[2]) if self.heads is None else self.heads, self.mode)
+class Ablation(Hook):
+    """A hook that also replaces activations inside the model: its :attr:`forward_hooks` go to the model's forward
+    in the loss and the evaluation (the general transformer's head ablation,
+    :class:`~inductionlab.train.transformer_interventions.AblateHeads`)."""
 
     @property
     def forward_hooks(self) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
-        return {f"blocks.{self.layer}.attn.hook_z": self._replace}
-
-    def before_step(self, state: LoopState) -> None:
-        self.active = state.step in self.steps
-
-    before_evaluate = before_step
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class Family:
     """What a model family offers interventions: its parameter shapes (packed order, no run axis), aliases, and
-    the number of layers and heads per layer of a general transformer (0: heads cannot be ablated)."""
+    the number of layers and heads per layer of a general transformer with the hook that ablates them,
+    ``ablate(layer, heads, mode, steps)`` (0 and None: heads cannot be ablated)."""
 
     name: str
     shapes: Mapping[str, tuple[int, ...]]
     aliases: Mapping[str, Sequence[str]]
     n_layers: int = 0
     n_heads: int = 0
-
-
-def toy_family() -> Family:
-    """The six-parameter toy (one column each): aliases ``layer1`` (p̃), ``layer2``, ``w_KQ`` (w_Q and w_K)."""
-    return Family(
-        "the toy model",
-        {name: () for name in toy.PARAMS},
-        {
-            "layer1": ("p_tilde",),
-            "layer2": tuple(toy.PARAMS[i] for i in toy.LAYER2),
-            "w_KQ": ("w_Q", "w_K"),
-        },
-    )
-
-
-def transformer_family(cfg: tf.TransformerConfig) -> Family:
-    """The general transformer: its parameter names (``blocks.0.attn.p``, …); aliases ``layer1``, ``layer2``, …"""
-    aliases = {f"layer{l + 1}": (f"blocks.{l}",) for l in range(cfg.n_layers)}
-    return Family("the general transformer", tf.param_shapes(cfg), aliases, cfg.n_layers, cfg.n_heads)
-
-
-def chen_family(cfg: chen.ChenConfig) -> Family:
-    """The Chen et al. model: aliases ``copier`` (the RPE weights w and, in the full model, W_Q, W_K, W_OV),
-    ``selector`` (c and the layer norm), ``classifier`` (a)."""
-    shapes = {k: tuple(v.shape[1:]) for k, v in chen.init_params(cfg, 1).items()}
-    aliases = {"copier": chen.GROUPS["w"], "selector": chen.GROUPS["c"], "classifier": chen.GROUPS["a"]}
-    return Family("the Chen et al. model", shapes, aliases)
+    ablate: Callable[[int, list[int] | None, Literal["zero", "mean"], range], Ablation] | None = None
 
 
 ABLATE_SUPPORT = "the general transformer (from the API: AblateHeads, its forward_hooks passed to the model's forward)"
 
 
-def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[AblateHeads]]:
+def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[Ablation]]:
     """The hooks of ``cfg`` for ``family``: (every hook for the loop, the ablations among them — whose
     ``forward_hooks`` the loss must pass to the model)."""
     hooks: list[Hook] = []
@@ -222,10 +185,15 @@ def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[Abl
         e = parse(text, "intervene.clamp", with_value=True)
         assert e.value is not None  # parse with_value=True always reads one
         hooks.append(ClampColumns(columns(family.shapes, e, family.aliases, "intervene.clamp"), e.value, e.steps))
-    ablations = []
+    ablations: list[Ablation] = []
     for text in cfg.ablate:
         e = parse(text, "intervene.ablate")
-        require(family.n_layers > 0, "intervene.ablate", f"applies to {ABLATE_SUPPORT}; this one trains {family.name}")
+        require(
+            family.n_layers > 0 and family.ablate is not None,
+            "intervene.ablate",
+            f"applies to {ABLATE_SUPPORT}; this one trains {family.name}",
+        )
+        assert family.ablate is not None  # for the type checker: required just above
         m = re.fullmatch(r"blocks\.(\d+)\.attn|layer(\d+)", e.selector)
         if m is None:
             raise ConfigError(
@@ -240,7 +208,7 @@ def build(cfg: InterventionConfig, family: Family) -> tuple[list[Hook], list[Abl
             "intervene.ablate",
             f"{text!r}: head {e.index} does not exist; layer {layer} has heads 0..{family.n_heads - 1}",
         )
-        ablations.append(AblateHeads(layer, None if e.index is None else [e.index], cfg.ablate_mode, e.steps))
+        ablations.append(family.ablate(layer, None if e.index is None else [e.index], cfg.ablate_mode, e.steps))
     return hooks + ablations, ablations
 
 
@@ -268,7 +236,7 @@ def windows(cfg: InterventionConfig) -> list[tuple[int, int | None]]:
     return [(e.steps.start, None if e.steps.stop == ALL_STEPS.stop else e.steps.stop) for e in entries]
 
 
-def forward_hooks(ablations: Sequence[AblateHeads]) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+def forward_hooks(ablations: Sequence[Ablation]) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
     """The model-forward hooks of several ablations (heads of one layer in several entries are applied in turn)."""
     out: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {}
     for a in ablations:

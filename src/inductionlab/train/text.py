@@ -24,12 +24,12 @@ import torch
 from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.models import transformer as tf
-from inductionlab.models.cross_entropy import cross_entropy
 from inductionlab.runs import RunContext
 from inductionlab.tasks.induction import repeated_random_tokens
 from inductionlab.tasks.text import periodic_chunks, random_chunks, repeated_chunks
 from inductionlab.train import loop
 from inductionlab.train.autograd import TrainConfig, pack, train
+from inductionlab.train.next_token import token_losses
 
 Diagnostics = Callable[[tf.TransformerConfig, tf.Params, torch.Tensor], dict[str, np.ndarray]]
 
@@ -52,16 +52,6 @@ class EvalConfig:
             "eval.score_period",
             f"must be ≥ 2 (the diagnostics score the second copy against the first), got {self.score_period}",
         )
-
-
-def token_losses(
-    cfg: tf.TransformerConfig, params: tf.Params, tokens: torch.Tensor, hooks: tf.Hooks | None = None
-) -> torch.Tensor:
-    """Next-token cross-entropy (S, B, L − 1) at every position of tokens (B, L); ``hooks``: the model's forward
-    hooks (e.g. a head ablation)."""
-    logits = tf.forward(cfg, params, tokens[:, :-1].unsqueeze(0), hooks=hooks)[0]  # (S, B, L − 1, V)
-    targets = tokens[:, 1:].expand(logits.shape[0], -1, -1)
-    return cross_entropy(logits.flatten(0, 2), targets.flatten()).view(targets.shape)  # fused: #fused-cross-entropy
 
 
 def weight_norms(cfg: tf.TransformerConfig, params: tf.Params) -> dict[str, np.ndarray]:

@@ -22,7 +22,7 @@ from inductionlab.models import transformer as tf
 from inductionlab.runs import RunContext
 from inductionlab.train import loop
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.text import token_losses
+from inductionlab.train.next_token import token_losses
 
 TokenSampler = Callable[[torch.Generator], torch.Tensor]  # generator → tokens (B, L + 1) int64
 Extra = Callable[[tf.TransformerConfig, tf.Params], dict[str, np.ndarray]]  # (model, params) → columns (S,)

@@ -1,15 +1,6 @@
 """The experiments that span papers or libraries: Wang et al.'s transformer on Chen et al.'s chains
 (``markov-transformer``), the interventions on both papers' models, and the induction-head monitor on Hugging Face,
-TransformerLens and the toolkit's own models (``hf-induction``, ``fast-induction``; docs/monitor.md)."""
+TransformerLens and the toolkit's own models (``hf-induction``, ``fast-induction``; docs/monitor.md).
 
-from inductionlab.experiments.across import fast_induction, hf_induction, interventions, markov_transformer
-from inductionlab.experiments.registry import register_experiment
-
-EXPERIMENTS = (
-    markov_transformer.EXPERIMENT,
-    interventions.EXPERIMENT,
-    hf_induction.EXPERIMENT,
-    fast_induction.EXPERIMENT,
-)
-for experiment in EXPERIMENTS:
-    register_experiment(experiment)
+It imports none of them: the registry imports each experiment when first asked for it
+(``experiments/registry.py``)."""

@@ -28,18 +28,17 @@ import pandas as pd
 import torch
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.analysis.heads import head_scores
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.markov import MarkovConfig, sample
+from inductionlab.tasks.markov import MarkovConfig, reference_predictors, sample
 from inductionlab.train.autograd import TrainConfig, pack, train
-from inductionlab.train.chen import reference_predictors
-from inductionlab.train.interventions import InterventionConfig, build, check, forward_hooks, transformer_family
-from inductionlab.train.text import token_losses
+from inductionlab.train.interventions import InterventionConfig, build, check, forward_hooks
+from inductionlab.train.next_token import token_losses
+from inductionlab.train.transformer_interventions import transformer_family
 
 REFERENCES = ("uniform", "unigram", "bigram", "bayes")  # the stage order
 
@@ -99,51 +98,6 @@ PRESETS = {
     "quick": {"train.steps": 800},
     "smoke": {"train.steps": 20, "train.eval_every": 10, "train.eval_log_points": 0, "eval_size": 16, "task.L": 20},
 }
-
-CONTROLS = (
-    Control(
-        name="layer1-ablated",
-        breaks="every layer-1 head's output zeroed: no previous-token information reaches layer 2 (and layer 1 gets no "
-        "gradient), so no in-context bigram or n-gram statistic can be formed",
-        overrides={"intervene.ablate": "blocks.0.attn", "compare": ""},
-        preset=None,  # the claims' own budget (docs/conventions.md#controls)
-    ),
-)
-
-CLAIMS = (
-    Claim(
-        id="cross-markov-stages",
-        paper="chen",
-        where="§5 × Wang et al.",
-        statement="An unstructured two-layer transformer passes through the unigram → bigram → Bayes (trigram) stages in order",
-        key="stages_in_order",
-        expected="unigram, then bigram, then the n-gram (statistical induction head) stage",
-        test=Is(True),
-        control="layer1-ablated",
-    ),
-    Claim(
-        id="cross-markov-bayes",
-        paper="chen",
-        where="§5 × Wang et al.",
-        statement="On the trigram chain it ends far closer to the Bayes predictor than to the in-context bigram estimator",
-        key="final_kl_to_bayes",
-        expected="KL(Bayes ‖ model) ≤ 0.3 KL(bigram ‖ model)",
-        test=Between(hi=0.3),
-        over="final_kl.bigram",
-        control="layer1-ablated",
-    ),
-    Claim(
-        id="cross-markov-lags",
-        paper="chen",
-        where="§2–3 (layer 1 copies the parents: the copier, Thm 3.3 Stage II) × Wang et al.",
-        statement="Its layer 1 attends to the parent lags {1, 2}: on average over its heads ≥ 0.8 of a query's attention "
-        "falls on lags 1 and 2 (which head takes which lag is reported, not claimed: see layer1_lag_weights)",
-        key="layer1_parent_mass",
-        expected="Chen's copier heads attend to the parents only (mass 1 on lags {1, 2})",
-        test=Between(lo=0.8),
-        control="layer1-ablated",
-    ),
-)
 
 
 def _kl_tv(ref: torch.Tensor, q: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -287,7 +241,6 @@ EXPERIMENT = Experiment(
         c.train.batch_size, c.task.L, c.model.n_heads * c.model.d_model
     ),  # docs/conventions.md#threads
     loss_unit=NATS,
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="markov-transformer",
     description="Wang et al.'s transformer on Chen et al.'s n-gram chains: unigram → bigram → Bayes stages, heads, lags",
     figure="Wang et al. × Chen et al. (stages)",
@@ -298,6 +251,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -27,9 +27,10 @@ from inductionlab import plots
 from inductionlab.analysis.gih import argmax_agreement, gih_predictor
 from inductionlab.models import chen
 from inductionlab.runs import Results, RunContext
-from inductionlab.tasks.markov import MarkovConfig, datasets
-from inductionlab.train.chen import StagedConfig, a_log_fit, reference_predictors, train_staged
-from inductionlab.train.interventions import InterventionConfig, build, chen_family
+from inductionlab.tasks.markov import MarkovConfig, datasets, reference_predictors
+from inductionlab.train.chen import StagedConfig, a_log_fit, train_staged
+from inductionlab.train.chen_interventions import chen_family
+from inductionlab.train.interventions import InterventionConfig, build
 
 Variant = tuple[str, chen.ChenConfig, StagedConfig]
 

@@ -20,7 +20,6 @@ import pandas as pd
 import torch
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.models import chen
@@ -57,44 +56,6 @@ PRESETS = {
     "quick": {},  # the default already takes about a minute
     "smoke": {"n_draws": 20, "grad_samples": 50, "task.L": 20},
 }
-
-CONTROLS = (
-    Control(
-        name="parents-13",
-        breaks="the chain's parents are {1,3}: {1,2} is no longer the parent set (wrong parent set)",
-        overrides={"task.parents": "1,3"},
-        preset=None,
-    ),
-    Control(
-        name="lag-agnostic-heads",
-        breaks="copier heads at a lag-agnostic RPE (w_+ = w_− = 0): every head averages lags 1..3, so no subset copies its lags",
-        overrides={"copier_logit": 0.0},
-        preset=None,
-    ),
-)
-
-CLAIMS = (
-    Claim(
-        id="chen-s4.2-mi-argmax",
-        paper="chen",
-        where="§3.3 (modified χ² mutual information), Thm 3.3 (S* = its argmax)",
-        statement="The modified χ² mutual information is largest for the true parents {1,2} (over all S ⊆ {1,2,3})",
-        key="argmax_modified_mi",
-        expected="{1,2}",
-        test=Is("{1,2}"),
-        control="parents-13",
-    ),
-    Claim(
-        id="chen-s4.2-gradient",
-        paper="chen",
-        where="§3.3, proof of Thm 3.3 (Stage I: the gradient on p_S is a·Ĩ_χ²(S) at small a)",
-        statement="At initialisation the selector's gradient is proportional to the modified χ² MI",
-        key="grad_mi_correlation",
-        expected="correlation 1 (−∂L/∂p_S ≈ a·Ĩ(S))",
-        test=Between(lo=0.99),
-        control="lag-agnostic-heads",
-    ),
-)
 
 
 def gradient_over_a(cfg: Config) -> dict[tuple[int, ...], float]:
@@ -177,7 +138,6 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 EXPERIMENT = Experiment(
     saves_models=False,  # it trains no model
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="markov-mi",
     description="Chen et al.: modified vs standard chi^2 MI per lag set, and -dL/dp_S / a against the modified MI",
     figure="Chen et al. §4.2 (χ² MI)",
@@ -188,6 +148,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

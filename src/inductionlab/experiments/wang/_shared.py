@@ -1,6 +1,6 @@
 """What the two text experiments (``wikitext``, ``repeated-text``) share: the model and config, the times at which
-‖p‖ and ‖(W_K, W_Q)‖ move, the smoke preset and the panels of their figures; and what the two IH_n experiments
-(``probe``, ``heads-dims``) share: their budget and :func:`learning`, what "learned" means for them."""
+‖p‖ and ‖(W_K, W_Q)‖ move, the smoke preset and the panels of their figures (what the two IH_n experiments share is
+``_learning``)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,10 @@ from inductionlab.models.transformer import ArchitectureConfig, TransformerConfi
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, repeated_chunks, save_tokenizer
 from inductionlab.train.autograd import TrainConfig
-from inductionlab.train.interventions import (
-    InterventionConfig,
-    build,
-    check,
-    forward_hooks,
-    transformer_family,
-    windows,
-)
-from inductionlab.train.text import Diagnostics, EvalConfig, _evaluation_data, fit_lm, token_losses
+from inductionlab.train.interventions import InterventionConfig, build, check, forward_hooks, windows
+from inductionlab.train.next_token import token_losses
+from inductionlab.train.text import Diagnostics, EvalConfig, _evaluation_data, fit_lm
+from inductionlab.train.transformer_interventions import transformer_family
 
 LM_MODEL = ArchitectureConfig(
     d_model=128, n_layers=2, n_heads=2, d_head=64, ffn_width=512, init_std=0.01, slope_init=0.01
@@ -198,26 +193,3 @@ def plot_scores(ax, mean: pd.DataFrame) -> None:
         ax.plot(mean.index, mean[col], style, label=col.replace("_score", "").replace("_", " "))
     ax.set(xlabel="step", ylabel="score (repeated random tokens)", ylim=(0, 1.02), title="head diagnostics")
     ax.legend(fontsize=7)
-
-
-# IH_n training (probe, heads-dims): the budget and what "learned" means (docs/conventions.md#wang-6-4, #learned)
-ESCAPE = 0.5  # a loss curve has left its plateau at the first step where it is at most this fraction of it
-LEARNED = 0.2  # a model has learned IH_4 when its late loss is at most this fraction of its plateau
-STEPS = 16_000  # the budget: the calibration seeds' escape-time tail with margin (docs/conventions.md#wang-6-4)
-PLATEAU = (200, 1000)  # the steps whose evaluations give the plateau loss (calibration: docs/conventions.md#wang-6-4)
-
-
-def learning(steps: np.ndarray, loss: np.ndarray, window: tuple[int, int], late: int) -> dict[str, float]:
-    """How far one loss curve learned (docs/conventions.md#wang-6-4): ``plateau``, the median loss over the
-    evaluations at steps in ``window`` (after the first drop from the step-0 loss, before any calibration seed
-    leaves; NaN for a run shorter than that); ``late_over_plateau``, the mean of the last ``late`` evaluations over
-    it; ``escape_step``, the first step at which the loss is at most :data:`ESCAPE` of it (+inf: never,
-    docs/conventions.md#never)."""
-    steps, loss = np.asarray(steps, dtype=float), np.asarray(loss, dtype=float)
-    on = (steps >= window[0]) & (steps <= window[1])
-    plateau = float(np.median(loss[on])) if on.any() else float("nan")
-    return {
-        "plateau": plateau,
-        "late_over_plateau": float(loss[-late:].mean()) / plateau,
-        "escape_step": first_crossing(steps, loss, ESCAPE * plateau, "down"),
-    }

@@ -16,7 +16,6 @@ import torch
 from tqdm.auto import tqdm
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Near
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.runs import Results, RunContext
@@ -56,40 +55,6 @@ PRESETS = {
     "quick": {},  # the default already takes about a minute
     "smoke": {"L_values": "5,20", "n_samples": 8, "p_values": "1,2,7"},
 }
-
-CONTROLS = (
-    Control(
-        name="no-copy",
-        breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
-        overrides={"copy_previous": False},
-        preset=None,  # the claims' own preset (quick is the default)
-    ),
-)
-
-CLAIMS = (
-    Claim(
-        id="wang-thm4.1-bound",
-        paper="wang",
-        where="§4.1, Theorem 4.1 (two-layer single-head TF, error O(e^{−p}) uniformly in L; our constant 4B³‖W*‖₂)",
-        statement="The two-layer construction fits IH_2 within 4B³‖W*‖e^{−p}, at every L",
-        key="max_error_over_bound",
-        expected="error / bound ≤ 1",
-        test=Between(hi=1.0),
-        control="no-copy",
-        if_failed="open: the bound is our explicit constant for the theorem's O(e^{−p}); a failure means the "
-        "construction or the constant is wrong",
-    ),
-    Claim(
-        id="wang-thm4.1-rate",
-        paper="wang",
-        where="§4.1, Theorem 4.1 (error O(e^{−p}) in the layer-1 slope p, uniformly in L)",
-        statement="The error decays like e^{−p} in the layer-1 slope, free of L",
-        key="decay_rate_fit",
-        expected="rate 1",
-        test=Near(1.0, atol=0.1),
-        control="no-copy",
-    ),
-)
 
 
 def _break(params: dict, copy_previous: bool) -> dict:
@@ -153,7 +118,6 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 EXPERIMENT = Experiment(
     saves_models=False,  # it trains no model
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="approx-ih2",
     description="Theorem 4.1: error of the IH_2 construction vs the layer-1 slope p, against 4B³‖W*‖e^{-p}, several L",
     figure="Wang et al. Theorem 4.1",
@@ -164,6 +128,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -20,7 +20,6 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Is
 from inductionlab.config import check_seeds, require
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.runs import Results, RunContext
@@ -62,49 +61,6 @@ PRESETS = {
     "quick": {},  # the default already takes about a minute
     "smoke": {"n_values": "2,3", "heads_per_group": "1,4", "L_values": "8", "n_samples": 8, "pad": 10},
 }
-
-CONTROLS = (
-    Control(
-        name="no-copy",
-        breaks="layer 1's value matrices zeroed: layer 1 copies no previous token, so layer 2 has nothing to match",
-        overrides={"copy_previous": False},
-        preset=None,  # the claims' own preset (quick is the default)
-    ),
-)
-
-CLAIMS = (
-    Claim(
-        id="wang-thm4.3-bound",
-        paper="wang",
-        where="§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
-        statement="The H-head construction fits IH_n within the C/H^q bound",
-        key="max_error_over_bound",
-        expected="error / bound ≤ 1",
-        test=Between(hi=1.0),
-        control="no-copy",
-    ),
-    Claim(
-        id="wang-thm4.3-rate",
-        paper="wang",
-        where="§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
-        statement="The error falls with H faster than every power: the local log–log slope q(H) = −Δlog error/Δlog H "
-        "grows with H (its least-squares slope in log H, the smallest over n = 2, 3, 4)",
-        key="local_slope_growth_min",
-        expected="C_q/H^q for every q: q(H) unbounded (a power law C/H^q has dq/dlog H = 0; e^{−cH} has cH)",
-        test=Between(lo=1.0),
-        control="no-copy",
-    ),
-    Claim(
-        id="wang-thm4.3-monotone",
-        paper="wang",
-        where="§4.2, Theorem 4.3 (H-head layer 1, D = nd, error ≤ C_{q,n}/H^q for every q)",
-        statement="More heads give a smaller error (n = 3)",
-        key="error_decreases_with_H.3",
-        expected="decreasing in H",
-        test=Is(True),
-        control="no-copy",
-    ),
-)
 
 
 def _break(params: dict, copy_previous: bool) -> dict:
@@ -211,7 +167,6 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 EXPERIMENT = Experiment(
     saves_models=False,  # it trains no model
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="approx-ihn",
     description="Theorem 4.3: error of the multi-head IH_n construction vs the number of heads H, n = 2, 3, 4",
     figure="Wang et al. Theorem 4.3",
@@ -222,6 +177,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -10,7 +10,7 @@ docs/conventions.md#calibration); the paper gives no training protocol for Fig. 
 integrated rate of 31.5, short of the tail), ``--preset spec`` the spec's W* = 0.49² I_3 and lr 1e-3.  The summary
 holds, per pair "HxD", ``final_loss`` (the mean over seeds of the last evaluation) and, one value per seed,
 ``late_loss`` (the mean of the last ``late`` evaluations), ``start_loss`` (step 0), ``plateau_loss``,
-``late_over_plateau`` and ``escape_step`` (:func:`~inductionlab.experiments.wang._shared.learning`).  Both claims are
+``late_over_plateau`` and ``escape_step`` (:func:`~inductionlab.experiments.wang._learning.learning`).  Both claims are
 judged on the seeds whose (8, 8) model learned (late loss ≤ 0.2 of its plateau): a seed on which the capable model
 did not learn within the budget says nothing about H and D.
 """
@@ -24,10 +24,9 @@ from typing import Any
 import pandas as pd
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Learned
 from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
-from inductionlab.experiments.wang._shared import LEARNED, PLATEAU, STEPS, learning
+from inductionlab.experiments.wang._learning import PLATEAU, STEPS, learning
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -82,70 +81,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-CONTROLS = (
-    Control(
-        name="no-positions",
-        breaks="no relative positions (model.rpe off, and no other positional signal): no (H, D) can find the "
-        "previous tokens, so H = D = 8 cannot copy the patches that Theorem 4.3's layer 1 needs",
-        overrides={"model.rpe": False},
-        preset=None,  # the claim's own budget: a model that cannot learn must be shown not to at that budget
-    ),
-    Control(
-        name="one-lag",
-        breaks="the task needs one previous token instead of n − 1 = 3 (task.n = 2, IH_2): Theorem 4.3's H ≳ n − 1 "
-        "and D ≥ n·d then hold at H = D = 2, so the shortfall of heads and width the claim rests on is gone",
-        overrides={"task.n": 2},
-        preset="quick",
-        cheaper="the control rejects when H = D = 2 fits IH_2, i.e. its late loss falls below half its start; the "
-        "default's longer run of the same rate only trains it further, so a rejection at the quick budget stands "
-        "at the default",
-    ),
-)
-CAPTION = (
-    'v3 Fig. 4 caption: "the transformer with H = D = 8 (> n) successfully expresses this task, while the '
-    'transformer with H = D = 2 (< n) fails" (n = 4; no optimiser, schedule or loss level given)'
-)
-PROTOCOL = f"our protocol, the paper gives none: Adam at the constant lr 1e-2, {STEPS} steps of batch 128"
-LATE = "each seed's mean loss over its last 5 evaluations, averaged over the data seeds whose (8, 8) model learned"
-LEARNED_8x8 = Learned(
-    key="late_over_plateau.8x8",
-    test=Between(hi=LEARNED),
-    what=f"the (8, 8) late loss ≤ {LEARNED} of its plateau: the budget sufficed for a model that can fit IH_4",
-    shown="escape_step.8x8",
-)
-
-CLAIMS = (
-    Claim(
-        id="wang-fig4-heads-dims",
-        paper="wang",
-        where=CAPTION,
-        statement=f"Enough heads and width are needed: H = D = 8 fits IH_4 far better than H = D = 2 ({PROTOCOL})",
-        key="late_loss.8x8",
-        over="late_loss.2x2",
-        seeds=4,
-        expected=f"loss(8×8) / loss(2×2) ≤ 0.25, {LATE}; H and D that do not matter give ≈ 1",
-        test=Between(hi=0.25),
-        control="no-positions",
-        learned=LEARNED_8x8,
-        if_failed="open: H = D = 2 would then come within 4× of H = D = 8 on seeds where (8, 8) learned; not yet "
-        "examined",
-    ),
-    Claim(
-        id="wang-fig4-small-fails",
-        paper="wang",
-        where=CAPTION,
-        statement=f"H = D = 2 fails: its loss stays above half of its start, the loss of predicting 0 ({PROTOCOL})",
-        key="late_loss.2x2",
-        over="start_loss.2x2",
-        seeds=4,
-        expected=f"loss(2×2) / its step-0 loss ≥ 0.5, {LATE}; a model that fits IH_4 goes far below",
-        test=Between(lo=0.5),
-        control="one-lag",
-        learned=LEARNED_8x8,
-        if_failed="open: H = D = 2 would then fit IH_4 at n = 4, against the caption; not yet examined",
-    ),
-)
-
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     tables = []
@@ -170,7 +105,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 def _summary(metrics: pd.DataFrame, late: int, plateau: tuple[int, int] = PLATEAU) -> dict[str, Any]:
     """``final_loss``: per pair, the mean over seeds of the last evaluation; per pair, one value per seed
     (ascending): ``late_loss``, the mean of its last ``late`` evaluations, ``start_loss``, its loss at step 0, and
-    :func:`~inductionlab.experiments.wang._shared.learning`'s ``plateau_loss``, ``late_over_plateau`` and
+    :func:`~inductionlab.experiments.wang._learning.learning`'s ``plateau_loss``, ``late_over_plateau`` and
     ``escape_step`` (null where the loss never left the plateau)."""
     by_seed = metrics.sort_values("step").groupby(["pair", "seed"], sort=False)
     late_mean, start = by_seed.loss.apply(lambda x: float(x.iloc[-late:].mean())), by_seed.loss.first()
@@ -220,6 +155,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -19,15 +19,15 @@ from typing import Literal
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Between, Claim, Control
 from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.config import check_seeds, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment
 from inductionlab.models.toy import ToyConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
-from inductionlab.train.interventions import InterventionConfig, build, check, toy_family
+from inductionlab.train.interventions import InterventionConfig, build, check
 from inductionlab.train.toy import ToyTrainConfig, stages_of, train_from
+from inductionlab.train.toy_interventions import toy_family
 
 
 @dataclass(frozen=True)
@@ -68,30 +68,6 @@ PRESETS = {
         "task.L": 8,
     },
 }
-
-CONTROLS = (
-    Control(
-        name="layer1-frozen",
-        breaks="p̃ frozen at σ_init in every schedule: layer 1 never becomes a previous-token head, so joint training has "
-        "no keys y_s ≈ x_{s−1} for the induction head",
-        overrides={"intervene.freeze": ("p_tilde",)},
-        preset=None,  # the default: at quick (20k Stage-II steps) the intact joint run has not reached T_III either
-    ),
-)
-
-CLAIMS = (
-    Claim(
-        id="wang-s5-joint",
-        paper="wang",
-        where="§5 (stages)",
-        statement="Joint training passes through the same transition as the idealised layerwise protocol, at a similar time",
-        key="joint.T_III",
-        expected="T_III(joint) ≈ T_III(layerwise)",
-        test=Between(0.8, 1.25),
-        over="layerwise-ideal.T_III",
-        control="layer1-frozen",
-    ),
-)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -159,7 +135,6 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 EXPERIMENT = Experiment(
     op_size=lambda c: c.train.batch_size * c.task.L,  # one query per sequence (docs/conventions.md#threads)
     loss_unit=SQUARED,
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="joint-training",
     description="Toy model: all six parameters trained jointly vs layerwise (Stage I then II), same data and budget",
     figure="Wang et al. §5 (stages)",
@@ -170,6 +145,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -29,11 +29,10 @@ from typing import Any
 import pandas as pd
 
 from inductionlab import plots, rng
-from inductionlab.analysis.claims import Between, Claim, Control, Learned
 from inductionlab.analysis.heads import probe_distance
 from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.experiments.experiment import SQUARED, Experiment, op_elements
-from inductionlab.experiments.wang._shared import LEARNED, PLATEAU, STEPS, learning
+from inductionlab.experiments.wang._learning import PLATEAU, STEPS, learning
 from inductionlab.models.transformer import ArchitectureConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.induction import InductionTaskConfig
@@ -82,37 +81,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "plateau": "0,10",  # the default's window lies past the smoke run's 20 steps
     },
 }
-
-CONTROLS = (
-    Control(
-        name="no-positions",
-        breaks="no relative positions (model.rpe off, and the model has no other positional signal): layer 1 sees its "
-        "prefix as a set and cannot tell x_{s−1} from x_{s−2}, so it cannot hold X_{s−n+1:s}",
-        overrides={"model.rpe": False},
-        preset=None,  # the claim's own budget: a model that cannot learn must be shown not to at that budget
-    ),
-)
-
-CLAIMS = (
-    Claim(
-        id="wang-fig3-probe",
-        paper="wang",
-        where='v3 Fig. 3 caption: "the probing loss decreases significantly during training, confirming our key '
-        'construction in Theorem 4.3"',
-        statement="Layer 1 learns to hold the previous n − 1 tokens: the probe distance falls sharply",
-        key="probe_distance_final",
-        expected="falls to a small fraction of its start",
-        test=Between(hi=0.2),
-        over="probe_distance_initial",
-        control="no-positions",
-        learned=Learned(
-            key="loss_late_over_plateau",
-            test=Between(hi=LEARNED),
-            what=f"late loss ≤ {LEARNED} of the plateau",
-            shown="escape_step",
-        ),
-    ),
-)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -173,7 +141,6 @@ EXPERIMENT = Experiment(
     ),  # docs/conventions.md#threads
     devices=("cpu", "cuda"),
     loss_unit=SQUARED,
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="probe",
     description="Fig. 3: linear probe of the layer-1 output onto X_{s-n+1:s} while an H=8, D=8 model learns IH_4",
     figure="Wang et al. Fig. 3",
@@ -183,6 +150,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

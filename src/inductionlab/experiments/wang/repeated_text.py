@@ -42,7 +42,6 @@ import torch.nn.functional as F
 
 from inductionlab import plots, rng
 from inductionlab.analysis.ablation import head_ablation
-from inductionlab.analysis.claims import Between, Claim, Control, Is, Learned
 from inductionlab.analysis.heads import head_scores
 from inductionlab.analysis.phases import first_crossing, plateau
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
@@ -65,8 +64,6 @@ from inductionlab.train.autograd import TrainConfig
 
 MIN_GAIN = 0.5  # nats: the least final copy gain that counts as a drop, and the least that counts as copying
 ABLATION_FLOOR = 0.5  # of the copying gain (at least MIN_GAIN): an ablation that costs less is not "necessary"
-MARGIN = 0.25  # of the copying gain: how much more the induction head's ablation costs than its layer's others
-LEARNED_TEXT = 0.7  # final loss elsewhere / its start: the model learned the words' statistics at least
 INDUCTION_THRESHOLD = MonitorConfig.threshold  # a head is an induction head once its score reaches this
 
 
@@ -94,100 +91,6 @@ CONFIG = Config(
     ),
 )
 PRESETS: dict[str, dict[str, Any]] = {"quick": {"train.steps": 800}, "smoke": SMOKE}
-
-CONTROLS = (
-    Control(
-        name="plain-text",
-        breaks="trained on plain chunks of text (--repeat false), measured on the same repeated validation "
-        "sequences: at this budget plain text does not reward copying from the context, so no induction circuit forms",
-        overrides={"repeat": False},
-        preset=None,
-        wall="~5 min",
-    ),
-    Control(
-        name="adam",
-        breaks="Adam (lr 3e-3) for SGD: it scales every coordinate's step to about lr, so the small W_K, W_Q move as "
-        "fast as the slopes p and the time-scale separation that gradient descent's steps give is gone",
-        overrides={"train.optimizer": "adam", "train.lr": 3e-3, "train.momentum": 0.0},
-        preset=None,
-        wall="~5 min",
-    ),
-)
-
-TEXT_LEARNED = Learned(
-    key="final.loss_other",
-    over="initial.loss_other",
-    test=Between(hi=LEARNED_TEXT),
-    what=f"final loss off the repeated tokens ≤ {LEARNED_TEXT} of its start",
-    shown="t_half_p_norm",
-)
-COPIES = Learned(
-    key="copy_gain",
-    test=Between(lo=MIN_GAIN),
-    what=f"copying from the context gains ≥ {MIN_GAIN} nats at the end",
-    shown="t_loss_drop",
-)
-
-CLAIMS = (
-    Claim(
-        id="wang-fig5r-p-first",
-        paper="wang",
-        where="Fig. 5 (repeat)",
-        statement="‖p‖ is learned before ‖(W_K, W_Q)‖ doubles",
-        key="p_learned_first",
-        expected="p first",
-        test=Is(True),
-        control="adam",
-        learned=TEXT_LEARNED,
-    ),
-    Claim(
-        id="wang-fig5r-induction",
-        paper="wang",
-        where="Fig. 5 (repeat)",
-        statement="An induction head forms on real text with a repeated half",
-        key="final_induction_score",
-        expected="an induction head forms",
-        test=Between(lo=0.3),
-        control="plain-text",
-        learned=TEXT_LEARNED,
-    ),
-    Claim(
-        id="wang-fig5r-drop",
-        paper="wang",
-        where="Fig. 5 (repeat)",
-        statement="The loss drop on repeated tokens coincides with the induction head's formation",
-        key="drop_vs_induction_gap_fraction",
-        expected="same time (within 10% of training)",
-        test=Between(hi=0.1),
-        control="plain-text",
-        learned=COPIES,
-    ),
-    Claim(
-        id="mech-ablation-last-layer",
-        paper="wang",
-        where="§4 (mechanism)",
-        statement="Ablating the last layer's top induction head costs the most copying loss of that layer's heads, "
-        f"ahead of the next by at least {MARGIN} of the copying gain",
-        key="induction_ablation_margin",
-        expected="the induction head carries the copying",
-        test=Between(lo=MARGIN),
-        control="plain-text",
-        learned=COPIES,
-    ),
-    Claim(
-        id="mech-ablation-overall",
-        paper="wang",
-        where="§4.1, Theorem 4.1 and Remark 4.2: layer 1 attends to the adjacent token, layer 2 retrieves with it",
-        statement="The circuit needs both of its heads: zero-ablating the layer-1 previous-token head and zero-ablating the "
-        "layer-2 induction head each cost at least half of the larger of the two copying-loss increases and at least "
-        f"{ABLATION_FLOOR / 2:g} of the copying gain",
-        key="ablation_smaller_over_larger",
-        expected="both heads necessary: smaller / larger ablation cost ≥ 0.5",
-        test=Between(lo=0.5),
-        control="plain-text",
-        learned=COPIES,
-    ),
-)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -372,7 +275,6 @@ EXPERIMENT = Experiment(
     loss_unit=NATS,
     needs=lambda c: tokenizer_needs(c.data),  # tokenizers for a BPE tokenizer (docs/conventions.md#extras)
     data="data.path",
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="repeated-text",
     description="Real words with a repeated half: the induction-head phase change (loss drop, induction score) on CPU",
     figure="Wang et al. Fig. 5 (repeat)",
@@ -389,6 +291,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -29,7 +29,10 @@ from inductionlab import rng
 from inductionlab.config import require
 from inductionlab.extras import require as require_extra
 from inductionlab.models import transformer as tf
-from inductionlab.monitor import Monitor, MonitorConfig, repeated_window_tokens, toolkit_adapter
+from inductionlab.monitor.adapters import toolkit_adapter
+from inductionlab.monitor.core import Monitor
+from inductionlab.monitor.data import repeated_window_tokens
+from inductionlab.monitor.settings import MonitorConfig
 from inductionlab.runs import RunContext
 from inductionlab.train.autograd import TrainConfig, pack, train
 

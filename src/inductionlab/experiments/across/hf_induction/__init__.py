@@ -40,7 +40,6 @@ import torch
 
 from inductionlab import plots, rng
 from inductionlab._runtime import use_bf16
-from inductionlab.analysis.claims import Between, Claim, Control, Is, Reached
 from inductionlab.config import LR_MAX, check_seeds, require
 from inductionlab.experiments.across.hf_induction.gpt2 import (
     NEEDS,
@@ -56,9 +55,9 @@ from inductionlab.experiments.across.hf_induction.gpt2 import (
 )
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.keys import keys_as
-from inductionlab.monitor import Monitor, MonitorConfig
+from inductionlab.monitor.core import Monitor
 from inductionlab.monitor.phase import located
-from inductionlab.monitor.settings import induction_levels
+from inductionlab.monitor.settings import MonitorConfig, induction_levels
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.text import Corpus, TextConfig, load_corpus, save_tokenizer, tokenizer_needs
 from inductionlab.train.autograd import TrainConfig
@@ -176,54 +175,6 @@ SMOKE: dict[str, Any] = {
     "bf16": "off",
 }
 PRESETS = {"quick": {"hf.steps": 600, "own.steps": 1000}, "smoke": SMOKE}
-
-CONTROLS = (
-    Control(
-        name="attn-only-1-layer",
-        breaks="one attention-only layer: no previous-token head can feed an induction head's keys",
-        overrides={"model.n_layer": 1, "model.attn_only": True, "own.steps": CONFIG.measure.every},
-        preset=None,  # the GPT-2 at its default, as the claims
-        cheaper="the claims read the GPT-2's monitor (hf.*) alone, which keeps the default's data, size and steps; "
-        "the toolkit's transformer (own.steps) trains after it and enters none of their keys",
-    ),
-)
-WHERE = "Olsson et al. 2022, §3 (the induction-head phase change)"
-SIZE = "open: this size and budget form the head on CPU (measured); a failure elsewhere asks for more steps"
-CLAIMS = (
-    Claim(
-        id="olsson-hf-induction",
-        paper="olsson",
-        where=WHERE,
-        statement="A two-layer GPT-2 trained by transformers.Trainer on repeated text forms an induction head",
-        key="hf.final_induction_score",
-        expected="an induction head (best score ≥ 0.3; the ideal head scores about 0.5 here)",
-        test=Between(lo=0.3),
-        control="attn-only-1-layer",
-        if_failed=SIZE,
-    ),
-    Claim(
-        id="olsson-hf-phase",
-        paper="olsson",
-        where=WHERE,
-        statement="The monitor locates the GPT-2's induction-head phase change during training",
-        key="hf.phase_step",
-        expected="a phase step within the run",
-        test=Reached(),
-        control="attn-only-1-layer",
-        if_failed=SIZE,
-    ),
-    Claim(
-        id="olsson-hf-coincide",
-        paper="olsson",
-        where=WHERE,
-        statement="The drop of the loss on repeated tokens coincides with the induction head's formation",
-        key="hf.coincides",
-        expected="the loss's change point inside the head's fitted rise, ± one interval",
-        test=Is(True),
-        control="attn-only-1-layer",
-        if_failed=SIZE,
-    ),
-)
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
@@ -353,7 +304,6 @@ EXPERIMENT = Experiment(
     op_size=lambda c: op_elements(c.batch_size, c.data.L, c.data.vocab_size),  # docs/conventions.md#threads
     loss_unit=NATS,
     needs=lambda c: NEEDS | tokenizer_needs(c.data),  # the hf extra; BPE: tokenizers (docs/conventions.md#extras)
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="hf-induction",
     description="A HuggingFace GPT-2 trained by transformers.Trainer under the induction-head monitor, beside ours",
     figure="Olsson et al. 2022 (monitor)",
@@ -363,6 +313,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -18,7 +18,11 @@ from inductionlab.config import LR_MAX, check_memory, require
 from inductionlab.extras import require as require_extra
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig
-from inductionlab.monitor import Monitor, PhaseChange, adapter_for, head_scores, token_losses, toolkit_adapter
+from inductionlab.monitor.adapters import toolkit_adapter
+from inductionlab.monitor.core import Monitor, token_losses
+from inductionlab.monitor.phase import PhaseChange
+from inductionlab.monitor.pick import adapter_for
+from inductionlab.monitor.settings import head_scores
 from inductionlab.runs import RunContext
 from inductionlab.tasks.text import periodic_chunks
 

@@ -32,12 +32,9 @@ from typing import Literal
 import pandas as pd
 
 from inductionlab import plots
-from inductionlab.analysis.claims import Claim, Control, Is
 from inductionlab.analysis.phases import phase_times_by_run
 from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.across.interventions.arms import (
-    CHEN_CLAIM,
-    CHEN_CONTROL,
     LOSS_TOLERANCE,
     SCORE_TOLERANCE,
     copier_frozen,
@@ -57,6 +54,7 @@ from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig
 from inductionlab.train.chen import StagedConfig
 from inductionlab.train.toy import ToyTrainConfig, train_from
+from inductionlab.train.toy_interventions import toy_family
 
 WKQ_SHIFT_TOLERANCE = 0.25  # |T_50 shift − t₀| ≤ 0.25 t₀: the other parameters keep moving during the hold
 T_I_TOLERANCE = 0.05  # |T_I shift| ≤ 0.05 t₀: the 4-gram phase does not wait for w_KQ
@@ -163,52 +161,6 @@ PRESETS = {
     },
 }
 
-CONTROLS = (
-    Control(
-        name="no-intervention",
-        breaks="every toy and transformer variant trains as its unintervened baseline (layer 1 free, w_KQ free, layer 1 "
-        "not ablated), so each check compares a run with itself; the Chen section is cut to 5 epochs",
-        overrides={"act": False, "chen_train.epochs": "5", "chen_n_samples": 120, "chen_n_val": 20},
-        preset=None,  # the claims' own budget (docs/conventions.md#controls)
-        wall="~4.5 min",
-    ),
-    CHEN_CONTROL,
-)
-
-CLAIMS = (
-    Claim(
-        id="mech-layer1-clamped",
-        paper="wang",
-        where="§5 (causal)",
-        statement="With layer 1 held back (p̃ clamped) the induction head never emerges",
-        key="checks.layer1_clamped_never_emerges",
-        expected="no emergence",
-        test=Is(True),
-        control="no-intervention",
-    ),
-    Claim(
-        id="mech-wkq-held",
-        paper="wang",
-        where="§5 (causal)",
-        statement="Holding w_KQ until t₀ delays emergence by ≈ t₀ and leaves T_I alone",
-        key="checks.wkq_held_T_50_shift_near_t0",
-        expected="T_50 shifts by ≈ t₀",
-        test=Is(True),
-        control="no-intervention",
-    ),
-    Claim(
-        id="mech-layer1-ablated",
-        paper="wang",
-        where="§5 (causal)",
-        statement="With layer 1's heads ablated no induction head forms in a transformer",
-        key="checks.layer1_ablated_no_induction_head",
-        expected="score stays near its start",
-        test=Is(True),
-        control="no-intervention",
-    ),
-    CHEN_CLAIM,
-)
-
 
 def _toy(
     cfg: Config,
@@ -237,7 +189,7 @@ def _train_toy(
     intervention: I.InterventionConfig,
 ) -> dict:
     tcfg = replace(cfg.train, schedule=schedule, stage2_layer1="trained" if schedule == "joint" else "ideal")
-    hooks, _ = I.build(intervention, I.toy_family())
+    hooks, _ = I.build(intervention, toy_family())
     target = MixedTarget.from_config(cfg.task, len(cfg.seeds))
     _, layer2 = train_from(
         tcfg,
@@ -374,7 +326,6 @@ EXPERIMENT = Experiment(
         c.tf_train.batch_size, c.task.L, c.tf_vocab, c.tf_model.n_heads * c.tf_model.d_model
     ),  # docs/conventions.md#threads
     loss_unit=NATS,
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="interventions",
     description=(
         "Causal tests: toy layer 1 clamped, w_KQ held until t0, Chen copier RPE frozen — each beside its unintervened run"
@@ -395,6 +346,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -11,7 +11,6 @@ import pandas as pd
 import torch
 
 from inductionlab import rng
-from inductionlab.analysis.claims import Claim, Control, Near
 from inductionlab.analysis.heads import score_columns
 from inductionlab.models import chen
 from inductionlab.models import transformer as tf
@@ -21,7 +20,9 @@ from inductionlab.tasks.markov import MarkovConfig, datasets
 from inductionlab.train import interventions as I
 from inductionlab.train.autograd import TrainConfig, pack, train
 from inductionlab.train.chen import StagedConfig, train_staged
-from inductionlab.train.text import token_losses
+from inductionlab.train.chen_interventions import chen_family
+from inductionlab.train.next_token import token_losses
+from inductionlab.train.transformer_interventions import transformer_family
 
 SCORE_TOLERANCE = 0.1  # an ablated run's final induction score within 0.1 of its start: no induction head
 LOSS_TOLERANCE = 0.1  # nats: the first copy's loss (nothing to copy there) the same with and without layer 1
@@ -36,29 +37,6 @@ OTHER_SECTIONS_CUT = {
     "tf_train.steps": 6,
     "tf_train.eval_every": 3,
 }
-CHEN_CONTROL = Control(
-    name="chen-lag-biased",
-    breaks="the Chen arm that the claim reads keeps the paper's head-to-lag RPE (head h on lag h) frozen instead "
-    "of a lag-agnostic one: the three two-lag subsets no longer look alike to the selector",
-    overrides={"chen_lag_agnostic": False, **OTHER_SECTIONS_CUT},
-    preset=None,
-    cheaper="the claim reads the Chen section alone, which keeps the default's data, epochs and seeds; the toy and "
-    "transformer sections, cut to a few steps, draw from their own generators and enter none of its keys",
-)
-CHEN_CLAIM = Claim(
-    id="mech-chen-rpe-frozen",
-    paper="chen",
-    where="§3.2 Stage I (the FFN selector trains with the RPE at its initialisation, head h biased to lag h)",
-    statement="The selector's choice of {1,2} rests on the copier's head-to-lag bias at initialisation: with the RPE "
-    "frozen at a lag-agnostic initialisation (w₊ = w₋) the three two-lag subsets look alike to the selector, "
-    "which splits its mass evenly over them: p_{1,2} = 1/3 instead of → 1",
-    key="chen_rpe_frozen.p_selected_uniform_init_frozen",
-    expected="p_{1,2} = 1/3 ({1,2}, {1,3}, {2,3} indistinguishable)",
-    test=Near(1 / 3, atol=0.01),
-    control="chen-lag-biased",
-    if_failed="open: a lag-agnostic copier gives the three two-lag subsets the same features, so p_{1,2} can "
-    "leave 1/3 only through the smaller subsets keeping mass or through round-off",
-)
 
 
 def transformer_variant(
@@ -79,7 +57,7 @@ def transformer_variant(
     T = period
     theta0, views = pack(tf.init_per_seed(model, seeds))
     entry = ("blocks.0.attn",) if ablate and act else ()
-    hooks, ablations = I.build(I.InterventionConfig(ablate=entry), I.transformer_family(model))
+    hooks, ablations = I.build(I.InterventionConfig(ablate=entry), transformer_family(model))
     fwd = I.forward_hooks(ablations)
     held_out = repeated_random_tokens(eval_size, T, 2, rng.generator(seeds[0], "held-out"), vocab=model.vocab)
 
@@ -176,7 +154,7 @@ def copier_frozen(
     variants = (("free", model, ()), ("frozen", model, ("copier",)), ("uniform_frozen", uniform, ("copier",)))
     tables, p = [], {}
     for name, variant, freeze in variants:
-        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), I.chen_family(variant))
+        hooks, _ = I.build(I.InterventionConfig(freeze=freeze), chen_family(variant))
         _, m = train_staged(variant, train, task, tr, va, ctx.child(f"chen_{name}"), hooks, desc=name)
         tables.append(m.assign(variant=name))
         p[name] = float(m[m.epoch == m.epoch.max()][f"p_{label}"].mean())

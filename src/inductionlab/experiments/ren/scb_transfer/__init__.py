@@ -41,7 +41,6 @@ import torch
 from inductionlab import rng
 from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.experiment import Experiment
-from inductionlab.experiments.ren.scb_transfer.claims import CLAIMS, CONTROLS
 from inductionlab.experiments.ren.scb_transfer.measures import (
     after_start,
     at_budget,
@@ -321,7 +320,6 @@ def _kappa_sweep(cfg: Config, c: float | None, ctx: RunContext) -> tuple[dict, p
 
 
 EXPERIMENT = Experiment(
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="scb-transfer",
     description="Ren et al. Section 4: samples to recover Q from scratch (grows with T) vs after transfer (flat)",
     figure="Ren et al. §4 (transfer)",
@@ -331,6 +329,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )

@@ -28,9 +28,10 @@ from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget, MixedTaskConfig
 from inductionlab.theory.mixed import literal_fixed_point
 from inductionlab.train.flow import FlowProblem, solve_flow
-from inductionlab.train.interventions import InterventionConfig, check, toy_family
+from inductionlab.train.interventions import InterventionConfig, check
 from inductionlab.train.loop import Hook, LoopState
 from inductionlab.train.toy import ToyTrainConfig, TrainResult, layer2_metrics, stages_of, train_toy
+from inductionlab.train.toy_interventions import toy_family
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ removes one mechanism and nothing else (the loss, the model's function and θ(0)
 * ``rpe-frozen``: P = 0 on p: the 4-gram head's RPE slope held at σ_init, so its softmax never sharpens.
 
 :func:`solve` integrates the flow (the paper's learner is :func:`inductionlab.train.flow.solve_flow` itself);
-:class:`Preconditioned` applies the same P to each SGD update; ``CONTROLS`` are the experiment's runs that swap them in."""
+:class:`Preconditioned` applies the same P to each SGD update; the experiment's controls
+(``experiments/wang/claims/plateau_scaling.py``) are its runs that swap them in."""
 
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ import torch
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from inductionlab.analysis.claims import Control
 from inductionlab.analysis.phases import first_crossing
 from inductionlab.models import toy
 from inductionlab.theory import mixed as th
@@ -137,53 +137,3 @@ class Preconditioned(Hook):
         p = np.stack([factors(self.learner, row, r) for row, r in zip(y, self.ratios)])
         scale = torch.as_tensor(p, dtype=state.params.dtype)
         state.params[:, 1:] = self.before[:, 1:] + scale * (state.params[:, 1:] - self.before[:, 1:])
-
-
-FLOW_ONLY = (
-    "the flow preset leaves out only the exact-softmax and SGD points, which its claims do not read: their "
-    "closed-form flows are the same at both presets"
-)
-CONTROLS = (
-    Control(
-        name="sigma-large",
-        breaks="σ_init = 0.1, not ≪ 1 (Theorem 5.5's assumption): w_KQ moves during Phase I, so the induction head is no "
-        "longer lazy while the 4-gram is learned",
-        overrides={"model.sigma_init": 0.1},
-        preset="flow",
-        cheaper=FLOW_ONLY,
-    ),
-    Control(
-        name="dp-linear",
-        breaks="the induction head's logit linear in its one parameter v = w_Q w_K (the flow preconditioned by "
-        "1/(w_Q² + w_K²), v̇ = −∂L/∂v): no time-scale separation of the quadratic dot product (dynamics paper §3.3), "
-        "so w_KQ does not escape σ_init exponentially",
-        overrides={"learner": "dp-linear", "grid.sgd_L": ()},
-        preset=None,
-        cheaper="the SGD points are left out: its claims read the closed-form and exact-softmax flows only",
-    ),
-    Control(
-        name="ih-fast",
-        breaks="the induction head's gradient scaled by L_G4(θ0)/L_IH2(θ0) ≈ α*²(L − 2), in the flows and in SGD: it "
-        "learns as if its share of the target were the 4-gram's, so the speed difference (dynamics paper §3.3) that "
-        "gives the (1+α*)²L is gone",
-        overrides={"learner": "ih-fast"},
-        preset=None,
-        wall="~3 min",
-    ),
-    Control(
-        name="g4-slow",
-        breaks="the 4-gram's gradient scaled by L_IH2(θ0)/L_G4(θ0): it learns as if its share of the target were the "
-        "induction head's ∼ 1/((1+α*)²L), so Phase I is no longer fast",
-        overrides={"learner": "g4-slow"},
-        preset="flow",
-        cheaper=FLOW_ONLY,
-    ),
-    Control(
-        name="rpe-frozen",
-        breaks="the 4-gram head's RPE slope p held at σ_init (the RPE removed): its softmax cannot sharpen toward "
-        "x_{L−2}, whose approach to p = ∞ is what makes L_G4 fall like 1/t",
-        overrides={"learner": "rpe-frozen"},
-        preset="flow",
-        cheaper=FLOW_ONLY,
-    ),
-)

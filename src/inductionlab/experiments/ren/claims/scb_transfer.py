@@ -1,9 +1,13 @@
 """The claims and negative control of ``scb-transfer`` (Ren et al. §4 and App. H; docs/conventions.md#claims,
-#controls, #ren-8): transfer's cost against scratch's over T, the one c of Lemma H.2, Stage 2 after the step."""
+#controls, #ren-8): transfer's cost against scratch's over T, the one c of Lemma H.2, Stage 2 after the step.
+``DRAWS``: the data draws each claim is judged on.  The registry attaches them to the experiment when it imports it
+(``experiments/registry.py``); the run module never imports them."""
 
 from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control
+
+DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
 
 CONTROLS = (
     Control(

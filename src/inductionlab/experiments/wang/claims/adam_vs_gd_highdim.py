@@ -1,13 +1,12 @@
 """The claims and negative controls of ``adam-vs-gd-highdim`` (Wang et al., workshop Fig. 4 and App. B.3;
 docs/conventions.md#claims, #controls, #wang-6-3): GD stuck under each reading of the normalisation of loss (3) and
-under all of them, the D = 1 reference, the 4-gram lead of GD and Adam, Adam's escape and its plateaus."""
+under all of them, the D = 1 reference, the 4-gram lead of GD and Adam, Adam's escape and its plateaus.  The registry
+attaches them to the experiment when it imports it (``experiments/registry.py``); the run module never imports them."""
 
 from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control, Evidence, Is, Learned
-
-STUCK = 0.9  # on the plateau: final L_IH2 at least this fraction of it ("GD remains stuck")
-STUCK_EVERYWHERE = "stuck under every reading"
+from inductionlab.experiments.wang.adam_vs_gd_highdim import STUCK, STUCK_EVERYWHERE
 
 ADAM_LEARNED = Learned(
     key="adam_ih_fraction_of_plateau", test=Between(hi=0.2), what="Adam's final L_IH2 ≤ 0.2 of the IH plateau"

@@ -1,9 +1,13 @@
 """The claims and negative controls of ``scb-noise-sim`` (Ren et al. App. I and §3.3; docs/conventions.md#claims,
-#controls, #ren-10): the prox against SGD under noise, the batch each needs at N = 50, Stage 2 in the theorem's regime."""
+#controls, #ren-10): the prox against SGD under noise, the batch each needs at N = 50, Stage 2 in the theorem's
+regime.  ``DRAWS``: the data draws each claim is judged on.  The registry attaches them to the experiment when it
+imports it (``experiments/registry.py``); the run module never imports them."""
 
 from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control, Learned, Reached
+
+DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
 
 CONTROLS = (
     Control(

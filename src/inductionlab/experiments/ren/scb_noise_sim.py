@@ -42,7 +42,6 @@ from inductionlab import plots, rng
 from inductionlab.analysis.scaling import power_law_exponent
 from inductionlab.config import check_schedule, check_seeds, require, set_here
 from inductionlab.experiments.experiment import Experiment
-from inductionlab.experiments.ren.scb_noise_sim.claims import CLAIMS, CONTROLS
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.scb import SCBConfig, random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle, noise_scales
@@ -284,7 +283,6 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
 
 
 EXPERIMENT = Experiment(
-    draws=4,  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
     name="scb-noise-sim",
     description="Ren et al. §5: Gaussian-noise SGD simulation for large N — proximal vs vanilla SGD",
     figure="Ren et al. App. I (noise)",
@@ -295,6 +293,4 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     plot=plot,
-    claims=CLAIMS,
-    controls=CONTROLS,
 )
