@@ -27,6 +27,7 @@ LAYERS = [
         "ops",
         "paths",
         "plots",
+        "record",
         "rng",
         "runs",
         "timing",

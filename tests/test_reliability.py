@@ -109,7 +109,7 @@ def test_a_resume_past_the_compile_threshold_runs_the_same_step_and_numbers(tmp_
 def test_a_summary_lists_its_never_reached_times_apart_from_unmeasured_values():
     import math
 
-    from inductionlab.runs import never_reached
+    from inductionlab.record import never_reached
 
     summary = {"T_I": 3.0, "joint": {"T_III": math.inf, "T_o": math.nan}, "gap": -math.inf, "n": 2}
     assert never_reached(summary) == ["joint.T_III"]

@@ -18,6 +18,7 @@ import torch
 
 from inductionlab import environ, experiments, timing
 from inductionlab.config import ConfigError, config_hash, differences, to_dict
+from inductionlab.record import never_reached
 from inductionlab.runs import (
     CONFIG,
     LOCK,
@@ -28,7 +29,6 @@ from inductionlab.runs import (
     RunFileError,
     claim_dir,
     config_values,
-    never_reached,
     read_json,
     save_tables,
     versions,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import math
 import os
 import platform
 import re
@@ -43,6 +42,7 @@ import pandas as pd
 import torch
 
 from inductionlab.config import ConfigError
+from inductionlab.record import jsonable
 
 CONFIG, SUMMARY, WALL = "config.json", "summary.json", "wall.json"
 # config.json's keys that are no config values: the experiment's name and, for a plug-in's experiment, the plug-in
@@ -239,30 +239,9 @@ def claim_dir(
         yield
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):
-        return _jsonable(obj.item())
-    return obj
-
-
-def never_reached(summary: Any, prefix: str = "") -> list[str]:
-    """The dotted keys of the +inf leaves of a summary: times of events that never happened within the run
-    (docs/conventions.md#never).  JSON writes them as null; this list keeps them apart from values not measured."""
-    if isinstance(summary, dict):
-        return [key for k, v in summary.items() for key in never_reached(v, f"{prefix}{k}.")]
-    is_inf = isinstance(summary, float) and math.isinf(summary) and summary > 0
-    return [prefix.rstrip(".")] if is_inf else []
-
-
 def write_json(path: Path, data: Any) -> None:
     """Atomic JSON write; NaN/inf become null so that the file stays valid JSON."""
-    text = json.dumps(_jsonable(data), indent=2, sort_keys=False)
+    text = json.dumps(jsonable(data), indent=2, sort_keys=False)
     atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text + "\n"))
 
 

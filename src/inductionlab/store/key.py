@@ -54,10 +54,11 @@ class Key:
 
 
 def starts(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Where experiment ``name``'s closure starts: the package modules, and the files of a plug-in's own modules
-    (wherever they live), that define its ``run`` and its config's class."""
+    """Where experiment ``name``'s closure starts: :data:`~inductionlab.store.closure.ALWAYS`, and the package
+    modules, and the files of a plug-in's own modules (wherever they live), that define its ``run`` and its config's
+    class."""
     exp = experiments.get(name)
-    modules, files = [], []
+    modules, files = list(closure.ALWAYS), []
     for module in dict.fromkeys([exp.run.__module__, type(exp.config).__module__]):
         if module.split(".")[0] == closure.NAME:
             modules.append(module)
