@@ -166,7 +166,9 @@ def _control(r: pd.Series) -> str:
 
 def _row(r: pd.Series) -> str:
     return (
-        f'<tr id="claim-{_e(r["id"])}"><td>{_badge(r["status"])}</td><td><div>{_e(r["statement"])}</div>'
+        f'<tr id="claim-{_e(r["id"])}" data-status="{_e(r["status"])}" data-measured="{_e(r["measured_text"])}" '
+        f'data-margin="{_e(r.get("margin_text") or "")}" data-control="{_e(r.get("control_status") or "")}">'
+        f'<td>{_badge(r["status"])}</td><td><div>{_e(r["statement"])}</div>'
         f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div>'
         + (f'<div class="stale">{_e(r["made_by"])}</div>' if r.get("made_by") else "")
         + f"</td><td>{_e(r['measured_text'])}</td><td>{_margin(r)}</td><td>{_e(r['expected'])}</td>"
@@ -191,7 +193,7 @@ def power_line(table: pd.DataFrame) -> str:
     if not len(table) or "margin" not in table:
         return ""
     papers = table[(table.group != "observation") & (table.status != SCALE)]
-    calibrated = papers.margin_text != "no calibration run"
+    calibrated = ~papers.margin_text.str.startswith("no calibration run")
     powered = int((papers.powered.fillna(False).astype(bool) & calibrated).sum())
     return (
         f'<p class="counts">Power (docs/conventions.md#calibration): of {len(papers)} paper claims judged at this '

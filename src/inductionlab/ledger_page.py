@@ -33,7 +33,8 @@ META = re.compile(r'<meta name="inductionlab-ledger" content="([^"]*)">')
 def planned(data: str = "", scratch: Path = Path("reproduce")) -> list[tuple[str, str, dict[str, Any]]]:
     """The full page's jobs as (experiment, job name, resolved config), in plan order: the judged ones, then the
     calibration runs its margins are computed from (docs/conventions.md#calibration)."""
-    jobs = plan("all", "full", scratch, data)[0] + plan("all", "full", scratch, data, calibrate=True)[0]
+    judged = plan("all", "full", scratch, data, without_data=True)[0]
+    jobs = judged + plan("all", "full", scratch, data, calibrate=True, without_data=True)[0]
     return [(j.experiment, job_name(j), j.config) for j in jobs]
 
 

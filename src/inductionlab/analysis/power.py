@@ -121,8 +121,10 @@ def columns(
     number ``n`` of judged values and its control run's summary: the margin and its text, whether it is powered, the
     draws that would power it, and the learned gate's and the control's margins."""
     values = per_seed(claim, calibration)
-    if not values:
-        return {"margin": None, "margin_text": "no calibration run", "powered": False, "draws_needed": None}
+    if not values or any(c is None for c in calibration):
+        done = sum(c is not None for c in calibration)
+        text = "no calibration run" if not done else f"no calibration run yet ({done} of {len(calibration)} draws)"
+        return {"margin": None, "margin_text": text, "powered": False, "draws_needed": None}
     p = of_claim(claim.test, values, n)
     text = "undefined" if p.margin is None else ("∞" if math.isinf(p.margin) else f"{p.margin:.2g}")
     out: dict[str, Any] = {

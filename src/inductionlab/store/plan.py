@@ -49,7 +49,13 @@ def experiments_for(paper: str) -> list[str]:
 
 
 def plan(
-    paper: str, budget: Budget, out: Path, data: str = "", only: tuple[str, ...] = (), calibrate: bool = False
+    paper: str,
+    budget: Budget,
+    out: Path,
+    data: str = "",
+    only: tuple[str, ...] = (),
+    calibrate: bool = False,
+    without_data: bool = False,
 ) -> tuple[list[Job], dict[str, str]]:
     """The jobs (one per experiment, its preset for ``budget``, and one per negative control its claims name) and,
     per experiment that cannot run here, why.  ``only``: these experiments alone.  Without ``data`` (nor
@@ -57,7 +63,8 @@ def plan(
     ``calibrate``: the experiments and at least :data:`CALIBRATION_DRAWS` draws on their seeds +
     :data:`CALIBRATION_SHIFT`, the calibration seeds on which a protocol is chosen before the judged draws
     (docs/conventions.md#calibration), in ``<name>.calibration`` and ``<name>.calibration.draw-<i>``; no control
-    runs, the controls are judged with the claims."""
+    runs, the controls are judged with the claims.  ``without_data``: a text experiment without its data is planned
+    all the same, its data path empty (the ledger then takes its data from the entry: docs/conventions.md#ledger)."""
     shift = CALIBRATION_SHIFT if calibrate else 0
     role = {"calibration": "1"} if calibrate else {}
     if budget not in BUDGETS:
@@ -76,7 +83,7 @@ def plan(
         preset = BUDGETS[budget] if BUDGETS[budget] in experiments.get(name).presets else None  # else its default
         cfg = _shifted(experiments.configure(name, preset=preset, overrides=extra), shift)
         path = (flatten(cfg)[key] or os.environ.get(DATA_ENV, "")) if key else ""
-        if key and not (path and Path(path).exists()):
+        if key and not (path and Path(path).exists()) and not without_data:
             skipped[name] = f"no text data here: pass --data DIR (WikiText-2) or set {DATA_ENV}"
             continue
         source = experiments.source_of(name)

@@ -1,0 +1,57 @@
+"""The committed page (docs/report.html) is its ledger's (docs/conventions.md#ledger): re-rendered from the committed
+``results/`` at this checkout it has the same rows — each claim's verdict, measured value, margin and control
+verdict — and it never says more of its jobs are current than ``report --ledger results --check`` finds here.  And
+every paper claim whose calibration runs are in the ledger is powered, or not judged at this scale
+(docs/conventions.md#calibration)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from inductionlab import ledger_page
+from inductionlab.analysis.claims import SCALE
+
+ROOT = Path(__file__).parents[1]
+LEDGER, PAGE = ROOT / "results", ROOT / "docs" / "report.html"
+ROW = re.compile(
+    r'<tr id="claim-([^"]+)" data-status="([^"]*)" data-measured="([^"]*)" data-margin="([^"]*)" '
+    r'data-control="([^"]*)">'
+)
+
+
+def rows(text: str) -> dict[str, tuple[str, ...]]:
+    return {m[0]: m[1:] for m in ROW.findall(text)}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """The page re-rendered from the committed ledger, without the text data (the entries' digests stand for it)."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv("INDUCTIONLAB_DATA", raising=False)
+    page = tmp_path_factory.mktemp("page") / "report.html"
+    table = ledger_page.render(LEDGER, page, "")
+    yield table, page.read_text(encoding="utf-8")
+    mp.undo()
+
+
+def test_the_committed_page_has_the_rows_of_its_ledger(rendered):
+    _, again = rendered
+    committed = rows(PAGE.read_text(encoding="utf-8"))
+    assert committed, "docs/report.html holds no ledger rows: render it with `inductionlab report --ledger results`"
+    differ = {k: (committed.get(k), v) for k, v in rows(again).items() if committed.get(k) != v}
+    assert not differ, f"the committed page differs from its ledger (re-render it): {dict(list(differ.items())[:5])}"
+
+
+def test_the_page_never_says_more_jobs_are_current_than_are(rendered, monkeypatch):
+    monkeypatch.delenv("INDUCTIONLAB_DATA", raising=False)
+    now, said = ledger_page.check(LEDGER, PAGE, "")
+    assert said and int(said["jobs"]) == now["jobs"], (said, now)
+    assert int(said["current"]) <= now["current"], f"the page says {said['current']} current, HEAD has {now}"
+
+
+def test_every_calibrated_paper_claim_is_powered_or_not_judged_at_this_scale(rendered):
+    table, _ = rendered
+    papers = table[(table.group == "paper") & ~table.margin_text.str.startswith("no calibration run")]
+    weak = papers[~papers.powered.astype(bool) & (papers.status != SCALE)]
+    assert weak.empty, "underpowered: " + "; ".join(f"{r.id} {r.margin_text}" for r in weak.itertuples())
