@@ -71,7 +71,8 @@ def judged_seeds(name: str) -> set[int]:
     """The seeds an experiment's claims are judged on: its run's, shifted by i·len(seeds) for each data draw i."""
     exp = experiments.get(name)
     seeds = tuple(exp.config.seeds)
-    return {s + i * len(seeds) for i in range(exp.draws) for s in seeds}
+    first = seeds[0] if exp.judged_seed is None else exp.judged_seed  # a protocol moved them (#calibration)
+    return {first + j + i * len(seeds) for i in range(exp.draws) for j in range(len(seeds))}
 
 
 STOCHASTIC = [n for n, e in experiments.REGISTRY.items() if e.claims and (e.draws > 1 or len(e.config.seeds) > 1)]

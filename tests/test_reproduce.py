@@ -273,12 +273,12 @@ def test_calibrate_runs_every_job_on_the_calibration_seeds_apart_from_the_judged
     from inductionlab.claims_report import _header
     from inductionlab.reproduce import CALIBRATION_SHIFT
     from inductionlab.store.layout import calibration_job, job_name
-    from inductionlab.store.plan import CALIBRATION_DRAWS
+    from inductionlab.store.plan import calibration_draws
 
     name = "scb-convergence"
     judged, _ = plan("ren", "quick", tmp_path, only=(name,))
     calibration, _ = plan("ren", "quick", tmp_path, only=(name,), calibrate=True)
-    draws = max(CALIBRATION_DRAWS, experiments.get(name).draws)
+    draws = calibration_draws(name)
     assert sorted(map(job_name, calibration)) == sorted(calibration_job(name, i) for i in range(draws))
     first = next(j for j in judged if not {"control", "draw"} & set(j.overrides)).config["seeds"][0]
     seeds = {job_name(j): list(j.config["seeds"]) for j in judged}

@@ -36,7 +36,7 @@ from inductionlab.analysis.verdicts import judge as judge_claim
 from inductionlab.runs import write_text
 from inductionlab.store import provenance
 from inductionlab.store.layout import Source, calibration_job, control_job, draw_job
-from inductionlab.store.plan import CALIBRATION_DRAWS
+from inductionlab.store.plan import calibration_draws
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
 OBSERVATIONS = "Observations (not the papers' claims)"
@@ -95,7 +95,7 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
         reason = source.info.get("skipped", {}).get(name) or source.failure(name)
         gpu = str(config.get("device", "cpu")).startswith("cuda")
         breaks = {c.name: c.breaks for c in exp.controls}
-        calibration = [source.summary(calibration_job(name, i)) for i in range(max(exp.draws, CALIBRATION_DRAWS))]
+        calibration = [source.summary(calibration_job(name, i)) for i in range(calibration_draws(name))]
         for claim in [c for c in exp.claims if paper in ("all", c.paper)]:
             row = judge_claim(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
             control = source.summary(control_job(name, claim.control)) if claim.control else None
@@ -168,7 +168,7 @@ def _row(r: pd.Series) -> str:
     return (
         f'<tr id="claim-{_e(r["id"])}" data-status="{_e(r["status"])}" data-measured="{_e(r["measured_text"])}" '
         f'data-margin="{_e(r.get("margin_text") or "")}" data-control="{_e(r.get("control_status") or "")}">'
-        f'<td>{_badge(r["status"])}</td><td><div>{_e(r["statement"])}</div>'
+        f"<td>{_badge(r['status'])}</td><td><div>{_e(r['statement'])}</div>"
         f'<div class="id">{_e(r["id"])} · {_e(r["where"])} · <code>{_e(r["key"])}</code></div>'
         + (f'<div class="stale">{_e(r["made_by"])}</div>' if r.get("made_by") else "")
         + f"</td><td>{_e(r['measured_text'])}</td><td>{_margin(r)}</td><td>{_e(r['expected'])}</td>"

@@ -54,9 +54,9 @@ from inductionlab.store.layout import (
 from inductionlab.store.ledger import Ledger, LedgerError, committed, cpu
 from inductionlab.store.plan import (  # noqa: F401  # the page's jobs, re-exported for the command line and scripts
     BUDGETS,
-    CALIBRATION_DRAWS,
     CALIBRATION_SHIFT,
     Budget,
+    calibration_draws,
     claims_of,
     controls_of,
     expected_minutes,
@@ -205,7 +205,7 @@ def _needs(jobs: list[Job]) -> dict[str, set[str]]:
         for claim in exp.claims:
             reads = {name} | ({draw_job(name, i) for i in range(1, exp.draws)} if claim.seeds else set())
             reads |= {control_job(name, claim.control)} if claim.control else set()
-            reads |= {calibration_job(name, i) for i in range(max(exp.draws, CALIBRATION_DRAWS))}
+            reads |= {calibration_job(name, i) for i in range(calibration_draws(name))}
             needs[claim.id] = reads & planned
     return needs
 

@@ -51,7 +51,9 @@ class Experiment(Generic[C]):
     ``figure`` (where in a paper, for ``list``), ``wall`` (its default's wall time, e.g. ``"~3 min"``),
     ``headline`` (summary keys the CLI prints after a run) and ``draws``: for an experiment whose outcome depends
     on the data it draws, how many data seeds ``reproduce`` runs it at (draw i shifts every seed by i·len(seeds));
-    each of its claims is then judged on the mean over the draws (``Claim.seeds``, docs/conventions.md#claims).
+    each of its claims is then judged on the mean over the draws (``Claim.seeds``, docs/conventions.md#claims);
+    ``judged_seed``: where a protocol changed after its judged seeds were seen, the first seed ``reproduce`` judges
+    it on instead of the config's (the calibration seeds stay the config's + 1000: docs/conventions.md#calibration).
 
     What it declares, which the commands read from here and nowhere else: ``laws`` (the scaling laws the papers
     predict for its grid keys, :class:`inductionlab.theory.laws.Law`, drawn by ``sweep report``), ``loss_unit``
@@ -83,6 +85,7 @@ class Experiment(Generic[C]):
     headline: tuple[str, ...] = ()
     cpu_only: str = "it trains tiny models whose time is Python overhead, not arithmetic"
     draws: int = 1
+    judged_seed: int | None = None
     laws: tuple[Law, ...] = ()
     loss_unit: str = ""
     devices: tuple[str, ...] = ()  # (): ("cpu", "cuda") with a config field `device`, else ("cpu",)
@@ -106,6 +109,10 @@ class Experiment(Generic[C]):
         if not callable(self.run) or not callable(self.plot):
             raise ValueError(f"{where}: run and plot must be callables")
         object.__setattr__(self, "presets", {k: dict(v) for k, v in dict(self.presets).items()})
+        if self.judged_seed is not None and (
+            isinstance(self.judged_seed, bool) or not isinstance(self.judged_seed, int)
+        ):
+            raise ValueError(f"{where}: judged_seed is the first judged seed, an int, got {self.judged_seed!r}")
         if isinstance(self.draws, bool) or not isinstance(self.draws, int) or not 1 <= self.draws <= 64:
             raise ValueError(
                 f"{where}: draws must be an int from 1 to 64 (data seeds reproduce runs), got {self.draws!r}"

@@ -108,7 +108,11 @@ def _builtin(name: str) -> Experiment:
         run: Experiment = getattr(importlib.import_module(module), attribute)
         judged = importlib.import_module(claims_module)
         _toolkit[name] = dataclasses.replace(
-            run, claims=judged.CLAIMS, controls=judged.CONTROLS, draws=getattr(judged, "DRAWS", run.draws)
+            run,
+            claims=judged.CLAIMS,
+            controls=judged.CONTROLS,
+            draws=getattr(judged, "DRAWS", run.draws),
+            judged_seed=getattr(judged, "JUDGED_SEED", run.judged_seed),
         )
     return _toolkit[name]
 

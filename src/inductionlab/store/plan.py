@@ -4,6 +4,7 @@ its run at the budget's preset, its other data draws and the negative controls i
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -21,7 +22,7 @@ BUDGETS: dict[str, str | None] = {"smoke": "smoke", "quick": "quick", "full": No
 # ``--calibrate`` adds this to every run's seeds: the calibration seeds, apart from every judged one
 # (docs/conventions.md#calibration)
 CALIBRATION_SHIFT = 1000
-CALIBRATION_DRAWS = 4  # the calibration draws of every experiment, however few its judged ones: s needs them
+CALIBRATION_VALUES = 4  # the calibration seeds every experiment runs on, however few its judged draws: s needs them
 
 
 def claims_of(name: str) -> tuple[Claim, ...]:
@@ -38,6 +39,13 @@ def controls_of(name: str, paper: str = "all", gpu: bool = True) -> dict[str, Co
         for c in claims_of(name)
         if c.control and paper in ("all", c.paper) and (gpu or not c.needs)
     }
+
+
+def calibration_draws(name: str) -> int:
+    """How many calibration draws experiment ``name`` runs: its judged draws, and at least enough for
+    :data:`CALIBRATION_VALUES` seeds over its run axis (an experiment that trains four seeds at once needs one)."""
+    exp = experiments.get(name)
+    return max(exp.draws, math.ceil(CALIBRATION_VALUES / len(exp.config.seeds)))
 
 
 def experiments_for(paper: str) -> list[str]:
@@ -60,7 +68,7 @@ def plan(
     """The jobs (one per experiment, its preset for ``budget``, and one per negative control its claims name) and,
     per experiment that cannot run here, why.  ``only``: these experiments alone.  Without ``data`` (nor
     $INDUCTIONLAB_DATA) the text experiments are skipped; a ``data`` that does not exist is an error.
-    ``calibrate``: the experiments and at least :data:`CALIBRATION_DRAWS` draws on their seeds +
+    ``calibrate``: the experiments and their :func:`calibration_draws` on their seeds +
     :data:`CALIBRATION_SHIFT`, the calibration seeds on which a protocol is chosen before the judged draws
     (docs/conventions.md#calibration), in ``<name>.calibration`` and ``<name>.calibration.draw-<i>``; no control
     runs, the controls are judged with the claims.  ``without_data``: a text experiment without its data is planned
@@ -81,7 +89,7 @@ def plan(
         key = experiments.get(name).data  # the config key of the data path it reads ("" when it makes its own)
         extra = {key: data} if key and data else {}
         preset = BUDGETS[budget] if BUDGETS[budget] in experiments.get(name).presets else None  # else its default
-        cfg = _shifted(experiments.configure(name, preset=preset, overrides=extra), shift)
+        cfg = _seeded(name, experiments.configure(name, preset=preset, overrides=extra), shift, budget)
         path = (flatten(cfg)[key] or os.environ.get(DATA_ENV, "")) if key else ""
         if key and not (path and Path(path).exists()) and not without_data:
             skipped[name] = f"no text data here: pass --data DIR (WikiText-2) or set {DATA_ENV}"
@@ -90,7 +98,7 @@ def plan(
         main = str(out / (calibration_job(name) if calibrate else name))
         jobs.append(Job(name, to_dict(cfg), {"budget": budget, **role}, config_hash(cfg), main, source=source))
         cost[jobs[-1].dir] = expected_minutes(name, preset)
-        draws = max(experiments.get(name).draws, CALIBRATION_DRAWS) if calibrate else experiments.get(name).draws
+        draws = calibration_draws(name) if calibrate else experiments.get(name).draws
         if budget != "smoke":  # the other data draws (docs/conventions.md#claims); a smoke budget judges nothing
             for i in range(1, draws):
                 variant = with_seeds(cfg, cfg.seeds[0] + i * len(cfg.seeds))
@@ -100,9 +108,8 @@ def plan(
                 cost[dir_] = expected_minutes(name, preset)
         gpu = str(flatten(cfg).get("device", "cpu")).startswith("cuda")
         for control in () if calibrate else controls_of(name, paper, gpu).values():  # a calibration chooses protocols
-            cfg = _shifted(
-                experiments.configure(name, preset=control.preset, overrides={**control.overrides, **extra}), shift
-            )
+            overrides = {**control.overrides, **extra}
+            cfg = _seeded(name, experiments.configure(name, preset=control.preset, overrides=overrides), shift, budget)
             if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
                 meta = {"budget": budget, "control": control.name}
                 dir_ = str(out / control_job(name, control.name))
@@ -111,9 +118,14 @@ def plan(
     return sorted(jobs, key=lambda j: -cost[j.dir]), skipped  # the longest first: the workers finish together
 
 
-def _shifted(cfg: Any, shift: int) -> Any:
-    """``cfg`` with its seeds moved up by ``shift`` (0: as it is)."""
-    return with_seeds(cfg, cfg.seeds[0] + shift) if shift else cfg
+def _seeded(name: str, cfg: Any, shift: int, budget: str) -> Any:
+    """``cfg`` on the seeds a job of experiment ``name`` runs: the calibration seeds (``shift``: its seeds moved up
+    by :data:`CALIBRATION_SHIFT`), else the judged ones — from ``Experiment.judged_seed`` where a protocol moved them
+    (docs/conventions.md#calibration), else its own."""
+    first = experiments.get(name).judged_seed
+    if shift:
+        return with_seeds(cfg, cfg.seeds[0] + shift)
+    return with_seeds(cfg, first) if first is not None and budget != "smoke" else cfg
 
 
 def expected_minutes(name: str, preset: str | None, wall: str = "") -> float:

@@ -5,8 +5,14 @@ to the experiment when it imports it (``experiments/registry.py``); the run modu
 from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control, Learned
-from inductionlab.experiments.wang._learning import LEARNED
 
+# The learned gate (docs/conventions.md#learned, #calibration): a model has learned IH_4 when its late loss has closed
+# at least half of the gap between its plateau and IH_4's floor of zero (a model that never escapes stays near 1).
+# It replaced the round 0.2 that the calibration seeds 1000–1003 straddled (0.188, 0.139, 0.190, 0.152: the nearest
+# 0.4 s.d. from it); 0.5 lies 12 s.d. beyond the nearest of them.  The judged draws move with it, to the never-run
+# seeds from JUDGED_SEED on (0–3 were seen under the old gate).
+LEARNED = 0.5
+JUDGED_SEED = 100
 DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
 
 CONTROLS = (
