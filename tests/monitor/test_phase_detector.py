@@ -13,7 +13,7 @@ import pytest
 
 from inductionlab.analysis.phases import escape_window, phase_times, ramp_fit
 from inductionlab.monitor import MonitorConfig
-from inductionlab.monitor.phase import change, confirmed, phase_change
+from inductionlab.monitor.phase import change, changes, confirmed, phase_change
 from inductionlab.runs import RunContext
 from inductionlab.tasks.mixed import MixedTarget
 from inductionlab.theory.mixed import predicted_plateau
@@ -50,12 +50,14 @@ FLOW_GRID = [(L, a) for L in (20, 40, 80) for a in (0.5, 1.0, 2.0)]
 def test_the_change_point_of_the_flows_l_ih2_is_its_t50_and_the_ramp_ends_near_t_iii(L, alpha_star):
     """The closed-form flow's L_IH2 (eq. 10), sampled at 121 even steps as a monitor samples: the early fall (the
     lazy h-fit, ~93% of L_IH2(0)) is skipped and the change point lands within 3% of T_50, the ramp's end within 10%
-    of T_III (measured: 0.975–1.008 and 0.92–1.007)."""
+    of T_III (measured: 0.975–1.008 and 0.92–1.007).  The curve has one stage: the stage-by-stage detector's only
+    escape is this ramp."""
     T = predicted_plateau(L, alpha_star, 0.49, 0.01)
     flow = solve_flow(FlowProblem(L=L, alpha_star=alpha_star, t_end=3 * T))
     curve = flow.curve.sort_values("t")
     t = np.linspace(0, 3 * T, 121)
     ramp = change(t, np.interp(t, curve.t, curve.loss_IH2), "down")
+    assert [found for found, _, _ in changes(t, np.interp(t, curve.t, curve.loss_IH2), "down")] == [ramp]
     assert ramp.mid == pytest.approx(flow.phases.T_50, rel=0.03)
     assert ramp.end == pytest.approx(flow.phases.T_III, rel=0.10)
 

@@ -65,7 +65,8 @@ def _claims(name: str) -> tuple[Claim, Claim]:
             statement=f"The {label}'s loss on repeated tokens drops while its induction head forms, on every seed",
             key=f"{name}.coincides",
             seeds=3,
-            expected="on every seed: the loss's change point inside the head's fitted rise, ± one measurement",
+            expected="on every seed, stage by stage: the loss's change point inside each stage of the head's fitted "
+            "rise, ± one measurement, and no drop of the loss outside them (docs/monitor.md#phase-detection)",
             test=Is(True),
             control="drop-without-head",
             learned=_learned(name),

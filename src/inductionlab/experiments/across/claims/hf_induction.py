@@ -53,7 +53,8 @@ CLAIMS = (
         where=WHERE,
         statement="The drop of the loss on repeated tokens coincides with the induction head's formation",
         key="hf.coincides",
-        expected="the loss's change point inside the head's fitted rise, ± one interval",
+        expected="stage by stage: the loss's change point inside each stage of the head's fitted rise, ± one "
+        "interval, and no drop of the loss outside them (docs/monitor.md#phase-detection)",
         test=Is(True),
         control="attn-only-1-layer",
         if_failed=SIZE,
