@@ -10,7 +10,7 @@ from inductionlab.analysis.claim_tests import Between, Is, Near
 
 
 def test_the_margins_of_the_recorded_calibrations():
-    # markov-joint's copiers: 0.4 standard errors over four draws, underpowered
+    # markov-joint's copiers read at the end of the run (its former protocol): 0.4 standard errors over four draws
     copiers = power.of_claim(Between(lo=0.92), [0.955, 0.835, 0.966, 0.976], 4)
     assert copiers.margin == pytest.approx(0.40, abs=0.01) and not copiers.powered
     # heads-dims' loss ratio: 3.4, powered
@@ -19,6 +19,19 @@ def test_the_margins_of_the_recorded_calibrations():
     # the draws that would power it: n = ceil((Z s / gap)²), at least 3
     assert copiers.needed == math.ceil((power.Z * copiers.sd / (copiers.mean - 0.92)) ** 2) == 70
     assert ratio.needed == power.MIN_DRAWS
+
+
+def test_markov_joints_reads_on_the_course_of_training_are_powered():
+    # its eight calibration seeds at epoch 5000 (sharpen_epoch) and at 100 (select_epoch), docs/chen.md#joint-seeds
+    at_5000 = [0.9585, 0.9445, 0.9611, 0.9650, 0.9625, 0.9616, 0.9609, 0.9558]
+    copiers = power.of_claim(Between(lo=0.92), at_5000, 4)
+    assert copiers.margin == pytest.approx(12.2, abs=0.1) and copiers.needed == power.MIN_DRAWS
+    assert power.of_control(Between(lo=0.92), at_5000, 0.9009).margin == pytest.approx(3.0, abs=0.05)
+    assert power.of_claim(Between(lo=0.99), [1.0] * 8, 4).powered
+    # at the end of the run (20 000 epochs) neither is: the late observations
+    at_end = [0.955, 0.835, 0.966, 0.976, 0.9706, 0.9706, 0.9641, 0.9344]
+    assert not power.of_claim(Between(lo=0.92), at_end, 4).powered
+    assert not power.of_claim(Between(lo=0.99), [1.0] * 6 + [0.931, 1.0], 4).powered
 
 
 def test_a_near_test_has_two_bounds_and_the_nearest_decides():

@@ -15,6 +15,14 @@ well (p_{1,2} = 1.0000 from epoch ~30), but the {1,2} vertex later loses stabili
 interior value (measured at 20 000 epochs: p_{1,2} 0.979 with the cross-entropy, 0.922 with the surrogate); it
 is neither a finite-sample effect nor the copiers' leakage (docs/chen.md#shared-window-joint-training, with the
 figure ``markov_joint_lags.png``: each head's attention over its lags and p_S through training).
+
+When the claims read (docs/chen.md#joint-seeds, docs/conventions.md#calibration): the authors say joint training
+"goes through a similar course" as the staged flow (reviews, general rebuttal), whose Stage I selects {1,2} and whose
+Stage II sharpens the heads of S* onto their lags.  So the run records, per seed, p_S after ``select_epoch`` epochs
+(the authors' run: "1.000 by epoch 100") and the heads' attention after ``sharpen_epoch`` epochs (the sharpening
+phase), exactly: a hook (:class:`_ReadAt`) keeps the parameters of the headline training at those epochs, counted
+over all stages.  The end of the run is kept too, per seed: there, on some data draws, c re-admits {2,3} and a
+head drifts off its lag by fitting the 9000 training chains at large a (docs/chen.md#joint-seeds).
 """
 
 from __future__ import annotations
@@ -23,12 +31,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
 from inductionlab.config import check_memory, check_seeds, require, set_here
 from inductionlab.experiments.chen._shared import Loss, plot_variants, run_variants
 from inductionlab.experiments.experiment import Experiment
+from inductionlab.models import chen
 from inductionlab.models.chen import ChenModelConfig
 from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
+from inductionlab.train import loop
+from inductionlab.train.autograd import pack
 from inductionlab.train.chen import StagedConfig
 from inductionlab.train.chen_interventions import chen_family
 from inductionlab.train.interventions import InterventionConfig, check
@@ -46,17 +60,22 @@ class Config:
     # losses trained (model.loss), one variant each; the first is the headline
     losses: tuple[Loss, ...] = ("softmax_of_probs", "ce")
     # the run axis: one model per seed, each its own data, trained together (docs/conventions.md#seeds)
-    seeds: tuple[int, ...] = (2024, 2025, 2026, 2027)
+    # (judged 2024–2027 until the claims read at select_epoch / sharpen_epoch: docs/conventions.md#calibration)
+    seeds: tuple[int, ...] = (2124, 2125, 2126, 2127)
     compare_seeds: int = 1  # the losses after the first train on the first compare_seeds seeds only
     n_samples: int = 10_000  # training sequences per seed (full batch)
     n_val: int = 1000  # of those, validation sequences
     intervene: InterventionConfig = field(default_factory=InterventionConfig)  # e.g. --intervene.freeze copier
+    select_epoch: int = 100  # p_S per seed after this many epochs (over all stages): the authors' "by epoch 100"
+    sharpen_epoch: int = 5000  # the heads' attention per seed after this many epochs: the sharpening phase
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
         require(len(self.losses) >= 1 and len(self.seeds) >= 1, "losses/seeds", "give at least one of each")
         require(self.compare_seeds >= 1, "compare_seeds", f"must be ≥ 1, got {self.compare_seeds}")
         require(0 < self.n_val < self.n_samples, "n_val", f"must lie in 1..n_samples − 1, got {self.n_val}")
+        for name in ("select_epoch", "sharpen_epoch"):
+            require(getattr(self, name) >= 0, name, f"must be ≥ 0, got {getattr(self, name)}")
         set_here(self.model, "model", {"loss": "ce"}, "losses")
         set_here(
             self.intervene,
@@ -82,6 +101,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_val": 20,
         "task.L": 20,
         "train.eval_log_points": 4,
+        "select_epoch": 5,  # on the evaluation grid (1, 2, 5, 10)
+        "sharpen_epoch": 7,  # between two evaluations
     },
     "spec": {"train.epochs": "50000"},
     "shared": {"model.windows": "shared", "model.window": 3},
@@ -95,7 +116,73 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         for loss in cfg.losses
     ]
     compare = min(cfg.compare_seeds, len(cfg.seeds))
-    return run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx, cfg.intervene, compare)
+    reads = _ReadAt((cfg.select_epoch, cfg.sharpen_epoch), cfg.train.epochs)
+    ctx = replace(ctx, hooks=(*ctx.hooks, reads))
+    results = run_variants(cfg.task, variants, cfg.seeds, cfg.n_samples, cfg.n_val, ctx, cfg.intervene, compare)
+    model, label = variants[0][1], variants[0][0]
+    _, views = pack(chen.init_params(model, len(cfg.seeds), getattr(torch, cfg.train.dtype)))
+    metrics = results.tables["metrics"]
+    last = metrics[metrics.variant == label]
+    last = last[last.epoch == last.epoch.max()].sort_values("run")
+    late = {chen.subset_label(s): last[f"p_{chen.subset_label(s)}"].astype(float).tolist() for s in model.subsets}
+    select, sharpen = (reads.rows.get(e) for e in (cfg.select_epoch, cfg.sharpen_epoch))
+    unread: list[float | None] = [None] * len(cfg.seeds)  # the run ends before that epoch: not measured
+    results.summary |= {
+        "p_selected_per_seed": late,
+        "selection": {
+            "epoch": cfg.select_epoch,
+            "p_selected_per_seed": dict.fromkeys(late, unread)
+            if select is None
+            else _selection(model, views(select)["c"]),
+        },
+        "sharpening": {
+            "epoch": cfg.sharpen_epoch,
+            "copier_attention_12_per_seed": unread
+            if sharpen is None
+            else [float(chen.lag_attention(model, w)[:2].min()) for w in views(sharpen)["w"]],
+        },
+    }
+    return results
+
+
+def _selection(model: chen.ChenConfig, c: torch.Tensor) -> dict[str, list[float]]:
+    """p_S = c_S² / Σ c² per subset label, one value per seed (docs/conventions.md#chen-3-1)."""
+    p = chen.selection_weights(c.double())
+    return {chen.subset_label(s): p[:, k].tolist() for k, s in enumerate(model.subsets)}
+
+
+class _ReadAt(loop.Hook):
+    """The parameters θ (S, P) of a run's first training (the headline variant) after each of ``epochs`` epochs,
+    counted over all stages (``stage_epochs``: each stage's length), in :attr:`rows` by epoch; an epoch the
+    training does not reach is absent.  Taken where the loop's order puts θ after that many updates: before the
+    evaluation on the grid, else before the next step (train/loop.py); kept in the checkpoint for resume."""
+
+    def __init__(self, epochs: tuple[int, ...], stage_epochs: tuple[int, ...]) -> None:
+        self.epochs = set(epochs)
+        self.offsets = np.cumsum([0, *stage_epochs[:-1]]).tolist()
+        self.trainings = 0
+        self.rows: dict[int, torch.Tensor] = {}
+
+    def reset(self) -> None:
+        self.trainings += 1  # the variants train one after another; the first is the headline
+
+    def _take(self, state: loop.LoopState) -> None:
+        epoch = int(self.offsets[state.stage_index]) + state.step
+        if self.trainings == 1 and epoch in self.epochs and epoch not in self.rows:
+            self.rows[epoch] = state.params.detach().to("cpu", copy=True)
+
+    def before_evaluate(self, state: loop.LoopState) -> None:
+        self._take(state)
+
+    def before_step(self, state: loop.LoopState) -> None:
+        self._take(state)
+
+    def state_dict(self) -> dict:
+        return {"rows": dict(self.rows)} if self.trainings == 1 and self.rows else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.trainings == 1:
+            self.rows = dict(state["rows"])
 
 
 def plot(results: Results, out_dir: Path) -> list[Path]:
