@@ -35,7 +35,7 @@ BRANCHES = {
     "plateau-scaling": {"train.optimizer": "gd"},
     "probe": {**LR_COSINE, "task.similarity": "rbf"},  # task.bandwidth: the RBF similarity's
     "heads-dims": {**LR_COSINE, "task.similarity": "rbf"},
-    "adam-vs-gd-highdim": {"train.schedule": "cosine"},
+    "adam-vs-gd-highdim": {"train.schedule": "cosine", "gd_readings": ("sum",)},  # gd_lr_sum: the diagnostic's
     "markov-transformer": {**LR_COSINE, "intervene.ablate": "blocks.0.attn"},
     "wikitext": {**LR_COSINE, "intervene.ablate": "blocks.0.attn"},
     "repeated-text": {**LR_COSINE, "intervene.ablate": "blocks.0.attn"},

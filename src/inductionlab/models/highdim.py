@@ -7,9 +7,10 @@ The setup is underspecified (docs/conventions.md#wang-a12); both readings are im
 * **B**: scalar tokens; W_Q, W_K ∈ ℝ^D lift the scalar, so the score is ⟨W_Q, W_K⟩ x_L y_s; the target's
   coefficient is ⟨w*, w*⟩ = w_star_scale² (the Fig. 1 target; at D = 1 this is the Fig. 1 toy itself).
 
-The loss is (3), ½E‖TF − f*‖², summed over the d output coordinates of each block as the paper prints it
-(``loss="sum"``), or averaged over them (``loss="mean"``, 1/d of it): GD at rate η on the mean is GD at η/d on the
-sum, Adam is invariant to the scale (docs/conventions.md#wang-6-3).
+The loss is (3), ½E‖TF − f*‖², averaged over the d output coordinates of each block (``loss="mean"``, the default:
+the paper writes (3) for scalar tokens, d = 1, and at D = 100 only the mean is stable at its lr 0.1,
+docs/conventions.md#wang-6-3), or summed over them (``loss="sum"``, d times it): GD at rate η on the mean is GD at
+η/d on the sum; Adam is invariant to the scale up to its ε.
 
 Both are one formula with W_Q, W_K of shape (r, d): A has r = d = D, B has r = D, d = 1, and the score is
 x_Lᵀ W_Qᵀ W_K y_s.  Layer 1 is the ideal y_s = x_{s−1} (the p̃ → ∞ limit of Stage I, Lemma 5.3; the spine's
@@ -38,7 +39,7 @@ class HighDimConfig:
     alpha_star: float = 1.0  # α*: weight of the 4-gram part relative to the 2-gram part (wang-5-1)
     w_star_scale: float = 0.49  # w*: W* = w*·I/D (reading A) or the score coefficient w*² (reading B)
     sigma_init: float = 0.01  # scalars start here; W_Q, W_K get Frobenius norm sigma_init
-    loss: Literal["sum", "mean"] = "sum"  # loss (3) summed over the d output coordinates (the paper's), or averaged
+    loss: Literal["sum", "mean"] = "mean"  # loss (3) averaged over the d output coordinates (wang-6-3), or summed
 
     def __post_init__(self) -> None:
         require(self.reading in ("A", "B"), "model.reading", f"must be 'A' or 'B', got {self.reading!r}")
@@ -102,8 +103,8 @@ def partial_losses(
     cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor, want: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """L_G4 and L_IH2 (S,): ½ E‖block − target‖² per block against the target blocks ``want`` (B, d) each
-    (:func:`inductionlab.tasks.induction.lifted_target`); loss (3), summed over the d coordinates (``cfg.loss="sum"``,
-    the paper's) or averaged over them (``"mean"``)."""
+    (:func:`inductionlab.tasks.induction.lifted_target`); loss (3), averaged over the d coordinates (``cfg.loss="mean"``,
+    docs/conventions.md#wang-6-3) or summed over them (``"sum"``)."""
     out = forward(cfg, theta, x)
     per = [0.5 * (o - w).square() for o, w in zip(out, want)]  # (S, B, d) each
     loss_g4, loss_ih2 = (p.sum(-1).mean(-1) if cfg.loss == "sum" else p.mean(-1).mean(-1) for p in per)
