@@ -240,20 +240,21 @@ def _after_tau1(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor,
     oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.stage1_batch)
     m1 = train_scb(s1, inst, cfg.task.Q, ctx.child("stage1"), oracle=oracle, hooks=[hook])[2].assign(arm="stage1")
     out: dict[str, Any] = {"N": N, "stage1_batch": a.stage1_batch, "batch": a.batch, "stage1_exit_step": math.inf}
-    if hook.params is None:
+    if hook.params is None or hook.step is None:
         return m1, out | {"final": None, "final_ratio": None}
+    tau1 = hook.step
     init = (hook.params[:, : N * N].reshape(1, N, N), hook.params[:, N * N :].reshape(1, T, N))
     s2 = replace(t, steps=a.steps, stage1_steps=a.steps)  # Algorithm 1's rule ends Stage 1 at its first evaluation
     runs = [replace(s2, method="proximal"), replace(s2, method="sgd")]
     oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.batch)
     m2 = train_scb(runs, inst, cfg.task.Q, ctx.child("stage2"), init=init, oracle=oracle)[2]
-    m2 = m2.assign(arm=np.asarray(["proximal", "sgd"])[m2.run], step=m2.step + hook.step)
+    m2 = m2.assign(arm=np.asarray(["proximal", "sgd"])[m2.run], step=m2.step + tau1)
     final = m2[m2.step == m2.step.max()].set_index("arm").dist_A_norm
-    out |= {"stage1_exit_step": hook.step, "final": {k: float(final[k]) for k in ("proximal", "sgd")}}
+    out |= {"stage1_exit_step": tau1, "final": {k: float(final[k]) for k in ("proximal", "sgd")}}
     out["final_ratio"] = out["final"]["proximal"] / out["final"]["sgd"]
     switched = m2[(m2.arm == "proximal") & (m2.stage == 2)].step
     # the evaluation that switched it (the one before its first Stage-2 row), after τ₁: 0 at τ₁ itself
-    out["proximal_switch_step"] = int(switched.min()) - t.eval_every - hook.step if len(switched) else math.inf
+    out["proximal_switch_step"] = int(switched.min()) - t.eval_every - tau1 if len(switched) else math.inf
     return pd.concat([m1, m2], ignore_index=True), out
 
 

@@ -253,11 +253,12 @@ def stage2_train(cfg: Config, stop: float, from_scratch: bool = False) -> SCBTra
     ``stage2_batch``, η₂/(1 + t/``stage2_eta_t0``), λ = ``stage2_lam``, at most ``transfer_steps`` steps, stopped once
     every instance is within ``stop``.  ``from_scratch`` (γ = 0: nothing transferred) runs the same from V₀ = μ1ᵀ,
     A₀ = 11ᵀ/T, with Stage 1 first (as ``train``, capped at ``transfer_steps``)."""
-    stage1 = {"stage1_steps": min(cfg.train.stage1_steps, cfg.transfer_steps)} if from_scratch else {}
+    t = cfg.train
     return replace(
-        cfg.train,
+        t,
         steps=cfg.transfer_steps,
-        **(stage1 or {"stage1_steps": 0, "stage1_end": "steps"}),
+        stage1_steps=min(t.stage1_steps, cfg.transfer_steps) if from_scratch else 0,
+        stage1_end=t.stage1_end if from_scratch else "steps",
         batch_size=cfg.stage2_batch,
         lam=cfg.stage2_lam,
         eta2_t0=cfg.stage2_eta_t0,
