@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from inductionlab import experiments
-from inductionlab.experiments.ren.scb_noise_sim import _batch_sweep, _sweep_summary, _theorem_regime, batch_ratio
+from inductionlab.experiments.ren.scb_noise_sim import (
+    _after_tau1,
+    _batch_sweep,
+    _sweep_summary,
+    _theorem_regime,
+    batch_ratio,
+)
 from inductionlab.runs import RunContext
 from inductionlab.tasks.scb import random_instance
 from inductionlab.theory.scb import gaussian_noise_oracle
@@ -75,3 +81,37 @@ def test_the_regime_run_reports_the_prox_per_stage_2_step_and_its_hypotheses():
             assert s["zeroed_fraction"] == 0 and s["noise_linf_over_lambda"] is None
         else:
             assert s["useless_over_threshold"] > 0 and s["signal_over_lambda"] > 0
+
+
+def test_after_tau1_both_methods_start_from_stage_1_s_state_at_its_first_crossing_and_share_the_noise():
+    cfg = experiments.configure("scb-noise-sim", preset="smoke", overrides={"after_tau1.stage1_cap": 60})
+    a, t = cfg.after_tau1, cfg.train
+    inst = random_instance(replace(cfg.task, N=4, T=4 * cfg.task.Q), 1, np.random.default_rng(0))
+    sigma_V, sigma_A = torch.tensor(0.5, dtype=torch.float64), torch.tensor(0.2, dtype=torch.float64)
+    m, s = _after_tau1(cfg, inst, sigma_V, sigma_A, RunContext(threads=1))
+    stage1 = m[m.arm == "stage1"]
+    crossed = stage1[np.maximum(stage1.alpha, stage1.beta) >= a.rho].step
+    assert s["stage1_exit_step"] == crossed.min() < 60 and s["proximal_switch_step"] == 0  # its own rule, at τ₁
+    tau1 = int(s["stage1_exit_step"])
+    V, A, _ = train_scb(  # Stage 1 again, stopped at τ₁: the state both arms start from
+        replace(t, method="sgd", steps=tau1, stage1_steps=tau1),
+        inst,
+        cfg.task.Q,
+        oracle=gaussian_noise_oracle(sigma_V, sigma_A, a.stage1_batch),
+    )
+    for method in ("proximal", "sgd"):
+        alone = train_scb(
+            replace(t, method=method, steps=a.steps, stage1_steps=a.steps),
+            inst,
+            cfg.task.Q,
+            init=(V, A),
+            oracle=gaussian_noise_oracle(sigma_V, sigma_A, a.batch),
+        )[2]
+        got = m[m.arm == method]
+        np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-12)
+        assert (got.step.to_numpy() == alone.step.to_numpy() + tau1).all()
+    assert s["final_ratio"] == s["final"]["proximal"] / s["final"]["sgd"]
+    never = _after_tau1(replace(cfg, train=replace(t, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
+    assert never["stage1_exit_step"] == tau1 and never["final_ratio"] == 1.0  # the control: one method twice
+    late = _after_tau1(replace(cfg, after_tau1=replace(a, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
+    assert late["stage1_exit_step"] == math.inf and late["final_ratio"] is None

@@ -2,6 +2,7 @@ import json
 import math
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -13,6 +14,7 @@ from inductionlab.experiments.ren.scb_transfer.measures import (
     after_start,
     at_budget,
     crossing,
+    first_hit,
     landings,
     median_cost,
     slopes,
@@ -20,6 +22,7 @@ from inductionlab.experiments.ren.scb_transfer.measures import (
     support_errors,
 )
 from inductionlab.runs import RunContext
+from inductionlab.train.proximal import train_scb
 
 
 def test_crossing_is_where_the_two_log_log_fits_meet():
@@ -80,19 +83,31 @@ def test_the_calibrated_c_is_cached_with_the_run_s_fingerprint(tmp_path, monkeyp
 
 
 def test_without_pretraining_the_transfer_arm_is_training_from_scratch_and_its_values_are_defined():
-    cfg = experiments.configure(
-        "scb-transfer",
-        preset="smoke",
-        overrides={"gamma": 0.0, "train.steps": 400, "train.stage1_steps": 400, "target": 0.3},
-    )
-    s = experiments.get("scb-transfer").run(cfg, RunContext(threads=1, progress=False)).summary
+    overrides = {"gamma": 0.0, "train.steps": 400, "train.stage1_steps": 400, "target": 0.3, "stage2_target": 0.2}
+    cfg = experiments.configure("scb-transfer", preset="smoke", overrides=overrides | {"transfer_steps": 400})
+    out = experiments.get("scb-transfer").run(cfg, RunContext(threads=1, progress=False))
+    s, m = out.summary, out.tables["metrics"]
     assert s["c"] == 50.0 and s["kappa_sweep"] == {} and s["landed_false_positives"] == {20: [], 40: []}
-    assert s["samples_to_target"]["transfer"] == s["samples_to_target"]["scratch"]
-    assert s["log_log_slope"]["transfer"] == s["log_log_slope"]["scratch"]
-    assert s["stage2_log_log_slope"]["transfer"] == s["log_log_slope"]["scratch"]  # everything after the start
-    assert s["transfer_over_scratch_at_max_T"] == 1.0
+    # the transfer arm is Algorithm 1 from V₀ = μ1ᵀ, A₀ = 11ᵀ/T under its own Stage-2 settings, Stage 1 first
+    arm = scb_transfer.stage2_train(cfg, 0.2, from_scratch=True)
+    for T in (20, 40):
+        alone = train_scb(arm, scb_transfer._instances(cfg, T), cfg.task.Q)[2]
+        got = m[(m["T"] == T) & (m.method == "transfer")]
+        np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-12)
+    assert (m[m.method == "transfer"].stage == 1).any() and (m[m.method == "transfer"].samples % 64 == 0).all()
+    assert s["stage2_samples"]["transfer"] == {  # everything after its start, to stage2_target
+        T: median_cost(first_hit(m[(m["T"] == T) & (m.method == "transfer")], 0.2)) for T in (20, 40)
+    }
     assert s["one_step_batch"][40] == [round(50 * math.log(40))] * 2  # scratch read at the same budgets
     assert s["landed_median_worst_T"] == max(s["landed_median"].values())
+
+
+def test_the_transfer_arm_runs_stage_2_at_its_own_batch_rate_and_lambda_until_stage2_target():
+    cfg = experiments.configure("scb-transfer", preset="smoke")
+    t = scb_transfer.stage2_train(cfg, cfg.stage2_target)
+    assert (t.batch_size, t.eta2_t0, t.lam, t.stop_below) == (64, 300.0, 1e-4, 0.006)
+    assert (t.steps, t.stage1_steps, t.stage1_end) == (cfg.transfer_steps, 0, "steps")
+    assert scb_transfer.CONFIG.stage2_batch == 256 and scb_transfer.CONFIG.transfer_steps * 256 > 10**6
 
 
 def test_every_instance_keeps_its_p_at_every_t_and_draws_q_per_t():

@@ -85,6 +85,24 @@ def test_noiseless_oracle_runs_algorithm_1_through_train_scb():
     assert torch.allclose(A.sum(-2), torch.ones(2, 4, dtype=torch.float64), atol=1e-9)
 
 
+def test_stage2_rate_decays_as_eta2_over_one_plus_steps_in_stage2():
+    """eta2_t0 > 0: the t-th Stage-2 step (t = 0, 1, …) takes η₂/(1 + t/t₀), counted from each run's own switch."""
+    inst = scb.random_instance(scb.SCBConfig(N=4, Q=2, T=20), 1, np.random.default_rng(0))
+    cfg = P.SCBTrainConfig(steps=30, stage1_steps=10, eta1=0.5, eta2=0.05, eta2_t0=7.0, lam=1e-4, eval_every=10)
+    oracle = th.gaussian_noise_oracle(torch.zeros(1), torch.zeros(1), batch=1)
+    V, A, _ = P.train_scb(cfg, inst, 2, oracle=oracle)
+    V_ref, A_ref = P.initial_state(inst)
+    for step in range(30):
+        if step == 10:  # the switch at the evaluation of stage1_steps: rounding at θ(α)
+            alpha = th.signal(V_ref, A_ref, inst)["alpha"].clamp(0, 1)
+            A_ref = P.round_columns(A_ref, P.threshold(alpha, 20, 2.0, 2))
+        eta = 0.5 if step < 10 else 0.05 / (1 + (step - 10) / 7.0)
+        gv, ga = th.population_gradients(V_ref, A_ref, inst)
+        eta_v, eta_a = P.step_sizes(inst, eta, "normalized")
+        V_ref, (A_ref, _, _) = V_ref - eta_v * gv, P.prox_step(A_ref, ga, eta_a, 1e-4 if step >= 10 else 0.0)
+    assert torch.allclose(V, V_ref, atol=1e-12) and torch.allclose(A, A_ref, atol=1e-12)
+
+
 def test_transfer_step_lands_on_the_line_at_the_target_alpha():
     inst = scb.random_instance(scb.SCBConfig(N=3, Q=2, T=12), 2, np.random.default_rng(4))
     R = TR.reversal(inst.P, inst.mu)

@@ -94,7 +94,8 @@ class SCBTrainConfig:
     η₂), "sgd" (the same preconditioned projected updates with λ = 0 throughout, no rounding, lr η₁ — the
     "vanilla SGD" of docs/conventions.md#ren-10), or "raw_sgd" (plain SGD on ℓ, no preconditioning or projection, lr η₁).
     Stage 1 ends after ``stage1_steps`` or, with ``stage1_end="signal"``, when max(α, β) ≥ ρ.
-    ``threshold_C``: the C of θ = (1 − α̂)/T + α̂/(2CQ); the data recipe's weights U[1, 2] give q ≥ 1/(2Q)."""
+    ``threshold_C``: the C of θ = (1 − α̂)/T + α̂/(2CQ); the data recipe's weights U[1, 2] give q ≥ 1/(2Q).
+    ``eta2_t0`` > 0: Stage 2's rate η₂/(1 + t/t₀) after t of the run's Stage-2 steps (0: App. I's constant η₂)."""
 
     # proximal (Algorithm 1), sgd (λ = 0, no rounding, lr η₁) or raw_sgd (plain SGD on ℓ)
     method: Literal["proximal", "sgd", "raw_sgd"] = "proximal"
@@ -106,6 +107,8 @@ class SCBTrainConfig:
     batch_size: int = 64  # sequences per step B
     eta1: float = 0.3  # η₁: Stage 1 learning rate (and sgd's throughout)
     eta2: float = 0.03  # η₂: Stage 2 learning rate
+    # > 0: Stage 2's rate decays as η₂/(1 + t/t₀), t the run's steps in Stage 2 (0: constant η₂, App. I)
+    eta2_t0: float = 0.0
     lam: float = 1e-5  # λ: ℓ1 weight of Stage 2's proximal step
     # normalized: η_V = η/K_Q, η_A = η/K_P (ren-4); raw: η as given
     lr_mode: Literal["normalized", "raw"] = "normalized"
@@ -135,8 +138,9 @@ class SCBTrainConfig:
         for name in ("eta1", "eta2"):
             require(getattr(self, name) > 0, f"train.{name}", f"step sizes must be > 0, got {getattr(self, name)}")
         require(self.lam >= 0, "train.lam", f"λ must be ≥ 0, got {self.lam}")
+        require(self.eta2_t0 >= 0, "train.eta2_t0", f"must be ≥ 0 (0: constant η₂), got {self.eta2_t0}")
         require(self.stop_below >= 0, "train.stop_below", f"must be ≥ 0 (0: never stop), got {self.stop_below}")
-        for name in ("eta1", "eta2", "lam", "rho", "threshold_C"):
+        for name in ("eta1", "eta2", "eta2_t0", "lam", "rho", "threshold_C"):
             require(
                 math.isfinite(getattr(self, name)),
                 f"train.{name}",
@@ -193,6 +197,9 @@ class _Stage(loop.Stage):
         return super().evals() | {self.stage1_steps}
 
 
+_STATE = ("V", "A", "stage", "zeroed", "negative", "since", "done", "in_stage2")  # a checkpoint's tensors
+
+
 class SCBStepper:
     """Algorithm 1 (or its SGD baselines) on the loop: V (S, N, N), A (S, T, N), each run's stage (1 or 2), the
     prox counters since the last evaluation and the data generator.  The evaluation also applies Algorithm 1's
@@ -237,6 +244,7 @@ class SCBStepper:
             torch.zeros(S),
             0,
         )
+        self.in_stage2 = torch.zeros(S)  # each run's steps in Stage 2 so far (η₂'s decay, eta2_t0)
         self.done = torch.tensor(False)  # every run reached stop_below: the later steps are skipped
 
     @property
@@ -280,7 +288,8 @@ class SCBStepper:
             pre_v, pre_a = linear.precondition(g_v, inst.mu), linear.precondition(g_a, inst.mu)
         else:
             pre_v, pre_a = self.oracle(V, A, inst, self.gen)
-        eta_v, eta_a = step_sizes(inst, torch.where(stage == 2, self.eta2, self.eta1), self.base.lr_mode)
+        eta2 = self.eta2 / (1 + self.in_stage2 / self.base.eta2_t0) if self.base.eta2_t0 > 0 else self.eta2
+        eta_v, eta_a = step_sizes(inst, torch.where(stage == 2, eta2, self.eta1), self.base.lr_mode)
         lam_now = torch.where(stage == 2, self.lam, 0.0).view(-1, 1, 1)
         A_prox, z, neg = prox_step(A, pre_a, eta_a, lam_now)
         V_new = V - eta_v * pre_v
@@ -290,14 +299,13 @@ class SCBStepper:
         self.V, self.A = V_new, A_prox
         self.zeroed, self.negative = self.zeroed + z * ~raw.view(-1), self.negative + neg * (stage == 2)
         self.since += 1
+        self.in_stage2 = self.in_stage2 + (stage == 2)
 
     def state_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("V", "A", "stage", "zeroed", "negative", "since", "done")} | {
-            "gen": self.gen.get_state()
-        }
+        return {k: getattr(self, k) for k in _STATE} | {"gen": self.gen.get_state()}
 
     def load_state_dict(self, state: dict) -> None:
-        for k in ("V", "A", "stage", "zeroed", "negative", "since", "done"):
+        for k in _STATE:
             setattr(self, k, state[k])
         self.gen.set_state(state["gen"])
 

@@ -30,11 +30,10 @@ def batches(c: float, T: int, n: int) -> list[int]:
 
 def budgets(scratch: float, after: float, batch: list[int] | None) -> tuple[dict[str, float], dict[str, float]]:
     """Each arm's budget at the largest T — what a censored median is at least — in all and after its start:
-    scratch's steps × B; transfer's median one-step ``batch`` and its Stage-2 steps × B (``after``), or scratch's
-    where nothing was transferred (``batch`` None)."""
-    if not batch:
-        return {"scratch": scratch, "transfer": scratch}, {"scratch": scratch, "transfer": scratch}
-    return {"scratch": scratch, "transfer": float(np.median(batch)) + after}, {"scratch": scratch, "transfer": after}
+    scratch's steps × B; transfer's median one-step ``batch`` (none where nothing was transferred, ``batch`` None)
+    and its steps × B₂ (``after``)."""
+    start = float(np.median(batch)) if batch else 0.0
+    return {"scratch": scratch, "transfer": start + after}, {"scratch": scratch, "transfer": after}
 
 
 def at_budget(metrics: pd.DataFrame, budgets: list[int]) -> list[float]:
