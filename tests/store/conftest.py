@@ -1,8 +1,10 @@
 """What each experiment's run really executes, measured once per session: every function of a package file (or of
-an outside file) that runs inside ``Experiment.run`` of its smoke preset, traced with ``sys.setprofile``."""
+an outside file) that runs inside ``Experiment.run`` of its smoke preset, in any thread, traced with
+``sys.setprofile`` and ``threading.setprofile``."""
 
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -27,11 +29,13 @@ def trace_run(name: str) -> set[tuple[str, str]]:
 
     with tempfile.TemporaryDirectory() as folder:
         ctx = context(cfg, Path(folder), threads=1)
+        threading.setprofile(profile)  # the evaluations and data workers that run in threads of their own
         sys.setprofile(profile)
         try:
             exp.run(cfg, ctx)
         finally:
             sys.setprofile(None)
+            threading.setprofile(None)
     labelled = set()
     for file, name_ in calls:
         if file.startswith(root + "/"):

@@ -108,9 +108,9 @@ class Config:
     # ε₂: the transfer arm's Stage 2 is counted until ‖Ā − Q‖_μ ≤ ε₂, below every landing (≥ 0.007) and above
     # Stage 2's floor (≤ 0.0055; at 0.005, on that floor, one instance of eight never reached it)
     stage2_target: float = 0.006
-    stage2_batch: int = 256
-    stage2_eta_t0: float = 300.0
-    stage2_lam: float = 1e-4
+    stage2_batch: int = 256  # Stage 2's batch after the one-step transfer (Lemma E.3 buys accuracy with it)
+    stage2_eta_t0: float = 300.0  # Stage 2's η₂ decays as η₂/(1 + t/t₀), t counted from the switch (0: constant)
+    stage2_lam: float = 1e-4  # Stage 2's ℓ1 strength λ after the step
     gamma: float = 0.5  # γ: V₀ = μ1ᵀ + γ(P̄ − μ1ᵀ) from the pretraining task; 0: nothing to transfer (control)
     alpha_target: float = 1.0  # α*: the α₁ the one gradient step on A lands at (Lemma H.2)
     pretrain_mix: float = 0.5  # ρ_mix: P̄ = ρ_mix·P + (1 − ρ_mix)·(P's time reversal)
