@@ -9,6 +9,9 @@ from inductionlab.analysis.claims import Between, Claim, Control, Is, Reached
 from inductionlab.experiments.across.hf_induction import CONFIG
 
 DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
+# The phase detector's coincidence is judged stage by stage now (docs/monitor.md#phase-detection): a protocol
+# change, so the judged draws move to never-run seeds (0–3 were seen under the one-ramp rule; #calibration)
+JUDGED_SEED = 100
 
 CONTROLS = (
     Control(
