@@ -212,7 +212,8 @@ def test_a_stochastic_experiment_runs_at_its_draws_and_is_judged_over_them(tmp_p
     assert n >= 4
     jobs, _ = plan("ren", "quick", tmp_path, only=(name,))
     draws = sorted((j for j in jobs if "draw" in j.overrides), key=lambda j: int(j.overrides["draw"]))
-    assert [list(j.config["seeds"]) for j in draws] == [[i] for i in range(1, n)]
+    first = experiments.get(name).judged_seed or 0  # a moved protocol's judged seeds (docs/conventions.md#calibration)
+    assert [list(j.config["seeds"]) for j in draws] == [[first + i] for i in range(1, n)]
     assert [j.dir.rsplit("/", 1)[1] for j in draws] == [f"{name}.draw-{i}" for i in range(1, n)]
     assert not [j for j in plan("ren", "smoke", tmp_path, only=(name,))[0] if "draw" in j.overrides]
     claim = next(c for c in experiments.get(name).claims if c.id == "ren-fig1-recovers")
@@ -281,7 +282,7 @@ def test_calibrate_runs_every_job_on_the_calibration_seeds_apart_from_the_judged
     calibration, _ = plan("ren", "quick", tmp_path, only=(name,), calibrate=True)
     draws = calibration_draws(name)
     assert sorted(map(job_name, calibration)) == sorted(calibration_job(name, i) for i in range(draws))
-    first = next(j for j in judged if not {"control", "draw"} & set(j.overrides)).config["seeds"][0]
+    first = experiments.get(name).config.seeds[0]  # the config's seeds, wherever JUDGED_SEED moved the judged ones
     seeds = {job_name(j): list(j.config["seeds"]) for j in judged}
     for job in calibration:
         i = int(job.overrides.get("draw", 0))
