@@ -31,7 +31,14 @@ from inductionlab.config import flatten
 from inductionlab.store.audit import FLOAT64, TOLERANCES  # one table: the goldens' and the ledger audit's
 
 GOLDEN = Path(__file__).parent / "golden"
-VOLATILE = {"wall_seconds", "profile", "versions", "config_hash", "experiment", "code"}  # code: the closure (#provenance)
+VOLATILE = {
+    "wall_seconds",
+    "profile",
+    "versions",
+    "config_hash",
+    "experiment",
+    "code",
+}  # code: the closure (#provenance)
 
 
 def _leaves(obj, prefix=""):

@@ -41,6 +41,7 @@ REACHED_UNCALLED = {
     "simulation): the one trainer module holds both paths",
 }
 
+
 def test_each_closure_holds_the_models_tasks_and_kernels_its_run_calls_and_no_other(traced):
     graph, wrong = _run_graph(), []
     for name, (where, _) in registry.TOOLKIT.items():
