@@ -1,9 +1,11 @@
 """Calibration probes of the Ren experiments' protocols (docs/conventions.md#calibration), cheaper than the whole
 run and equal to it in the values they read: run only on calibration seeds (≥ 1000).
 
-    python scripts/ren_calibration.py noise-n50 SEED
-        scb-noise-sim's comparison after τ₁ at its default (``after_tau1``, ren-noise-n50): the run's own
-        ``_after_tau1`` on the run's N = 50 instance and noise scales, without the other N, the sweep and the regime.
+    python scripts/ren_calibration.py after-tau1 SEED N [KEY=VALUE ...]
+        scb-noise-sim's comparison after τ₁ at N, one of ``after_tau1.N`` (``after_tau1``: ren-noise-prox-n10 at
+        N = 10, ren-noise-n50 at N = 50), under the default or the dotted overrides given (e.g.
+        ``after_tau1.batch=16,256``): the run's own ``_after_tau1`` on the run's instance and noise scales at N,
+        without the other N, the sweep and the regime.  ``noise-n50 SEED`` is ``after-tau1 SEED 50``.
     python scripts/ren_calibration.py high-noise SEED LAMBDA[,LAMBDA...]
         scb-convergence's no-decay arms (η₂ = η₁) at λ = 0 and each λ given, on the run's instance and batches:
         the final ‖Ā − Q‖_μ and each λ's ratio to λ = 0 (``ren-fig1-l1-high-noise`` at λ = 1e-2).
@@ -29,13 +31,14 @@ from inductionlab.train.proximal import train_scb
 CTX = RunContext(threads=1, progress=False)
 
 
-def noise_n50(seed: int) -> dict:
-    cfg = experiments.configure("scb-noise-sim", overrides={"seeds": str(seed)})
-    N, t = cfg.after_tau1.N, cfg.train
+def after_tau1(seed: int, N: int, overrides: dict[str, str]) -> dict:
+    cfg = experiments.configure("scb-noise-sim", overrides={**overrides, "seeds": str(seed)})
+    t = cfg.train
     task = replace(cfg.task, N=N, T=cfg.T_per_NQ * N * cfg.task.Q)
     inst = random_instance(task, 1, rng.numpy_generator(seed, N))
     sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, cfg.calibration_samples, rng.generator(t.seed, "eval"))
-    return {"seed": seed} | scb_noise_sim._after_tau1(cfg, inst, sigma_V[0], sigma_A[0], CTX)[1]
+    out = scb_noise_sim._after_tau1(cfg, inst, sigma_V[0], sigma_A[0], CTX)[1]
+    return {"seed": seed, "N": N, "steps": cfg.after_tau1.steps} | out
 
 
 def high_noise(seed: int, lams: list[float]) -> dict:
@@ -58,5 +61,9 @@ if __name__ == "__main__":
     what, seed = sys.argv[1], int(sys.argv[2])
     if seed < 1000:
         sys.exit("calibration seeds only (≥ 1000)")
-    result = noise_n50(seed) if what == "noise-n50" else high_noise(seed, [float(x) for x in sys.argv[3].split(",")])
+    if what == "high-noise":
+        result = high_noise(seed, [float(x) for x in sys.argv[3].split(",")])
+    else:  # after-tau1 SEED N [KEY=VALUE ...], or noise-n50 SEED
+        N, extra = (50, []) if what == "noise-n50" else (int(sys.argv[3]), sys.argv[4:])
+        result = after_tau1(seed, N, dict(kv.split("=", 1) for kv in extra))
     print(json.dumps(result))

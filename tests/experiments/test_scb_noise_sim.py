@@ -105,7 +105,7 @@ def test_after_tau1_both_methods_start_from_stage_1_s_state_at_its_first_crossin
             inst,
             cfg.task.Q,
             init=(V, A),
-            oracle=gaussian_noise_oracle(sigma_V, sigma_A, a.batch),
+            oracle=gaussian_noise_oracle(sigma_V, sigma_A, a.batch_at(4)),
         )[2]
         got = m[m.arm == method]
         np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-12)
@@ -115,3 +115,15 @@ def test_after_tau1_both_methods_start_from_stage_1_s_state_at_its_first_crossin
     assert never["stage1_exit_step"] == tau1 and never["final_ratio"] == 1.0  # the control: one method twice
     late = _after_tau1(replace(cfg, after_tau1=replace(a, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
     assert late["stage1_exit_step"] == math.inf and late["final_ratio"] is None
+
+
+def test_after_tau1_runs_at_each_of_its_n_at_that_n_s_batch_and_refuses_a_batch_per_n_missing():
+    cfg = experiments.configure("scb-noise-sim", preset="smoke")
+    assert cfg.after_tau1.N == (3, 4) and cfg.after_tau1.batch_at(3) == 64 and cfg.after_tau1.batch_at(4) == 256
+    inst = random_instance(replace(cfg.task, N=3, T=3 * cfg.task.Q), 1, np.random.default_rng(0))
+    sigma_V, sigma_A = torch.tensor(0.5, dtype=torch.float64), torch.tensor(0.2, dtype=torch.float64)
+    assert _after_tau1(cfg, inst, sigma_V, sigma_A, RunContext(threads=1))[1]["batch"] == 64
+    with pytest.raises(ValueError, match="one B₂ per N"):
+        experiments.configure("scb-noise-sim", overrides={"after_tau1.batch": "256"})
+    default = experiments.configure("scb-noise-sim")
+    assert default.after_tau1.N == (10, 50) and set(default.after_tau1.N) <= set(default.N_values)

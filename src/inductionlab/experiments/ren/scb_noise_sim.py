@@ -19,11 +19,11 @@ needs grows with N: the Stage-1 signal is O(Q/T) while the per-step noise is σ_
 
 **After τ₁, in Thm 3.1's batches** (:class:`AfterTau1`; App. I: the prox "performs better … with a small batch
 size (when the noise is large)"; Thm 3.1: its samples after τ₁ are poly(N, Q, 1/ε)·log T, Stage 1's poly(T)): before
-τ₁ Algorithm 1 *is* SGD at η₁, so the comparison is made after it.  At N = ``after_tau1.N``, Stage 1 runs once, at a
-large batch B₁ (``stage1_batch``), until max(α, β) ≥ ``after_tau1.rho`` (its first evaluation there: τ₁); from that
-state Algorithm 1 (its Stage-1 rule then ends Stage 1 at once: rounding, η₂, λ) and vanilla SGD at η₁ train at the
-same small batch B₂ (``after_tau1.batch``) on the same noise.  Summary ``after_tau1``: τ₁ (+inf if not within
-``stage1_cap``), both final ‖Ā − Q‖_μ and ``final_ratio``, Algorithm 1's over SGD's.
+τ₁ Algorithm 1 *is* SGD at η₁, so the comparison is made after it.  At each N of ``after_tau1.N`` run, Stage 1 runs
+once, at a large batch B₁ (``stage1_batch``), until max(α, β) ≥ ``after_tau1.rho`` (its first evaluation there: τ₁);
+from that state Algorithm 1 (its Stage-1 rule then ends Stage 1 at once: rounding, η₂, λ) and vanilla SGD at η₁ train
+at that N's small batch B₂ (``after_tau1.batch``) on the same noise.  Summary ``after_tau1.<N>``: τ₁ (+inf if not
+within ``stage1_cap``), both final ‖Ā − Q‖_μ and ``final_ratio``, Algorithm 1's over SGD's.
 
 **Stage 2 in the theorem's regime** (:class:`Regime`; §3.3 and Lemmas E.3–E.4): one more proximal run, at N =
 ``regime.N`` with a long context T = ``regime.T`` (Assumption 2.1(d)), a large effective batch, Stage 1 ended at
@@ -85,16 +85,23 @@ class AfterTau1:
     """Thm 3.1's two batches for App. I's comparison after τ₁ [P] (module docstring): Stage 1 at B₁ (poly(T); the
     noise model costs the same at any B), Stage 2 compared at B₂, where SGD(η₁)'s noise floor is large."""
 
-    N: int = 50  # the vocabulary size compared (one of N_values)
+    N: tuple[int, ...] = (10, 50)  # the vocabulary sizes compared (those of N_values that the run trains)
+    # B₂ at each N of ``N``: where SGD(η₁) ends near 0.1 (calibration seeds, docs/conventions.md#calibration)
+    batch: tuple[int, ...] = (32, 256)
     stage1_batch: int = 65_536  # B₁ of the shared Stage 1
     stage1_cap: int = 3000  # Stage 1's steps at most (τ₁ +inf beyond)
     rho: float = 0.1  # τ₁: the first evaluation with max(α, β) ≥ rho
-    batch: int = 256  # B₂ at which the two methods are compared after τ₁
     steps: int = 6000  # steps after τ₁
 
     def __post_init__(self) -> None:
-        require(self.N >= 2 and self.rho > 0, "after_tau1.N", "needs N ≥ 2 and ρ > 0")
-        require(min(self.stage1_batch, self.batch, self.stage1_cap, self.steps) >= 1, "after_tau1.batch", "must be ≥ 1")
+        n, b = self.N, self.batch
+        require(len(set(n)) == len(n) >= 1 and min(n) >= 2 and self.rho > 0, "after_tau1.N", "distinct N ≥ 2, ρ > 0")
+        require(len(b) == len(n), "after_tau1.batch", "give one B₂ per N of after_tau1.N")
+        require(min(self.stage1_batch, *b, self.stage1_cap, self.steps) >= 1, "after_tau1.batch", "must be ≥ 1")
+
+    def batch_at(self, N: int) -> int:
+        """B₂ at vocabulary size ``N`` (one of ``N``)."""
+        return self.batch[self.N.index(N)]
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ class Config:
     sweep_batches: tuple[int, ...] = (16, 64, 256, 1024, 4096)
     target: float = 0.05  # a batch recovers Q if the final ‖Ā − Q‖_μ ≤ target
     regime: Regime = field(default_factory=Regime)  # the Stage-2 run in the theorem's regime
-    after_tau1: AfterTau1 = field(default_factory=AfterTau1)  # the comparison after τ₁ (ren-noise-n50)
+    after_tau1: AfterTau1 = field(default_factory=AfterTau1)  # after τ₁ (ren-noise-prox-n10, ren-noise-n50)
     # one seed (no run axis), for every random draw; for several: sweep --n-seeds K.  Moved from 0 when ren-noise-n50
     # became the comparison after τ₁ (docs/conventions.md#calibration: 0–3 were seen under the old one)
     seeds: tuple[int, ...] = (100,)
@@ -156,7 +163,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "regime.T": 60,
         "regime.steps": 600,
         "regime.calibration_samples": 64,
-        "after_tau1.N": 4,
+        "after_tau1.N": "3,4",
+        "after_tau1.batch": "64,256",
         "after_tau1.stage1_cap": 40,
         "after_tau1.rho": 0.02,
         "train.rho": 0.02,  # Algorithm 1's own rule, so that it leaves Stage 1 at τ₁ here too
@@ -166,8 +174,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def run(cfg: Config, ctx: RunContext) -> Results:
-    tables, sweeps, after = [], [], pd.DataFrame()
-    summary: dict[str, Any] = {"final": {}, "sigma_V": {}, "sigma_A": {}}
+    tables, sweeps, after = [], [], []
+    summary: dict[str, Any] = {"final": {}, "sigma_V": {}, "sigma_A": {}, "after_tau1": {}}
     t = cfg.train
     methods = {
         "proximal": replace(t, method="proximal"),
@@ -188,8 +196,9 @@ def run(cfg: Config, ctx: RunContext) -> Results:
         }
         summary["sigma_V"][N], summary["sigma_A"][N] = float(sigma_V[0]), float(sigma_A[0])
         sweeps.append(_batch_sweep(cfg, inst, sigma_V[0], sigma_A[0], ctx.child(f"N{N}_batches")).assign(N=N))
-        if N == cfg.after_tau1.N:
-            after, summary["after_tau1"] = _after_tau1(cfg, inst, sigma_V[0], sigma_A[0], ctx.child(f"N{N}_after_tau1"))
+        if N in cfg.after_tau1.N:
+            a, summary["after_tau1"][N] = _after_tau1(cfg, inst, sigma_V[0], sigma_A[0], ctx.child(f"N{N}_after_tau1"))
+            after.append(a.assign(N=N))
     summary["proximal_best_dist_A_norm"] = {
         N: bool(all(d["proximal"]["dist_A_norm"] <= d[k]["dist_A_norm"] for k in methods))
         for N, d in summary["final"].items()
@@ -198,7 +207,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     summary.update(_sweep_summary(sweep, cfg.target), target=cfg.target)
     regime, summary["regime"] = _theorem_regime(cfg, ctx.child("regime"))
     out = {"metrics": pd.concat(tables, ignore_index=True), "batch_sweep": sweep, "regime": regime}
-    out |= {"after_tau1": after} if len(after) else {}
+    out |= {"after_tau1": pd.concat(after, ignore_index=True)} if after else {}
     return Results(out, summary)
 
 
@@ -231,22 +240,22 @@ class _AtCrossing(loop.Hook):
 
 
 def _after_tau1(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor, ctx: RunContext) -> tuple:
-    """App. I's comparison after τ₁ in Thm 3.1's batches (:class:`AfterTau1`): SGD at η₁ and batch B₁ until τ₁,
-    then from that state Algorithm 1 and SGD(η₁) at B₂ on the same noise: their metrics (``arm``: stage1 /
-    proximal / sgd) and the summary."""
+    """App. I's comparison after τ₁ in Thm 3.1's batches (:class:`AfterTau1`) at the instance's N: SGD at η₁ and
+    batch B₁ until τ₁, then from that state Algorithm 1 and SGD(η₁) at that N's B₂ on the same noise: their metrics
+    (``arm``: stage1 / proximal / sgd) and the summary."""
     a, t, N, T = cfg.after_tau1, cfg.train, inst.N, inst.T
     hook = _AtCrossing(a.rho)
     s1 = replace(t, method="sgd", steps=a.stage1_cap, stage1_steps=a.stage1_cap)
     oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.stage1_batch)
     m1 = train_scb(s1, inst, cfg.task.Q, ctx.child("stage1"), oracle=oracle, hooks=[hook])[2].assign(arm="stage1")
-    out: dict[str, Any] = {"N": N, "stage1_batch": a.stage1_batch, "batch": a.batch, "stage1_exit_step": math.inf}
+    out: dict[str, Any] = {"stage1_batch": a.stage1_batch, "batch": a.batch_at(N), "stage1_exit_step": math.inf}
     if hook.params is None or hook.step is None:
         return m1, out | {"final": None, "final_ratio": None}
     tau1 = hook.step
     init = (hook.params[:, : N * N].reshape(1, N, N), hook.params[:, N * N :].reshape(1, T, N))
     s2 = replace(t, steps=a.steps, stage1_steps=a.steps)  # Algorithm 1's rule ends Stage 1 at its first evaluation
     runs = [replace(s2, method="proximal"), replace(s2, method="sgd")]
-    oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.batch)
+    oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.batch_at(N))
     m2 = train_scb(runs, inst, cfg.task.Q, ctx.child("stage2"), init=init, oracle=oracle)[2]
     m2 = m2.assign(arm=np.asarray(["proximal", "sgd"])[m2.run], step=m2.step + tau1)
     final = m2[m2.step == m2.step.max()].set_index("arm").dist_A_norm
