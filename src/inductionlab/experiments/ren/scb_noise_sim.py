@@ -247,7 +247,9 @@ def _after_tau1(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor,
     hook = _AtCrossing(a.rho)
     s1 = replace(t, method="sgd", steps=a.stage1_cap, stage1_steps=a.stage1_cap)
     oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.stage1_batch)
-    m1 = train_scb(s1, inst, cfg.task.Q, ctx.child("stage1"), oracle=oracle, hooks=[hook])[2].assign(arm="stage1")
+    m1 = train_scb(s1, inst, cfg.task.Q, ctx.child(f"{ctx.name}_stage1"), oracle=oracle, hooks=[hook])[2].assign(
+        arm="stage1"
+    )
     out: dict[str, Any] = {"stage1_batch": a.stage1_batch, "batch": a.batch_at(N), "stage1_exit_step": math.inf}
     if hook.params is None or hook.step is None:
         return m1, out | {"final": None, "final_ratio": None}
@@ -256,7 +258,7 @@ def _after_tau1(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor,
     s2 = replace(t, steps=a.steps, stage1_steps=a.steps)  # Algorithm 1's rule ends Stage 1 at its first evaluation
     runs = [replace(s2, method="proximal"), replace(s2, method="sgd")]
     oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.batch_at(N))
-    m2 = train_scb(runs, inst, cfg.task.Q, ctx.child("stage2"), init=init, oracle=oracle)[2]
+    m2 = train_scb(runs, inst, cfg.task.Q, ctx.child(f"{ctx.name}_stage2"), init=init, oracle=oracle)[2]
     m2 = m2.assign(arm=np.asarray(["proximal", "sgd"])[m2.run], step=m2.step + tau1)
     final = m2[m2.step == m2.step.max()].set_index("arm").dist_A_norm
     out |= {"stage1_exit_step": tau1, "final": {k: float(final[k]) for k in ("proximal", "sgd")}}
