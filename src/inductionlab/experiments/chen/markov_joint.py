@@ -22,7 +22,8 @@ Stage II sharpens the heads of S* onto their lags.  So the run records, per seed
 (the authors' run: "1.000 by epoch 100") and the heads' attention after ``sharpen_epoch`` epochs (the sharpening
 phase), exactly: a hook (:class:`_ReadAt`) keeps the parameters of the headline training at those epochs, counted
 over all stages.  The end of the run is kept too, per seed: there, on some data draws, c re-admits {2,3} and a
-head drifts off its lag by fitting the 9000 training chains at large a (docs/chen.md#joint-seeds).
+head drifts off its lag by fitting the 9000 training chains at large a (docs/chen.md#joint-seeds).  The slope of a
+per ln t is kept per seed as well (``a_log_slope_per_seed``: the fit is linear in a, so their mean is ``a_log_slope``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from inductionlab.runs import Results, RunContext
 from inductionlab.tasks.markov import MarkovConfig
 from inductionlab.train import loop
 from inductionlab.train.autograd import pack
-from inductionlab.train.chen import StagedConfig
+from inductionlab.train.chen import StagedConfig, a_log_fit
 from inductionlab.train.chen_interventions import chen_family
 from inductionlab.train.interventions import InterventionConfig, check
 
@@ -129,6 +130,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     unread: list[float | None] = [None] * len(cfg.seeds)  # the run ends before that epoch: not measured
     results.summary |= {
         "p_selected_per_seed": late,
+        "a_log_slope_per_seed": [a_log_fit(m)[0] for _, m in metrics[metrics.variant == label].groupby("run")],
         "selection": {
             "epoch": cfg.select_epoch,
             "p_selected_per_seed": dict.fromkeys(late, unread)
