@@ -4,22 +4,26 @@
    one cannot change its outcome (its value is defined there: ``tests/test_controls.py`` runs each at smoke size);
 2. no control sets the quantity its claim measures;
 3. every stochastic experiment names calibration seeds in docs/conventions.md#calibration, apart from the seeds its
-   claims are judged on, and says what they showed.
+   claims are judged on, and says what they showed;
+4. on the committed ledger (``results/``), every paper claim whose calibration runs are there holds its margin and is
+   powered, or is not judged at this scale with what would judge it; and none fails *open*.
 
 A finding about the paper is a failure with its evidence (#findings): it needs no control, since a pass is what a
 control guards.  An observation (``Claim.observation``) is the project's own and is counted apart."""
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from inductionlab import experiments
-from inductionlab.analysis.claims import FINDING, Claim, Control
+from inductionlab import experiments, ledger_page
+from inductionlab.analysis.claims import FINDING, SCALE, Claim, Control
 from inductionlab.reproduce import BUDGETS
 from tests.test_controls import sets_its_measure
 
 CONVENTIONS = Path(__file__).parents[1] / "docs" / "conventions.md"
+LEDGER = Path(__file__).parents[1] / "results"
 PENDING = "pending"  # a calibration row not yet run (docs/conventions.md#calibration says which and why)
 PAPER_CLAIMS = [
     (name, claim)
@@ -95,3 +99,43 @@ def test_every_stochastic_experiment_names_calibration_seeds_apart_from_its_judg
     assert seeds, f"{name}: no calibration seeds"
     assert not seeds & judged_seeds(name), f"{name}: calibration seeds {sorted(seeds & judged_seeds(name))} are judged"
     assert len(showed) > 20, f"{name}: say what the calibration seeds showed"
+
+
+@pytest.fixture(scope="module")
+def ledger_table():
+    """Every claim's row as the committed ledger (``results/``) judges it, without the text data."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv("INDUCTIONLAB_DATA", raising=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        yield ledger_page.render(LEDGER, Path(tmp) / "report.html", "")
+    mp.undo()
+
+
+def _paper(table):
+    return table[table.group == "paper"]
+
+
+def test_every_paper_claim_with_calibration_runs_holds_its_margin_and_is_powered_or_not_judged_at_this_scale(
+    ledger_table,
+):
+    # a claim whose calibration runs are not all in the ledger yet has no margin to hold (the page says so)
+    papers = _paper(ledger_table)
+    calibrated = papers[~papers.margin_text.str.startswith("no calibration run")]
+    assert calibrated.margin.notna().all() or calibrated[calibrated.margin.isna()].status.eq(SCALE).all(), list(
+        calibrated[calibrated.margin.isna()].id
+    )
+    weak = calibrated[~calibrated.powered.astype(bool) & (calibrated.status != SCALE)]
+    assert weak.empty, "underpowered: " + "; ".join(f"{r.id} {r.margin_text}" for r in weak.itertuples())
+
+
+def test_a_paper_claim_not_judged_at_this_scale_names_what_would_judge_it(ledger_table):
+    papers = _paper(ledger_table)
+    scale = papers[papers.status == SCALE]
+    assert scale.reason.str.len().gt(0).all(), list(scale[scale.reason.str.len() == 0].id)
+
+
+def test_no_paper_claim_on_the_ledger_fails_open(ledger_table):
+    # a failure is a finding about the paper (its evidence and re-implementation) or a defect fixed, never open
+    papers = _paper(ledger_table)
+    open_ = papers[(papers.status == "failed") & (papers.kind != FINDING)]
+    assert open_.empty, "failed (open): " + "; ".join(f"{r.id} {r.measured_text}" for r in open_.itertuples())

@@ -1,8 +1,7 @@
 """The committed page (docs/report.html) is its ledger's (docs/conventions.md#ledger): re-rendered from the committed
 ``results/`` at this checkout it has the same rows — each claim's verdict, measured value, margin and control
-verdict — and it never says more of its jobs are current than ``report --ledger results --check`` finds here.  And
-every paper claim whose calibration runs are in the ledger is powered, or not judged at this scale
-(docs/conventions.md#calibration)."""
+verdict — and it never says more of its jobs are current than ``report --ledger results --check`` finds here.  The
+power of its paper claims is the registry's rule (``tests/test_claims_registry.py``)."""
 
 import re
 from pathlib import Path
@@ -10,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from inductionlab import ledger_page
-from inductionlab.analysis.claims import SCALE
 
 ROOT = Path(__file__).parents[1]
 LEDGER, PAGE = ROOT / "results", ROOT / "docs" / "report.html"
@@ -48,10 +46,3 @@ def test_the_page_never_says_more_jobs_are_current_than_are(rendered, monkeypatc
     now, said = ledger_page.check(LEDGER, PAGE, "")
     assert said and int(said["jobs"]) == now["jobs"], (said, now)
     assert int(said["current"]) <= now["current"], f"the page says {said['current']} current, HEAD has {now}"
-
-
-def test_every_calibrated_paper_claim_is_powered_or_not_judged_at_this_scale(rendered):
-    table, _ = rendered
-    papers = table[(table.group == "paper") & ~table.margin_text.str.startswith("no calibration run")]
-    weak = papers[~papers.powered.astype(bool) & (papers.status != SCALE)]
-    assert weak.empty, "underpowered: " + "; ".join(f"{r.id} {r.margin_text}" for r in weak.itertuples())
