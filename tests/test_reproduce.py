@@ -1,6 +1,7 @@
 """``inductionlab reproduce --budget smoke``: the whole path, and the page as its readers see it."""
 
 import base64
+import dataclasses
 import io
 import json
 import re
@@ -291,3 +292,16 @@ def test_calibrate_runs_every_job_on_the_calibration_seeds_apart_from_the_judged
     page = _header({"paper": "ren", "budget": "quick", "calibration": True})
     assert "--calibrate" in page and "say nothing about the papers" in page
     assert "Calibration" not in _header({"paper": "ren", "budget": "quick"})
+
+
+def test_calibration_draws_give_four_values_per_seed_or_per_run_where_a_claim_reads_one_per_run():
+    from inductionlab.store.plan import CALIBRATION_VALUES, calibration_draws
+
+    # markov-joint trains four seeds at once and reads them per seed: one calibration run gives four values
+    assert len(experiments.get("markov-joint").config.seeds) == 4 and calibration_draws("markov-joint") == 1
+    # markov-full's authors' z-scores are one per run of eight seeds: CALIBRATION_DRAWS asks four runs
+    full = experiments.get("markov-full")
+    assert len(full.config.seeds) == 8 and full.calibration_draws == CALIBRATION_VALUES
+    assert calibration_draws("markov-full") == CALIBRATION_VALUES
+    with pytest.raises(ValueError, match="calibration_draws"):
+        dataclasses.replace(full, calibration_draws=-1)

@@ -19,6 +19,7 @@ def test_seed_spread_is_the_mean_and_sample_std_of_the_last_epoch_with_the_autho
     assert s["authors_z"]["a"] == pytest.approx((AUTHORS_A - 0.7) / 0.1)
     assert s["authors_z"]["{1,3}"] == pytest.approx((AUTHORS_P["{1,3}"] - 0.2) / SPREAD_FLOOR)  # a floored spread
     assert s["p_selected_per_seed"]["1"]["{1,2}"] == 0.7
+    assert s["p_selected_seeds"]["{1,2}"] == [0.5, 0.7, 0.6]  # what the selection claims judge: their mean, n = 3
     assert not any(math.isnan(v) for v in s["p_selected_mean"].values())
 
 

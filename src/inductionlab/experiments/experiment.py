@@ -53,7 +53,9 @@ class Experiment(Generic[C]):
     on the data it draws, how many data seeds ``reproduce`` runs it at (draw i shifts every seed by i·len(seeds));
     each of its claims is then judged on the mean over the draws (``Claim.seeds``, docs/conventions.md#claims);
     ``judged_seed``: where a protocol changed after its judged seeds were seen, the first seed ``reproduce`` judges
-    it on instead of the config's (the calibration seeds stay the config's + 1000: docs/conventions.md#calibration).
+    it on instead of the config's (the calibration seeds stay the config's + 1000: docs/conventions.md#calibration);
+    ``calibration_draws``: at least this many calibration runs, where a claim reads one value per run however many
+    seeds the run axis holds (0: the rule of :func:`inductionlab.store.plan.calibration_draws`).
 
     What it declares, which the commands read from here and nowhere else: ``laws`` (the scaling laws the papers
     predict for its grid keys, :class:`inductionlab.theory.laws.Law`, drawn by ``sweep report``), ``loss_unit``
@@ -86,6 +88,7 @@ class Experiment(Generic[C]):
     cpu_only: str = "it trains tiny models whose time is Python overhead, not arithmetic"
     draws: int = 1
     judged_seed: int | None = None
+    calibration_draws: int = 0
     laws: tuple[Law, ...] = ()
     loss_unit: str = ""
     devices: tuple[str, ...] = ()  # (): ("cpu", "cuda") with a config field `device`, else ("cpu",)
@@ -117,6 +120,12 @@ class Experiment(Generic[C]):
             raise ValueError(
                 f"{where}: draws must be an int from 1 to 64 (data seeds reproduce runs), got {self.draws!r}"
             )
+        if (
+            isinstance(self.calibration_draws, bool)
+            or not isinstance(self.calibration_draws, int)
+            or not (0 <= self.calibration_draws <= 64)
+        ):
+            raise ValueError(f"{where}: calibration_draws must be an int from 0 to 64, got {self.calibration_draws!r}")
         claims = tuple(self.claims)
         if self.draws > 1:  # every claim of a stochastic experiment is judged over its draws
             claims = tuple(c if c.seeds else dataclasses.replace(c, seeds=self.draws) for c in claims)

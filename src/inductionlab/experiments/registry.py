@@ -114,6 +114,7 @@ def _builtin(name: str) -> Experiment:
             controls=judged.CONTROLS,
             draws=getattr(judged, "DRAWS", run.draws),
             judged_seed=getattr(judged, "JUDGED_SEED", run.judged_seed),
+            calibration_draws=getattr(judged, "CALIBRATION_DRAWS", run.calibration_draws),
         )
     return _toolkit[name]
 

@@ -43,9 +43,10 @@ def controls_of(name: str, paper: str = "all", gpu: bool = True) -> dict[str, Co
 
 def calibration_draws(name: str) -> int:
     """How many calibration draws experiment ``name`` runs: its judged draws, and at least enough for
-    :data:`CALIBRATION_VALUES` seeds over its run axis (an experiment that trains four seeds at once needs one)."""
+    :data:`CALIBRATION_VALUES` seeds over its run axis (an experiment that trains four seeds at once needs one), or
+    its ``calibration_draws`` where a claim reads one value per run (a spread over the run axis's seeds)."""
     exp = experiments.get(name)
-    return max(exp.draws, math.ceil(CALIBRATION_VALUES / len(exp.config.seeds)))
+    return max(exp.draws, math.ceil(CALIBRATION_VALUES / len(exp.config.seeds)), exp.calibration_draws)
 
 
 def experiments_for(paper: str) -> list[str]:

@@ -143,7 +143,8 @@ def _authors_config(cfg: Config, ctx: RunContext, results: Results) -> dict:
 
 
 def seed_spread(metrics: pd.DataFrame) -> dict:
-    """Mean and standard deviation over seeds (runs) of the final p_S and a, and the authors' z-scores: the
+    """Mean and standard deviation over seeds (runs) of the final p_S (and p_S per subset over the seeds, what the
+    selection claims judge) and a, and the authors' z-scores: the
     spread is taken as at least :data:`SPREAD_FLOOR`, so seeds that agree to float32 resolution (a p_S that
     underflowed to 0 on each) still give a z; one seed gives none."""
     last = metrics[metrics.epoch == metrics.epoch.max()].set_index("run")
@@ -159,6 +160,7 @@ def seed_spread(metrics: pd.DataFrame) -> dict:
         "a_mean": a_mean,
         "a_std": a_std,
         "p_selected_per_seed": {str(r): row.to_dict() for r, row in p.iterrows()},
+        "p_selected_seeds": {s: p[s].astype(float).tolist() for s in p.columns},  # per subset, in run order
         "authors_z": {
             k: (v - means[k]) / max(stds[k], SPREAD_FLOOR) if math.isfinite(stds[k]) else None
             for k, v in authors.items()
