@@ -2,6 +2,7 @@
 the rule gives for them, the draws it asks for, and the gate and control forms."""
 
 import math
+import statistics
 
 import pytest
 
@@ -62,3 +63,15 @@ def test_undefined_without_two_finite_values():
     assert power.of_claim(Between(hi=1), [0.5], 3).margin is None
     assert power.of_claim(Between(hi=1), [0.5, float("nan")], 3).margin is None
     assert not power.of_claim(Between(hi=1), [], 3).powered
+
+
+def test_a_control_fails_a_two_sided_test_on_either_side_whichever_bound_the_claim_sits_near():
+    # wang-thm5.5-L's case: the claim near the upper bound 1.15, its control (no copying) far below the lower 0.85
+    values = [1.04, 1.05, 1.03, 1.045]
+    s = statistics.stdev(values)
+    below = power.of_control(Near(1.0, atol=0.15), values, -0.001)
+    assert below.margin == pytest.approx((0.85 + 0.001) / s) and below.margin > 0
+    # ren-fig2-loss's case: the claim near the lower bound −0.1, its control far above the upper 0.1
+    above = power.of_control(Between(-0.1, 0.1), [-0.02, -0.03, -0.01, -0.025], 1.897)
+    assert above.margin > 0 and above.powered
+    assert power.of_control(Between(-0.1, 0.1), [-0.02, -0.03, -0.01, -0.025], 0.05).margin < 0  # inside: accepts

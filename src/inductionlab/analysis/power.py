@@ -88,8 +88,9 @@ def of_gate(test: Test, values: Sequence[object]) -> Power:
 
 
 def of_control(test: Test, claim_values: Sequence[object], control: object) -> Power:
-    """A control's power: its value's distance beyond the threshold nearest the claim's calibration mean, on the
-    other side of it, in units of the claim's calibration standard deviation (a control runs one draw)."""
+    """A control's power: its value's distance outside the claim's passing interval (beyond the bound it crossed, on
+    either side of a two-sided test), in units of the claim's calibration standard deviation (a control runs one
+    draw)."""
     if isinstance(control, list):  # a key with one value per seed: its mean, as the claim's test reads it
         stats = mean_sd(control)
         control = stats[0] if stats else (control[0] if len(control) == 1 else None)
@@ -97,9 +98,18 @@ def of_control(test: Test, claim_values: Sequence[object], control: object) -> P
     if stats is None or x is None or not bounds:
         return Power(None, 1, None)
     m, s = stats
-    bound = min(bounds, key=lambda b: abs(m - b))
-    beyond = (x - bound) * (1 if m < bound else -1)  # positive on the other side
+    beyond = _outside(test, x)  # positive on the failing side of whichever bound it crossed
     return Power(beyond / s if s > 0 else (math.inf if beyond > 0 else 0.0), 1, None, m, s)
+
+
+def _outside(test: Test, x: float) -> float:
+    """How far ``x`` lies outside the test's passing interval (negative: inside it, by its distance to the nearer
+    bound); a two-sided test is failed on either side."""
+    lo, hi = (test.lo, test.hi) if isinstance(test, Between) else (None, None)
+    if isinstance(test, Near):
+        tol = max(test.atol, test.rtol * abs(test.target))
+        lo, hi = test.target - tol, test.target + tol
+    return max(lo - x if lo is not None else -math.inf, x - hi if hi is not None else -math.inf)
 
 
 def per_seed(claim: Claim, summaries: Sequence[Mapping[str, Any] | None], key: str = "", over: str = "") -> list:
