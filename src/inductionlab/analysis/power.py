@@ -124,6 +124,11 @@ def per_seed(claim: Claim, summaries: Sequence[Mapping[str, Any] | None], key: s
     return out
 
 
+def _spread(p: Power) -> str:
+    """``: m …, s …`` of a numeric claim's calibration values (nothing for a label's)."""
+    return "" if p.mean is None or p.sd is None else f": m {p.mean:.4g}, s {p.sd:.2g}"
+
+
 def columns(
     claim: Claim, calibration: Sequence[Mapping[str, Any] | None], n: int, control: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -139,7 +144,7 @@ def columns(
     text = "undefined" if p.margin is None else ("∞" if math.isinf(p.margin) else f"{p.margin:.2g}")
     out: dict[str, Any] = {
         "margin": p.margin,
-        "margin_text": f"{text} (n = {n}; calibration {len(values)} seeds)",
+        "margin_text": f"{text} (n = {n}; calibration {len(values)} seeds{_spread(p)})",
         "powered": p.powered,
         "draws_needed": p.needed,
     }
