@@ -1,16 +1,14 @@
 """The Gaussian-noise SGD simulation of Ren, Wang, Lee 2024 (docs/conventions.md#ren-10) for vocabularies too large for real
-mini-batches: exact population gradients plus calibrated Gaussian noise (:func:`gaussian_noise_oracle`),
-the same three stages, prox and normalisation, with and without ℓ1.
+mini-batches: exact population gradients plus calibrated Gaussian noise (:func:`gaussian_noise_oracle`), the same
+three stages, prox and normalisation, with and without ℓ1.
 
 For each N, one instance with Q = ``task.Q`` and T = ``T_per_NQ``·N·Q trains three runs on one run axis with
 the same noise draws: Algorithm 1 (proximal), vanilla SGD at η₁ (λ = 0, no rounding) and vanilla SGD at η₁/10.
-σ_V, σ_A are calibrated by Monte Carlo at the truth (P, Q), σ_A scaled by ‖V − μ1ᵀ‖_μ/‖P − μ1ᵀ‖_μ during
-training (see :func:`inductionlab.theory.scb.gaussian_noise_oracle`: at V = μ1ᵀ the A-gradient noise is
-exactly 0).
+σ_V, σ_A are calibrated by Monte Carlo at the truth (P, Q), σ_A scaled by ‖V − μ1ᵀ‖_μ/‖P − μ1ᵀ‖_μ during training
+(:func:`inductionlab.theory.scb.gaussian_noise_oracle`: at V = μ1ᵀ the A-gradient noise is exactly 0).
 
-Choices [P]: T_per_NQ = 10 by default (the proposal is T = 50NQ, ``--preset spec``: T = 7500 at N = 50
-costs ~50 ms a step here); Stage 1 ends when max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50); the batch B of
-the noise model is ``train.batch_size`` = 64 (the paper leaves it open).
+Choices [P]: T_per_NQ = 10 (the proposal's T = 50NQ is ``--preset spec``: T = 7500 at N = 50, ~50 ms a step here);
+Stage 1 ends at max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50); the noise model's B is ``train.batch_size`` = 64.
 
 **Batch sweep**: at every N the proximal method also trains at each batch of ``sweep_batches`` (the noise scaled
 by B^{-1/2}, one run axis).  ``stage1_exit_step`` (first evaluation in Stage 2, None if never) and
