@@ -80,7 +80,8 @@ def header_html(info: Mapping[str, Any]) -> str:
     audit = led.get("audit") or {}
     audited = (
         f"Last audit: {audit.get('agreed', 0)} of {audit.get('entries', 0)} entries re-made agreed, on "
-        f"{e(str(audit.get('cpu', '—')))} at commit {e(str(audit.get('commit', '—')))} ({e(str(audit.get('date', '')))})."
+        f"{e(str(audit.get('cpu', '—')))} at commit {e(str(audit.get('commit', '—')))} ({e(str(audit.get('date', '')))}"
+        f"{'; drawn ' + e(str(audit['drawn'])) if audit.get('drawn') else ''})."
         if audit
         else "No audit yet (<code>inductionlab reproduce --ledger DIR --audit N</code>)."
     )

@@ -269,6 +269,7 @@ def audit(
             "entries": len(results),
             "agreed": sum(not d for _, d, _ in results),
             "jobs": [r[0] for r in results],
+            "drawn": "the cheapest first" if cheapest else f"at random, seed {seed}",
         },
     )
     return results
