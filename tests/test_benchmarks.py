@@ -50,3 +50,17 @@ def test_the_page_cost_prices_a_draw_at_its_main_run_and_a_control_at_its_scaled
         )
     with pytest.raises(SystemExit, match="no timed default run of: approx-ih2"):
         page_cost.predict({"plateau-scaling": 1.0, "markov-full": 1.0}, only=names)
+
+
+def test_the_ledger_cost_counts_the_current_entries_that_the_page_counts(monkeypatch):
+    """benchmarks/ledger_cost.py over the committed ledger: its current entries are the page check's, by role."""
+    from inductionlab import ledger_page
+
+    monkeypatch.syspath_prepend(str(BENCH))  # it imports page_cost beside it, as when run as a script
+    monkeypatch.delenv("INDUCTIONLAB_DATA", raising=False)
+    ledger = Path(__file__).parents[1] / "results"
+    df, states = _load(BENCH / "ledger_cost.py").filled(ledger)
+    now, _ = ledger_page.check(ledger, ledger.parent / "docs" / "report.html", "")
+    assert df["jobs"].sum() == states["current"] == now["current"]
+    assert states["stale"] == now["stale"] and states["missing"] == now["missing"]
+    assert (df[["main", "draws", "controls", "calibration"]] >= 0).all().all()
