@@ -75,3 +75,11 @@ def test_a_control_fails_a_two_sided_test_on_either_side_whichever_bound_the_cla
     above = power.of_control(Between(-0.1, 0.1), [-0.02, -0.03, -0.01, -0.025], 1.897)
     assert above.margin > 0 and above.powered
     assert power.of_control(Between(-0.1, 0.1), [-0.02, -0.03, -0.01, -0.025], 0.05).margin < 0  # inside: accepts
+
+
+def test_a_gate_without_a_bound_is_powered_when_every_calibration_seed_passes_it():
+    from inductionlab.analysis.claim_tests import Reached
+
+    assert power.of_gate(Reached(), [740, 740, 720, 760]).margin == math.inf  # scb-noise-sim's Stage-1 exits
+    assert power.of_gate(Reached(), [740, math.inf, 720, 760]).margin == 0.0  # one seed never left Stage 1
+    assert power.of_gate(Reached(), [740]).margin is None  # one seed says nothing

@@ -5,7 +5,7 @@ the margin is at least :data:`Z` (the judged mean then lands on the calibration 
 power sets the draws: n = ⌈(Z · s / |m − threshold|)²⌉, at least :data:`MIN_DRAWS`.
 
 A per-draw gate (a model's *learned* precondition) is powered when every calibration seed lies beyond it by at least
-:data:`GATE_S` standard deviations; a label or a flag (``Is``) when every calibration seed agrees; a control when
+:data:`GATE_S` standard deviations (a gate without a bound, such as ``Reached``, when every seed passes it); a label or a flag (``Is``) when every calibration seed agrees; a control when
 its value lies beyond the threshold by the margin, on the other side of it from the claim's calibration mean."""
 
 from __future__ import annotations
@@ -75,8 +75,12 @@ def of_claim(test: Test, values: Sequence[object], n: int) -> Power:
 
 
 def of_gate(test: Test, values: Sequence[object]) -> Power:
-    """A per-draw gate's power: the nearest calibration seed's distance from the gate, in standard deviations."""
-    stats, bounds = mean_sd(values), thresholds(test)
+    """A per-draw gate's power: the nearest calibration seed's distance from the gate, in standard deviations; a gate
+    without a bound (``Reached``, ``Is``) is powered (∞) when every calibration seed passes it, else 0."""
+    bounds = thresholds(test)
+    if not bounds and len(values) >= 2:
+        return Power(math.inf if all(test.holds(v) for v in values) else 0.0, 1, None)
+    stats = mean_sd(values)
     if stats is None or not bounds:
         return Power(None, 1, None)
     m, s = stats
