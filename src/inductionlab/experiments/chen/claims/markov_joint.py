@@ -81,6 +81,7 @@ CLAIMS = (
         where="App. C.1, Fig. 6 (the authors' surrogate loss)",
         statement="Under joint training a grows like ln t",
         key="a_log_slope_per_seed",
+        seeds=4,
         expected="a 0.70, 4.28, 7.28, 9.69 at epochs 10…10k: slope ≈ 1 (mean over the seeds' slopes)",
         test=Between(0.7, 1.5),
         control="ce-loss",
