@@ -83,3 +83,12 @@ def test_a_failure_is_not_touched_by_the_control_gate():
     claim = _claim(control="c")
     row = earn(judge(claim, {"score": 0.1}) | judge_control(claim, {"score": 0.9}), claim)
     assert row["status"] == "failed"
+
+
+def test_a_control_on_fewer_seeds_than_its_claim_is_judged_on_the_seeds_it_ran():
+    # chen-fig6-a-log's case: the claim reads four per-seed values, its cheaper control runs one seed (or two)
+    claim = _claim(seeds=4, control="c", key="score_per_seed")
+    assert judge_control(claim, {"score_per_seed": [0.05]})["control_status"] == "rejects"
+    assert judge_control(claim, {"score_per_seed": [0.9]})["control_status"] == "accepts"
+    assert judge_control(claim, {"score_per_seed": [0.05, 0.1]})["control_status"] == "rejects"
+    assert judge_control(claim, {"score_per_seed": []})["control_status"] == "undefined"

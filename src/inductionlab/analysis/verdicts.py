@@ -236,8 +236,12 @@ def judge_control(claim: Claim, summary: dict[str, Any] | None, *, smoke: bool =
         status = "smoke, not judged"
     elif summary is None:
         status = "not run"
-    else:  # a control runs at one data draw: a seeded claim's test applies to that draw's value
+    else:  # a control runs at one data draw, on the seeds its `cheaper` states: the claim's test on that draw's value
         one = replace(claim, seeds=0) if claim.seeds and not isinstance(value, list) else claim
+        if claim.seeds and isinstance(value, list) and 0 < len(value) < claim.seeds:  # judged on the seeds it ran
+            value, one = (
+                (value[0], replace(claim, seeds=0)) if len(value) == 1 else (value, replace(claim, seeds=len(value)))
+            )
         verdict, value = _verdict(one, value)[:2]
         status = {"passed": "accepts", "failed": "rejects"}.get(verdict, "undefined")
     return {"control": claim.control, "control_measured_text": show(value), "control_status": status}
