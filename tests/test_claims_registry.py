@@ -52,6 +52,7 @@ def test_every_paper_claim_has_a_mechanism_free_control_at_its_own_budget(name, 
 def calibration_rows(text: str) -> dict[str, tuple[set[int], str]]:
     """The calibration table of docs/conventions.md#calibration: experiment → (seeds, what they showed).  Seeds are
     written as ``1000–1007`` (a range, either dash) or a comma list, or a mix."""
+    text = ledger_page.MARGINS.sub("", text)  # the margins block is the ledger's, one row per claim (#margins)
     section = text.split('<a id="calibration"></a>', 1)[-1].split("\n### ", 2)
     rows = {}
     for line in "\n### ".join(section[:2]).splitlines():

@@ -46,3 +46,15 @@ def test_the_page_never_says_more_jobs_are_current_than_are(rendered, monkeypatc
     now, said = ledger_page.check(LEDGER, PAGE, "")
     assert said and int(said["jobs"]) == now["jobs"], (said, now)
     assert int(said["current"]) <= now["current"], f"the page says {said['current']} current, HEAD has {now}"
+
+
+def test_the_margins_table_of_the_conventions_is_its_ledgers(rendered):
+    """docs/conventions.md#margins: each paper claim's m, s, n, margin and its control's, as the ledger gives them;
+    `inductionlab report --ledger results` rewrites it with the page."""
+    table, _ = rendered
+    text = (ROOT / "docs" / "conventions.md").read_text(encoding="utf-8")
+    found = ledger_page.MARGINS.search(text)
+    assert found, "docs/conventions.md has no margins block"
+    assert found[0] == found[1] + ledger_page.margins_markdown(table) + found[2], (
+        "the margins table differs from its ledger: re-render with `inductionlab report --ledger results`"
+    )

@@ -212,7 +212,8 @@ def test_a_stochastic_experiment_runs_at_its_draws_and_is_judged_over_them(tmp_p
     n = experiments.get(name).draws
     assert n >= 4
     jobs, _ = plan("ren", "quick", tmp_path, only=(name,))
-    draws = sorted((j for j in jobs if "draw" in j.overrides), key=lambda j: int(j.overrides["draw"]))
+    draws = [j for j in jobs if "draw" in j.overrides and "control" not in j.overrides]  # a control's: below
+    draws = sorted(draws, key=lambda j: int(j.overrides["draw"]))
     first = experiments.get(name).judged_seed or 0  # a moved protocol's judged seeds (docs/conventions.md#calibration)
     assert [list(j.config["seeds"]) for j in draws] == [[first + i] for i in range(1, n)]
     assert [j.dir.rsplit("/", 1)[1] for j in draws] == [f"{name}.draw-{i}" for i in range(1, n)]
@@ -305,3 +306,34 @@ def test_calibration_draws_give_four_values_per_seed_or_per_run_where_a_claim_re
     assert calibration_draws("markov-full") == CALIBRATION_VALUES
     with pytest.raises(ValueError, match="calibration_draws"):
         dataclasses.replace(full, calibration_draws=-1)
+
+
+def test_a_control_with_draws_runs_them_on_the_claims_draw_seeds_and_is_judged_on_their_mean(tmp_path):
+    """scb-convergence's λ = 0 high-noise control runs eight draws (docs/conventions.md#calibration): draw i on the
+    seeds of the experiment's draw i, as ``<name>@<control>.draw-<i>``; its claim's test reads their mean, and a draw
+    not finished leaves the control not run, so the claim is not earned."""
+    name, control = "scb-convergence", "no-l1-high-noise"
+    k = next(c for c in experiments.get(name).controls if c.name == control).draws
+    assert k == 8
+    jobs, _ = plan("ren", "full", tmp_path, only=(name,))
+    runs = sorted(
+        (j for j in jobs if j.overrides.get("control") == control), key=lambda j: int(j.overrides.get("draw", 0))
+    )
+    first = experiments.get(name).judged_seed or 0
+    assert [list(j.config["seeds"]) for j in runs] == [[first + i] for i in range(k)]
+    assert [j.dir.rsplit("/", 1)[1] for j in runs] == [f"{name}@{control}"] + [
+        f"{name}@{control}.draw-{i}" for i in range(1, k)
+    ]
+    assert {j.config["active_lambda"] for j in runs} == {0.0}
+    claim = next(c for c in experiments.get(name).claims if c.control == control)
+    info = {"paper": "ren", "budget": "full", "experiments": [name], "dirs": {}, "skipped": {}, "draws": {}}
+    info["controls"] = {f"{name}@{control}" + (f".draw-{i}" if i else ""): f"c{i}" for i in range(k)}
+    (tmp_path / "reproduce.json").write_text(json.dumps(info))
+    for i in range(k - 1):
+        (tmp_path / f"c{i}").mkdir()
+        (tmp_path / f"c{i}" / "summary.json").write_text(json.dumps({claim.key: 1.0, claim.over: 1.0}))
+    assert judge_all(tmp_path).set_index("id").loc[claim.id].control_status == "not run"
+    (tmp_path / f"c{k - 1}").mkdir()
+    (tmp_path / f"c{k - 1}" / "summary.json").write_text(json.dumps({claim.key: 1.0, claim.over: 1.0}))
+    row = judge_all(tmp_path).set_index("id").loc[claim.id]
+    assert row.control_status == "rejects" and row.control_measured_text.endswith(f"{k} seeds)")

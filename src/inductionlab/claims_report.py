@@ -35,8 +35,8 @@ from inductionlab.analysis.verdicts import earn, judge_control
 from inductionlab.analysis.verdicts import judge as judge_claim
 from inductionlab.runs import write_text
 from inductionlab.store import provenance
-from inductionlab.store.layout import Source, calibration_job, control_job, draw_job
-from inductionlab.store.plan import calibration_draws
+from inductionlab.store.layout import Source, calibration_job, draw_job
+from inductionlab.store.plan import calibration_draws, control_jobs
 
 MAX_WIDTH = 1400  # pixels of an embedded figure
 OBSERVATIONS = "Observations (not the papers' claims)"
@@ -98,11 +98,11 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
         calibration = [source.summary(calibration_job(name, i)) for i in range(calibration_draws(name))]
         for claim in [c for c in exp.claims if paper in ("all", c.paper)]:
             row = judge_claim(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
-            control = source.summary(control_job(name, claim.control)) if claim.control else None
+            controls = control_jobs(name, claim.control)[: 1 if smoke else None]
+            control = [source.summary(job) for job in controls]
             row = earn(row | judge_control(claim, control, smoke=smoke), claim)
             row["control_breaks"] = breaks.get(claim.control, "")
-            jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke)]
-            jobs += [control_job(name, claim.control)] if claim.control else []
+            jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke), *controls]
             row["made_by"] = "; ".join(m for m in map(source.stale, jobs) if m)
             judged = len(power.per_seed(claim, [summary, *draws])) or claim.seeds or exp.draws
             row |= power.columns(claim, calibration, judged, control)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from inductionlab.analysis.claims import SCALE
 from inductionlab.claims_report import judge, render_html
 from inductionlab.runs import read_json, write_text
 from inductionlab.store import provenance
@@ -28,6 +29,8 @@ from inductionlab.store.plan import plan
 PAGE = Path("docs/report.html")
 AUDIT = "audit.json"  # the last audit's record, in the ledger's folder
 META = re.compile(r'<meta name="inductionlab-ledger" content="([^"]*)">')
+CONVENTIONS = "conventions.md"  # beside the page: its margins block (docs/conventions.md#calibration)
+MARGINS = re.compile(r"(<!-- margins: begin -->\n).*?(<!-- margins: end -->)", re.S)
 
 
 def planned(data: str = "", scratch: Path = Path("reproduce")) -> list[tuple[str, str, dict[str, Any]]]:
@@ -96,14 +99,47 @@ def header_html(info: Mapping[str, Any]) -> str:
 
 
 def render(root: str | Path, page: str | Path = PAGE, data: str = "") -> pd.DataFrame:
-    """Judge every claim from the ledger at ``root`` and write the page to ``page``; returns the claims table."""
+    """Judge every claim from the ledger at ``root`` and write the page to ``page``; returns the claims table.  The
+    margins block of ``conventions.md`` beside the page, where it holds one, is rewritten from the same table
+    (:func:`margins_markdown`)."""
     ledger, jobs = Ledger(root), planned(data)
     statuses = ledger.status(jobs)
     info = header(statuses, ledger, provenance.commit())
     source = LedgerSource(ledger, statuses, info | {"header_html": header_html(info)})
     table = judge(source, sorted({e for e, _, _ in jobs}), "all", smoke=False)
     write_text(Path(page), render_html(source, table))
+    conventions = Path(page).parent / CONVENTIONS
+    text = conventions.read_text(encoding="utf-8") if conventions.exists() else ""
+    if MARGINS.search(text):
+        write_text(conventions, MARGINS.sub(lambda m: m[1] + margins_markdown(table) + m[2], text))
     return table
+
+
+def margins_markdown(table: pd.DataFrame) -> str:
+    """One row per paper claim: its calibration mean m and standard deviation s, its judged draws n, its margin,
+    its control's draws k and margin, and whether it is powered (docs/conventions.md#calibration)."""
+    lines = [
+        "| claim | m | s | n | margin | control (k draws) | control margin | powered |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table[table.group == "paper"].itertuples():
+        if str(r.margin_text).startswith("no calibration run"):
+            lines.append(f"| `{r.id}` | {r.margin_text} | | | | {r.control or '—'} | | |")
+            continue
+        k = getattr(r, "control_k", None)
+        control = f"{r.control} ({int(k)})" if r.control and k is not None and not pd.isna(k) else r.control or "—"
+        powered = "yes" if r.powered else ("not judged at this scale" if r.status == SCALE else "**no**")
+        lines.append(
+            f"| `{r.id}` | {_g(r.calibration_m, 4)} | {_g(r.calibration_s, 2)} | {int(r.judged_n)} | {_g(r.margin, 2)} "
+            f"| {control} | {_g(getattr(r, 'control_margin', None), 2)} | {powered} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _g(x: Any, digits: int) -> str:
+    if x is None or pd.isna(x):
+        return "—"
+    return "∞" if x == float("inf") else f"{x:.{digits}g}"
 
 
 def check(root: str | Path, page: str | Path = PAGE, data: str = "") -> tuple[dict[str, int], dict[str, str]]:

@@ -46,7 +46,6 @@ from inductionlab.store.layout import (
     REMAKE,
     DirSource,
     calibration_job,
-    control_job,
     draw_job,
     job_name,
     place,
@@ -58,6 +57,7 @@ from inductionlab.store.plan import (  # noqa: F401  # the page's jobs, re-expor
     Budget,
     calibration_draws,
     claims_of,
+    control_jobs,
     controls_of,
     expected_minutes,
     experiments_for,
@@ -103,6 +103,7 @@ def reproduce(
 def _info(jobs: list[Job], paper: str, budget: str, calibrate: bool, skipped: dict[str, str]) -> dict[str, Any]:
     """reproduce.json's record of the planned jobs: each experiment's run directory, its draws', its controls'."""
     main = [j for j in jobs if not {"control", "draw"} & set(j.overrides)]
+    draws = [j for j in jobs if "draw" in j.overrides and "control" not in j.overrides]
     return {
         "paper": paper,
         "budget": budget,
@@ -110,14 +111,10 @@ def _info(jobs: list[Job], paper: str, budget: str, calibrate: bool, skipped: di
         "experiments": [j.experiment for j in main],
         "dirs": {j.experiment: Path(j.dir).name for j in main},
         "draws": {
-            name: [Path(j.dir).name for j in jobs if j.experiment == name and "draw" in j.overrides]
-            for name in dict.fromkeys(j.experiment for j in jobs if "draw" in j.overrides)
+            name: [Path(j.dir).name for j in draws if j.experiment == name]
+            for name in dict.fromkeys(j.experiment for j in draws)
         },
-        "controls": {
-            control_job(j.experiment, j.overrides["control"]): Path(j.dir).name
-            for j in jobs
-            if "control" in j.overrides
-        },
+        "controls": {job_name(j): Path(j.dir).name for j in jobs if "control" in j.overrides},
         "skipped": skipped,
     }
 
@@ -204,7 +201,7 @@ def _needs(jobs: list[Job]) -> dict[str, set[str]]:
         exp = experiments.get(name)
         for claim in exp.claims:
             reads = {name} | ({draw_job(name, i) for i in range(1, exp.draws)} if claim.seeds else set())
-            reads |= {control_job(name, claim.control)} if claim.control else set()
+            reads |= set(control_jobs(name, claim.control))
             reads |= {calibration_job(name, i) for i in range(calibration_draws(name))}
             needs[claim.id] = reads & planned
     return needs

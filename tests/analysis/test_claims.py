@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,26 @@ def test_every_control_exists_changes_the_run_and_has_a_claim():
         for control in controls.values():
             broken = experiments.configure(name, preset=control.preset, overrides=dict(control.overrides))
             assert broken != experiments.configure(name, preset=control.preset), (name, control.name)
+
+
+def test_a_log10_claim_reads_its_gain_in_decades_seed_by_seed():
+    """A gain spread over orders of magnitude (wang-thm4.4-heads): its mean over seeds is a geometric mean, and a
+    gain that is not positive has no logarithm, so the claim is undefined there, never passed."""
+    claim = _claim(key="gain", over="base", test=Between(lo=1.0), log10=True, seeds=2)
+    row = judge(claim, {"gain": [1000.0, 100.0], "base": [1.0, 1.0]})
+    assert row["status"] == "passed" and row["measured"] == pytest.approx(2.5)  # log10 of √(1000 · 100)
+    assert judge(claim, {"gain": [5.0, 5.0], "base": [1.0, 1.0]})["status"] == "failed"  # 0.7 decades
+    assert judge(claim, {"gain": [0.0, 100.0], "base": [1.0, 1.0]})["status"] == "undefined"
+    assert judge_control(replace(claim, control="c"), {"gain": [1.0], "base": [1.0]})["control_status"] == "rejects"
+
+
+def test_a_control_judged_over_its_draws_reads_their_mean():
+    claim = _claim(control="broken", test=Between(hi=2.0))
+    draws = [{"a": {"b": 1.5}}, {"a": {"b": 3.5}}]  # one draw alone would accept, their mean 2.5 rejects
+    assert judge_control(claim, draws[:1])["control_status"] == "accepts"
+    row = judge_control(claim, draws)
+    assert row["control_status"] == "rejects" and row["control_measured_text"] == "2.5 ± 2.8 (2 s.d., 2 seeds)"
+    assert judge_control(claim, [draws[0], None])["control_status"] == "not run"  # a draw not finished
+    assert judge_control(claim, [draws[0], {"z": 1}])["control_status"] == "undefined"
+    with pytest.raises(ValueError, match="draws is the number of data draws"):
+        Control(name="c", breaks="x", overrides={}, draws=0)

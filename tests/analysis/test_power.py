@@ -83,3 +83,39 @@ def test_a_gate_without_a_bound_is_powered_when_every_calibration_seed_passes_it
     assert power.of_gate(Reached(), [740, 740, 720, 760]).margin == math.inf  # scb-noise-sim's Stage-1 exits
     assert power.of_gate(Reached(), [740, math.inf, 720, 760]).margin == 0.0  # one seed never left Stage 1
     assert power.of_gate(Reached(), [740]).margin is None  # one seed says nothing
+
+
+def test_a_controls_margin_is_read_on_its_draws_by_the_claims_own_rule():
+    # ren-fig1-l1-high-noise's calibration 1000–1007 against ≤ 0.9, and its λ = 0 control, a gain of 1 on every draw:
+    # 0.1 beyond the bound is 0.6 s on one draw, and ⌈(Z · s / 0.1)²⌉ = 8 draws power it
+    values = [0.654, 0.778, 0.730, 0.715, 0.717, 0.610, 1.132, 0.626]
+    s = statistics.stdev(values)
+    one = power.of_control(Between(hi=0.9), values, 1.0)
+    assert one.margin == pytest.approx(0.1 / s) and not one.powered
+    assert math.ceil((power.Z * s / 0.1) ** 2) == 8
+    eight = power.of_control(Between(hi=0.9), values, [1.0] * 8)
+    assert eight.margin == pytest.approx(0.1 / (s / math.sqrt(8))) and eight.powered and eight.n == 8
+    seven = power.of_control(Between(hi=0.9), values, [1.0] * 7)
+    assert not seven.powered
+
+
+def test_a_claim_is_powered_only_with_its_control():
+    from inductionlab.analysis.claims import Claim
+
+    claim = Claim(
+        id="x",
+        paper="wang",
+        where="w",
+        statement="s",
+        key="k",
+        expected="e",
+        test=Between(hi=0.9),
+        control="c",
+        seeds=2,
+    )
+    calibration = [{"k": v} for v in [0.654, 0.778, 0.730, 0.715, 0.717, 0.610, 1.132, 0.626]]
+    weak = power.columns(claim, calibration, 8, [{"k": 1.0}])
+    assert weak["margin"] > power.Z and weak["control_margin"] < power.Z and not weak["powered"]
+    strong = power.columns(claim, calibration, 8, [{"k": 1.0}] * 8)
+    assert strong["control_k"] == 8 and strong["powered"]
+    assert power.columns(claim, calibration, 8, [{"k": 1.0}, None])["powered"]  # a control not yet run: no margin

@@ -69,7 +69,10 @@ class Control:
     ``breaks`` (one sentence), and the run: the experiment's ``preset`` (the smallest budget at which the check
     means something) with the dotted-key ``overrides`` on top.  Each claim that names it must fail its own test
     on the control's summary.  ``wall``: its measured wall time on one core (e.g. "~4 min"; "" for about a minute
-    or less, or at the experiment's default its ``wall``), by which ``reproduce`` starts the longest jobs first."""
+    or less, or at the experiment's default its ``wall``), by which ``reproduce`` starts the longest jobs first.
+    ``draws``: the data draws it runs (``<experiment>@<name>.draw-<i>`` on the seeds of the claim's draw i), as many
+    as its rejection needs to be powered (docs/conventions.md#calibration): its claims' test is applied to their
+    mean."""
 
     name: str
     breaks: str
@@ -77,10 +80,13 @@ class Control:
     preset: str | None = "quick"
     wall: str = ""
     cheaper: str = ""
+    draws: int = 1
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").isalnum() or not self.breaks:
             raise ValueError(f"control {self.name!r}: a name of letters, digits and '-', and what it breaks")
+        if isinstance(self.draws, bool) or not isinstance(self.draws, int) or self.draws < 1:
+            raise ValueError(f"control {self.name!r}: draws is the number of data draws it runs, ≥ 1")
         if not isinstance(self.cheaper, str):
             raise ValueError(f"control {self.name!r}: cheaper is one sentence, got {self.cheaper!r}")
 
@@ -136,7 +142,10 @@ class Claim:
     ``if_failed``: when the claim fails, what that is, one of :data:`FAILURE_KINDS` then a colon and one sentence
     (the report prints it; a failed claim without one is "open"); a finding needs its ``evidence``;
     ``observation``: the project's own observation or a robustness note, not a paper's claim (shown and counted
-    apart, no control needed); ``learned``: the precondition of a claim about a trained model (:class:`Learned`)."""
+    apart, no control needed); ``learned``: the precondition of a claim about a trained model (:class:`Learned`);
+    ``log10``: the measured value is the decimal logarithm of the key (or of the ratio), for a gain spread over
+    orders of magnitude, whose mean over seeds is then a geometric mean and whose spread is read in decades
+    (docs/conventions.md#calibration); the test's bounds are in decades too."""
 
     id: str
     paper: Paper
@@ -153,6 +162,7 @@ class Claim:
     evidence: Evidence | None = None
     observation: bool = False
     learned: Learned | None = None
+    log10: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.paper, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", self.paper):
@@ -195,8 +205,15 @@ def lookup(summary: dict[str, Any], key: str) -> Any:
 
 def measure(claim: Claim, summary: dict[str, Any]) -> Any:
     """The claim's measured value: its key, or the ratio key / over (None where either is not a number or the
-    denominator is 0; :data:`MISSING` where a key is absent).  With ``claim.seeds`` the key (and ``over``) hold one
-    value per seed and the ratio is taken seed by seed."""
+    denominator is 0; :data:`MISSING` where a key is absent), and its decimal logarithm with ``claim.log10``.  With
+    ``claim.seeds`` the key (and ``over``) hold one value per seed and the ratio is taken seed by seed."""
+    value = _measured(claim, summary)
+    if not claim.log10 or value is MISSING:
+        return value
+    return [_log10(v) for v in value] if isinstance(value, list) else _log10(value)
+
+
+def _measured(claim: Claim, summary: dict[str, Any]) -> Any:
     value = or_never(summary, claim.key)
     if not claim.over or value is MISSING:
         return value
@@ -206,6 +223,12 @@ def measure(claim: Claim, summary: dict[str, Any]) -> Any:
     if claim.seeds and isinstance(value, list) and isinstance(denominator, list) and len(value) == len(denominator):
         return [_ratio(x, y) for x, y in zip(value, denominator)]
     return _ratio(value, denominator)
+
+
+def _log10(value: Any) -> float | None:
+    """log10 of a positive number (+inf stays +inf); None for anything else, which the test reads as undefined."""
+    x = number(value)
+    return math.log10(x) if x is not None and x > 0 else None
 
 
 def or_never(summary: dict[str, Any], key: str) -> Any:

@@ -6,7 +6,8 @@ power sets the draws: n = ⌈(Z · s / |m − threshold|)²⌉, at least :data:`
 
 A per-draw gate (a model's *learned* precondition) is powered when every calibration seed lies beyond it by at least
 :data:`GATE_S` standard deviations (a gate without a bound, such as ``Reached``, when every seed passes it); a label or a flag (``Is``) when every calibration seed agrees; a control when
-its value lies beyond the threshold by the margin, on the other side of it from the claim's calibration mean."""
+its value (the mean of its k draws) lies beyond the threshold by the margin, on the other side of it from the claim's
+calibration mean, in units of s / √k; a claim is powered only with its gate and its control."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from inductionlab.analysis.claim_tests import Between, Is, Near, Test, number
 from inductionlab.analysis.claims import MISSING, Claim, measure
+from inductionlab.analysis.verdicts import control_value
 
 Z = 1.645  # the one-sided 95 % quantile of the normal
 GATE_S = 2.0  # a gate's nearest calibration seed, in standard deviations
@@ -92,18 +94,19 @@ def of_gate(test: Test, values: Sequence[object]) -> Power:
 
 
 def of_control(test: Test, claim_values: Sequence[object], control: object) -> Power:
-    """A control's power: its value's distance outside the claim's passing interval (beyond the bound it crossed, on
-    either side of a two-sided test), in units of the claim's calibration standard deviation (a control runs one
-    draw)."""
-    if isinstance(control, list):  # a key with one value per seed: its mean, as the claim's test reads it
+    """A control's power, by the claim's own rule: the distance of its value (the mean of its k values, one per seed
+    over its data draws) outside the claim's passing interval (beyond the bound it crossed, on either side of a
+    two-sided test), in units of s / √k, s the claim's calibration standard deviation."""
+    k = len(control) if isinstance(control, list) else 1
+    if isinstance(control, list):  # one value per seed: their mean, as the claim's test reads it
         stats = mean_sd(control)
         control = stats[0] if stats else (control[0] if len(control) == 1 else None)
     stats, x, bounds = mean_sd(claim_values), number(control), thresholds(test)
     if stats is None or x is None or not bounds:
-        return Power(None, 1, None)
+        return Power(None, k, None)
     m, s = stats
     beyond = _outside(test, x)  # positive on the failing side of whichever bound it crossed
-    return Power(beyond / s if s > 0 else (math.inf if beyond > 0 else 0.0), 1, None, m, s)
+    return Power(beyond / (s / math.sqrt(k)) if s > 0 else (math.inf if beyond > 0 else 0.0), k, None, m, s)
 
 
 def _outside(test: Test, x: float) -> float:
@@ -119,7 +122,9 @@ def _outside(test: Test, x: float) -> float:
 def per_seed(claim: Claim, summaries: Sequence[Mapping[str, Any] | None], key: str = "", over: str = "") -> list:
     """The values a claim's key (or ``key`` / ``over``) holds over ``summaries``, one per seed (a run whose key
     holds one value per seed gives each; a missing run or key gives none)."""
-    probe = replace(claim, key=key or claim.key, over=over if key else claim.over, learned=None)
+    probe = replace(
+        claim, key=key or claim.key, over=over if key else claim.over, learned=None, log10=claim.log10 and not key
+    )
     out: list = []
     for summary in summaries:
         value = MISSING if summary is None else measure(probe, dict(summary))
@@ -134,11 +139,15 @@ def _spread(p: Power) -> str:
 
 
 def columns(
-    claim: Claim, calibration: Sequence[Mapping[str, Any] | None], n: int, control: Mapping[str, Any] | None
+    claim: Claim,
+    calibration: Sequence[Mapping[str, Any] | None],
+    n: int,
+    control: Sequence[Mapping[str, Any] | None] = (),
 ) -> dict[str, Any]:
     """The power columns of a claim's row on the page, from its calibration runs' summaries (``calibration``), the
-    number ``n`` of judged values and its control run's summary: the margin and its text, whether it is powered, the
-    draws that would power it, and the learned gate's and the control's margins."""
+    number ``n`` of judged values and its control's summaries (its run and data draws): the margin and its text,
+    whether it is powered (the claim, its learned gate and its control), the draws that would power it, and the
+    learned gate's and the control's margins."""
     values = per_seed(claim, calibration)
     if not values or any(c is None for c in calibration):
         done = sum(c is not None for c in calibration)
@@ -151,12 +160,18 @@ def columns(
         "margin_text": f"{text} (n = {n}; calibration {len(values)} seeds{_spread(p)})",
         "powered": p.powered,
         "draws_needed": p.needed,
+        "calibration_m": p.mean,
+        "calibration_s": p.sd,
+        "judged_n": n,
     }
     if claim.learned is not None:
         gate = of_gate(claim.learned.test, per_seed(claim, calibration, claim.learned.key, claim.learned.over))
         out["gate_margin"] = gate.margin
         out["powered"] = out["powered"] and gate.margin is not None and gate.margin >= GATE_S
-    if control is not None:
-        measured = measure(replace(claim, learned=None), dict(control))
-        out["control_margin"] = of_control(claim.test, values, measured).margin
+    runs = [dict(c) for c in control if c is not None]
+    if runs and len(runs) == len(control):
+        measured = control_value(replace(claim, learned=None), runs)
+        c = None if measured is MISSING else of_control(claim.test, values, measured).margin
+        out["control_margin"], out["control_k"] = c, len(measured) if isinstance(measured, list) else 1
+        out["powered"] = out["powered"] and (c is None or c >= Z)  # a label's control has no margin: it rejects
     return out

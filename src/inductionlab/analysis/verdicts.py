@@ -190,7 +190,7 @@ def _seed_rows(claim: Claim, sources: list[dict[str, Any]]) -> list[tuple[Any, A
     draws), the seeds where the claim's key is absent left out."""
     gate = claim.learned
     assert gate is not None
-    on_gate = replace(claim, key=gate.key, over=gate.over, learned=None)
+    on_gate = replace(claim, key=gate.key, over=gate.over, learned=None, log10=False)
     rows: list[tuple[Any, Any, Any]] = []
     for summary in sources:
         value, passed = measure(claim, summary), measure(on_gate, summary)
@@ -224,24 +224,42 @@ def _evidence(evidence: Evidence | None) -> str:
     return f"paper: {evidence.sentence}\nregime: {evidence.regime}\nre-implementation: {evidence.reimplementation}"
 
 
-def judge_control(claim: Claim, summary: dict[str, Any] | None, *, smoke: bool = False) -> dict[str, Any]:
-    """The control columns of ``claim``'s row: its test applied to the control run's ``summary`` (None: not run).
+def judge_control(
+    claim: Claim, summary: dict[str, Any] | None | list[dict[str, Any] | None], *, smoke: bool = False
+) -> dict[str, Any]:
+    """The control columns of ``claim``'s row: its test applied to the control run's ``summary`` (None: not run), or
+    to the mean over its data draws' summaries (a list: ``Control.draws``; one not finished: not run).
     ``rejects`` when the test fails there on a defined value (the check can fail), ``accepts`` when it holds (it
     cannot tell the broken mechanism from the working one), ``undefined`` when the value is missing there (no
     control at all: docs/conventions.md#controls)."""
     if not claim.control:
         return {"control": "", "control_measured_text": "", "control_status": ""}
-    value = MISSING if summary is None else measure(claim, summary)
+    runs = summary if isinstance(summary, list) else [summary]
+    finished = [r for r in runs if r is not None]
+    done = bool(runs) and len(finished) == len(runs)
+    value = control_value(claim, finished) if done else MISSING
     if smoke:
         status = "smoke, not judged"
-    elif summary is None:
+    elif not done:
         status = "not run"
-    else:  # a control runs at one data draw, on the seeds its `cheaper` states: the claim's test on that draw's value
-        one = replace(claim, seeds=0) if claim.seeds and not isinstance(value, list) else claim
-        if claim.seeds and isinstance(value, list) and 0 < len(value) < claim.seeds:  # judged on the seeds it ran
-            value, one = (
-                (value[0], replace(claim, seeds=0)) if len(value) == 1 else (value, replace(claim, seeds=len(value)))
-            )
-        verdict, value = _verdict(one, value)[:2]
+    else:  # a control runs at its data draws, on the seeds its `cheaper` states: judged on the seeds it ran
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        one = replace(claim, seeds=len(value) if isinstance(value, list) else 0)
+        verdict, value, _, seeds = _verdict(one, value)
         status = {"passed": "accepts", "failed": "rejects"}.get(verdict, "undefined")
+        return {
+            "control": claim.control,
+            "control_measured_text": seeds.get("measured_text", show(value)),
+            "control_status": status,
+        }
     return {"control": claim.control, "control_measured_text": show(value), "control_status": status}
+
+
+def control_value(claim: Claim, runs: list[dict[str, Any]]) -> Any:
+    """The claim's measured value on a control's runs: one run's as it is; over several data draws, their values one
+    per seed (:data:`MISSING` where a run lacks the key), which the claim's test reads through their mean."""
+    values = [measure(claim, run) for run in runs]
+    if len(values) == 1 or any(v is MISSING for v in values):
+        return values[0] if len(values) == 1 else MISSING
+    return [x for v in values for x in (v if isinstance(v, list) else [v])]

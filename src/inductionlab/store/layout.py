@@ -3,7 +3,8 @@
 (:class:`inductionlab.store.ledger.LedgerSource`).
 
 A job is named by its experiment and its role: ``probe`` (the main run, data draw 0), ``probe.draw-1`` (another
-data draw), ``probe@no-positions`` (a negative control).  Layout of a reproduce directory::
+data draw), ``probe@no-positions`` (a negative control), ``probe@no-positions.draw-1`` (the control's data draw 1).
+Layout of a reproduce directory::
 
     reproduce.json     {"paper", "budget", "experiments", "dirs", "draws", "controls", "skipped", "wall_seconds", ...}
     manifest.jsonl     the sweep manifest: one line per job event (a finished run is never run twice)
@@ -33,9 +34,10 @@ CLAIMS_FILE = "claims.parquet"
 REMAKE = "re-run `inductionlab reproduce` into this directory to remake it"  # what to do with a damaged run file
 
 
-def control_job(name: str, control: str) -> str:
-    """The job (and directory) name of experiment ``name``'s control run ``control``."""
-    return f"{name}@{control}"
+def control_job(name: str, control: str, draw: int = 0) -> str:
+    """The job (and directory) name of experiment ``name``'s control run ``control`` (its data draw ``draw`` ≥ 1:
+    on the seeds of the experiment's draw ``draw``)."""
+    return f"{name}@{control}" + (f".draw-{draw}" if draw else "")
 
 
 def draw_job(name: str, draw: int) -> str:
@@ -53,7 +55,7 @@ def job_name(job: Job) -> str:
     if "calibration" in job.overrides:
         return calibration_job(job.experiment, int(job.overrides.get("draw", 0)))
     if "control" in job.overrides:
-        return control_job(job.experiment, job.overrides["control"])
+        return control_job(job.experiment, job.overrides["control"], int(job.overrides.get("draw", 0)))
     if "draw" in job.overrides:
         return draw_job(job.experiment, int(job.overrides["draw"]))
     return job.experiment

@@ -41,6 +41,12 @@ def controls_of(name: str, paper: str = "all", gpu: bool = True) -> dict[str, Co
     }
 
 
+def control_jobs(name: str, control: str) -> list[str]:
+    """The jobs of experiment ``name``'s control ``control`` ("": none): its run and its data draws."""
+    known = {c.name: c for c in experiments.get(name).controls}
+    return [control_job(name, control, i) for i in range(known[control].draws)] if control else []
+
+
 def calibration_draws(name: str) -> int:
     """How many calibration draws experiment ``name`` runs: its judged draws, and at least enough for
     :data:`CALIBRATION_VALUES` seeds over its run axis (an experiment that trains four seeds at once needs one), or
@@ -111,10 +117,13 @@ def plan(
         for control in () if calibrate else controls_of(name, paper, gpu).values():  # a calibration chooses protocols
             overrides = {**control.overrides, **extra}
             cfg = _seeded(name, experiments.configure(name, preset=control.preset, overrides=overrides), shift, budget)
-            if budget != "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
-                meta = {"budget": budget, "control": control.name}
-                dir_ = str(out / control_job(name, control.name))
-                jobs.append(Job(name, to_dict(cfg), meta, config_hash(cfg), dir_, source=source))
+            if budget == "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
+                continue
+            for i in range(control.draws):  # draw i on the seeds of the experiment's draw i
+                variant = with_seeds(cfg, cfg.seeds[0] + i * len(cfg.seeds)) if i else cfg
+                meta = {"budget": budget, "control": control.name, **({"draw": str(i)} if i else {})}
+                dir_ = str(out / control_job(name, control.name, i))
+                jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
                 cost[dir_] = expected_minutes(name, control.preset, control.wall)
     return sorted(jobs, key=lambda j: -cost[j.dir]), skipped  # the longest first: the workers finish together
 

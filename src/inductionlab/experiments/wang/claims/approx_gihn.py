@@ -7,6 +7,9 @@ from __future__ import annotations
 from inductionlab.analysis.claims import Between, Claim, Control
 
 DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
+# The judged draws sit on never-run seeds after a protocol change (docs/conventions.md#calibration): 0–3 were seen
+# before wang-thm4.4-heads was read in decades
+JUDGED_SEED = 100
 
 CONTROLS = (
     Control(
@@ -36,8 +39,10 @@ CLAIMS = (
         where="§4.2, Theorem 4.4: error Õ(C_{q,n}/H^q + m^{−γ/(2γ+1)})",
         statement="At a fixed wide FFN, more layer-1 heads lower the error (the C_{q,n}/H^q term) until the FFN term is left",
         key="error_fewest_over_most_heads",
-        expected="error(H = n − 1) / error(H = 8(n − 1)) ≫ 1, falling with H",
-        test=Between(lo=10.0),
+        expected="log10 of error(H = n − 1) / error(H = 8(n − 1)) ≥ 1 (a gain ≫ 1: at least tenfold, in decades, "
+        "since the gain spreads over orders of magnitude)",
+        test=Between(lo=1.0),
+        log10=True,
         control="no-copy",
     ),
 )
