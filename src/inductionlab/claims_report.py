@@ -194,12 +194,14 @@ def power_line(table: pd.DataFrame) -> str:
         return ""
     papers = table[(table.group != "observation") & (table.status != SCALE)]
     calibrated = ~papers.margin_text.str.startswith("no calibration run")
+    waiting = calibrated & (papers.control_status == "not run")  # its control's margin is not known yet
     powered = int((papers.powered.fillna(False).astype(bool) & calibrated).sum())
     return (
         f'<p class="counts">Power (docs/conventions.md#calibration): of {len(papers)} paper claims judged at this '
         f'scale, <span style="color:{COLORS["passed"]}">{powered} powered</span>, '
-        f'<span style="color:{COLORS["undefined"]}">{int(calibrated.sum()) - powered} underpowered</span>, '
-        f"{int((~calibrated).sum())} without a calibration run.</p>"
+        f'<span style="color:{COLORS["undefined"]}">{int(calibrated.sum()) - powered - int(waiting.sum())} '
+        f"underpowered</span>, {int(waiting.sum())} awaiting their control's run, {int((~calibrated).sum())} without "
+        "a calibration run.</p>"
     )
 
 

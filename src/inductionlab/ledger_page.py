@@ -116,10 +116,11 @@ def render(root: str | Path, page: str | Path = PAGE, data: str = "") -> pd.Data
 
 
 def margins_markdown(table: pd.DataFrame) -> str:
-    """One row per paper claim: its calibration mean m and standard deviation s, its judged draws n, its margin,
-    its control's draws k and margin, and whether it is powered (docs/conventions.md#calibration)."""
+    """One row per paper claim: its calibration mean m and standard deviation s, its judged values n, its margin,
+    its control's values k (one per seed over its draws) and margin, and whether it is powered
+    (docs/conventions.md#calibration)."""
     lines = [
-        "| claim | m | s | n | margin | control (k draws) | control margin | powered |",
+        "| claim | m | s | n | margin | control (k values) | control margin | powered |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in table[table.group == "paper"].itertuples():

@@ -118,4 +118,20 @@ def test_a_claim_is_powered_only_with_its_control():
     assert weak["margin"] > power.Z and weak["control_margin"] < power.Z and not weak["powered"]
     strong = power.columns(claim, calibration, 8, [{"k": 1.0}] * 8)
     assert strong["control_k"] == 8 and strong["powered"]
-    assert power.columns(claim, calibration, 8, [{"k": 1.0}, None])["powered"]  # a control not yet run: no margin
+    waiting = power.columns(claim, calibration, 8, [{"k": 1.0}, None])  # a control not yet run has no power
+    assert not waiting["powered"] and waiting["control_margin"] is None and "has not run" in waiting["margin_text"]
+    assert weak["draws_needed"] is None and "its control 0.6 s < 1.645" in weak["margin_text"]  # not the claim's n
+    undefined = power.columns(claim, calibration, 8, [{"other": 1.0}] * 8)  # the control's key is missing
+    assert not undefined["powered"] and undefined["control_margin"] is None
+    never = power.of_control(Between(hi=0.9), [0.5, 0.6], [float("inf")] * 3)
+    assert never.margin == math.inf  # an event no control draw reached lies beyond every bound
+
+
+def test_a_labels_control_is_powered_by_rejecting():
+    from inductionlab.analysis.claims import Claim
+
+    claim = Claim(id="x", paper="chen", where="w", statement="s", key="k", expected="e", test=Is("{1,2}"), control="c")
+    calibration = [{"k": "{1,2}"}] * 4
+    assert power.columns(claim, calibration, 3, [{"k": "{1,3}"}])["powered"]
+    accepts = power.columns(claim, calibration, 3, [{"k": "{1,2}"}])
+    assert not accepts["powered"] and "does not reject" in accepts["margin_text"]

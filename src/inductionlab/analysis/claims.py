@@ -70,9 +70,9 @@ class Control:
     means something) with the dotted-key ``overrides`` on top.  Each claim that names it must fail its own test
     on the control's summary.  ``wall``: its measured wall time on one core (e.g. "~4 min"; "" for about a minute
     or less, or at the experiment's default its ``wall``), by which ``reproduce`` starts the longest jobs first.
-    ``draws``: the data draws it runs (``<experiment>@<name>.draw-<i>`` on the seeds of the claim's draw i), as many
-    as its rejection needs to be powered (docs/conventions.md#calibration): its claims' test is applied to their
-    mean."""
+    ``draws``: the data draws it runs (``<experiment>@<name>``, then ``<experiment>@<name>.draw-<i>`` on the seeds
+    of the experiment's draw i), as many as its rejection needs to be powered (docs/conventions.md#calibration), at
+    most the experiment's: its claims' test is applied to their mean."""
 
     name: str
     breaks: str
@@ -165,6 +165,8 @@ class Claim:
     log10: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.log10, bool):
+            raise ValueError(f"claim {self.id}: log10 is True or False, got {self.log10!r}")
         if not isinstance(self.paper, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", self.paper):
             raise ValueError(
                 f"claim {self.id}: paper must be a short lower-case name ({', '.join(PAPERS)} or your own), "

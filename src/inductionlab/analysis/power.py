@@ -6,7 +6,7 @@ power sets the draws: n = ⌈(Z · s / |m − threshold|)²⌉, at least :data:`
 
 A per-draw gate (a model's *learned* precondition) is powered when every calibration seed lies beyond it by at least
 :data:`GATE_S` standard deviations (a gate without a bound, such as ``Reached``, when every seed passes it); a label or a flag (``Is``) when every calibration seed agrees; a control when
-its value (the mean of its k draws) lies beyond the threshold by the margin, on the other side of it from the claim's
+its value (the mean of its k values, one per seed over its draws) lies beyond the threshold by the margin, on the other side of it from the claim's
 calibration mean, in units of s / √k; a claim is powered only with its gate and its control."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from inductionlab.analysis.claim_tests import Between, Is, Near, Test, number
 from inductionlab.analysis.claims import MISSING, Claim, measure
-from inductionlab.analysis.verdicts import control_value
+from inductionlab.analysis.verdicts import control_value, judge_control
 
 Z = 1.645  # the one-sided 95 % quantile of the normal
 GATE_S = 2.0  # a gate's nearest calibration seed, in standard deviations
@@ -100,7 +100,8 @@ def of_control(test: Test, claim_values: Sequence[object], control: object) -> P
     k = len(control) if isinstance(control, list) else 1
     if isinstance(control, list):  # one value per seed: their mean, as the claim's test reads it
         stats = mean_sd(control)
-        control = stats[0] if stats else (control[0] if len(control) == 1 else None)
+        never = control and all(number(v) == math.inf for v in control)  # an event no draw reached
+        control = stats[0] if stats else (math.inf if never else (control[0] if len(control) == 1 else None))
     stats, x, bounds = mean_sd(claim_values), number(control), thresholds(test)
     if stats is None or x is None or not bounds:
         return Power(None, k, None)
@@ -146,8 +147,9 @@ def columns(
 ) -> dict[str, Any]:
     """The power columns of a claim's row on the page, from its calibration runs' summaries (``calibration``), the
     number ``n`` of judged values and its control's summaries (its run and data draws): the margin and its text,
-    whether it is powered (the claim, its learned gate and its control), the draws that would power it, and the
-    learned gate's and the control's margins."""
+    whether it is powered — the claim, its learned gate and its control all — the draws that would power the claim
+    where its own margin is what falls short, and the gate's and the control's margins (the control's over its
+    ``control_k`` values)."""
     values = per_seed(claim, calibration)
     if not values or any(c is None for c in calibration):
         done = sum(c is not None for c in calibration)
@@ -155,23 +157,58 @@ def columns(
         return {"margin": None, "margin_text": text, "powered": False, "draws_needed": None}
     p = of_claim(claim.test, values, n)
     text = "undefined" if p.margin is None else ("∞" if math.isinf(p.margin) else f"{p.margin:.2g}")
-    out: dict[str, Any] = {
-        "margin": p.margin,
-        "margin_text": f"{text} (n = {n}; calibration {len(values)} seeds{_spread(p)})",
-        "powered": p.powered,
-        "draws_needed": p.needed,
-        "calibration_m": p.mean,
-        "calibration_s": p.sd,
-        "judged_n": n,
-    }
+    out: dict[str, Any] = {"margin": p.margin, "calibration_m": p.mean, "calibration_s": p.sd, "judged_n": n}
+    short: list[str] = []  # what besides the claim's own margin keeps it from being powered
     if claim.learned is not None:
         gate = of_gate(claim.learned.test, per_seed(claim, calibration, claim.learned.key, claim.learned.over))
         out["gate_margin"] = gate.margin
-        out["powered"] = out["powered"] and gate.margin is not None and gate.margin >= GATE_S
-    runs = [dict(c) for c in control if c is not None]
-    if runs and len(runs) == len(control):
-        measured = control_value(replace(claim, learned=None), runs)
-        c = None if measured is MISSING else of_control(claim.test, values, measured).margin
-        out["control_margin"], out["control_k"] = c, len(measured) if isinstance(measured, list) else 1
-        out["powered"] = out["powered"] and (c is None or c >= Z)  # a label's control has no margin: it rejects
+        if gate.margin is None or gate.margin < GATE_S:
+            short.append(f"its learned gate {_number(gate.margin)} s < {GATE_S:g}")
+    if claim.control:
+        out |= _control_columns(claim, values, control)
+        if not out["control_powered"]:
+            short.append(out.pop("control_short"))
+        out.pop("control_short", None)
+    out["powered"] = p.powered and not short
+    out["draws_needed"] = p.needed if not short else None
+    out["margin_text"] = f"{text} (n = {n}; calibration {len(values)} seeds{_spread(p)})" + "".join(
+        f"; {why}" for why in short
+    )
     return out
+
+
+def _control_columns(
+    claim: Claim, values: Sequence[object], control: Sequence[Mapping[str, Any] | None]
+) -> dict[str, Any]:
+    """The control's margin over its ``control_k`` values, whether it is powered, and if not, why (a control not yet
+    run, or undefined, has no power; a label's control, with no bound to lie beyond, is powered by rejecting)."""
+    runs = [dict(c) for c in control if c is not None]
+    if not control or len(runs) < len(control):
+        return {
+            "control_margin": None,
+            "control_k": 0,
+            "control_powered": False,
+            "control_short": "its control has not run",
+        }
+    measured = control_value(replace(claim, learned=None), runs)
+    k = len(measured) if isinstance(measured, list) else 1
+    if not thresholds(claim.test):
+        rejects = judge_control(claim, runs)["control_status"] == "rejects"
+        return {
+            "control_margin": None,
+            "control_k": k,
+            "control_powered": rejects,
+            "control_short": "its control does not reject",
+        }
+    c = None if measured is MISSING else of_control(claim.test, values, measured).margin
+    powered = c is not None and c >= Z
+    return {
+        "control_margin": c,
+        "control_k": k,
+        "control_powered": powered,
+        "control_short": f"its control {_number(c)} s < {Z}",
+    }
+
+
+def _number(x: float | None) -> str:
+    return "undefined" if x is None else ("∞" if math.isinf(x) else f"{x:.2g}")

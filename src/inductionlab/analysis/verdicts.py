@@ -5,6 +5,7 @@ negative control's verdict beside it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -131,7 +132,7 @@ def judge(
         "learned": "",
         "where": claim.where,
         "statement": claim.statement,
-        "key": claim.key,
+        "key": f"log10({claim.key})" if claim.log10 else claim.key,  # the value is in decades
         "measured": number(value),
         "measured_text": show(value),
         "measured_sd": None,
@@ -225,7 +226,7 @@ def _evidence(evidence: Evidence | None) -> str:
 
 
 def judge_control(
-    claim: Claim, summary: dict[str, Any] | None | list[dict[str, Any] | None], *, smoke: bool = False
+    claim: Claim, summary: dict[str, Any] | None | Sequence[dict[str, Any] | None], *, smoke: bool = False
 ) -> dict[str, Any]:
     """The control columns of ``claim``'s row: its test applied to the control run's ``summary`` (None: not run), or
     to the mean over its data draws' summaries (a list: ``Control.draws``; one not finished: not run).
@@ -234,7 +235,7 @@ def judge_control(
     control at all: docs/conventions.md#controls)."""
     if not claim.control:
         return {"control": "", "control_measured_text": "", "control_status": ""}
-    runs = summary if isinstance(summary, list) else [summary]
+    runs = [summary] if summary is None or isinstance(summary, dict) else list(summary)
     finished = [r for r in runs if r is not None]
     done = bool(runs) and len(finished) == len(runs)
     value = control_value(claim, finished) if done else MISSING

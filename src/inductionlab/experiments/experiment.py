@@ -206,3 +206,5 @@ class Experiment(Generic[C]):
         for control in self.controls:
             if control.preset is not None and control.preset not in self.presets:
                 raise ValueError(f"{where}: control {control.name} runs at unknown preset {control.preset!r}")
+            if control.draws > self.draws:  # draw i runs on the seeds of the experiment's draw i
+                raise ValueError(f"{where}: control {control.name} runs {control.draws} draws, its claims {self.draws}")

@@ -115,17 +115,29 @@ def plan(
                 cost[dir_] = expected_minutes(name, preset)
         gpu = str(flatten(cfg).get("device", "cpu")).startswith("cuda")
         for control in () if calibrate else controls_of(name, paper, gpu).values():  # a calibration chooses protocols
-            overrides = {**control.overrides, **extra}
-            cfg = _seeded(name, experiments.configure(name, preset=control.preset, overrides=overrides), shift, budget)
-            if budget == "smoke":  # a smoke budget judges nothing, so it runs no control (its config is checked)
-                continue
-            for i in range(control.draws):  # draw i on the seeds of the experiment's draw i
-                variant = with_seeds(cfg, cfg.seeds[0] + i * len(cfg.seeds)) if i else cfg
-                meta = {"budget": budget, "control": control.name, **({"draw": str(i)} if i else {})}
-                dir_ = str(out / control_job(name, control.name, i))
-                jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=source))
-                cost[dir_] = expected_minutes(name, control.preset, control.wall)
+            for job in _control_runs(name, control, extra, budget, out, cfg.seeds):
+                jobs.append(job)
+                cost[job.dir] = expected_minutes(name, control.preset, control.wall)
     return sorted(jobs, key=lambda j: -cost[j.dir]), skipped  # the longest first: the workers finish together
+
+
+def _control_runs(
+    name: str, control: Control, extra: dict[str, str], budget: str, out: Path, seeds: tuple[int, ...]
+) -> list[Job]:
+    """The jobs of experiment ``name``'s ``control``: its run and its data draws, draw i on the seeds of the
+    experiment's draw i (``seeds``: the experiment's run's); none under a smoke budget, which judges nothing (the
+    control's config is still built, so a bad one fails here)."""
+    overrides = {**control.overrides, **extra}
+    cfg = _seeded(name, experiments.configure(name, preset=control.preset, overrides=overrides), 0, budget)
+    if budget == "smoke":
+        return []
+    jobs = []
+    for i in range(control.draws):
+        variant = with_seeds(cfg, seeds[0] + i * len(seeds)) if i else cfg
+        meta = {"budget": budget, "control": control.name, **({"draw": str(i)} if i else {})}
+        dir_ = str(out / control_job(name, control.name, i))
+        jobs.append(Job(name, to_dict(variant), meta, config_hash(variant), dir_, source=experiments.source_of(name)))
+    return jobs
 
 
 def _seeded(name: str, cfg: Any, shift: int, budget: str) -> Any:
