@@ -57,15 +57,19 @@ CLAIMS = (
         id="wang-fig4-heads-dims",
         paper="wang",
         where=CAPTION,
-        statement=f"Enough heads and width are needed: H = D = 8 fits IH_4 far better than H = D = 2 ({PROTOCOL})",
+        statement="Enough heads and width are needed: H = D = 8 fits IH_4 where H = D = 2 fails, at most half its loss "
+        f"({PROTOCOL})",
         key="late_loss.8x8",
         over="late_loss.2x2",
         seeds=4,
-        expected=f"loss(8×8) / loss(2×2) ≤ 0.25, {LATE}; H and D that do not matter give ≈ 1",
-        test=Between(hi=0.25),
+        # ≤ 0.5, "successfully expresses … while … fails" read with the half bar of the learned gate and of
+        # wang-fig4-small-fails; the earlier 0.25 (ours, the caption gives no number) was 0.75 standard errors from
+        # the calibration seeds' mean (docs/conventions.md#calibration, row heads-dims)
+        expected=f"loss(8×8) / loss(2×2) ≤ 0.5, {LATE}; H and D that do not matter give ≈ 1",
+        test=Between(hi=0.5),
         control="no-positions",
         learned=LEARNED_8x8,
-        if_failed="open: H = D = 2 would then come within 4× of H = D = 8 on seeds where (8, 8) learned; not yet "
+        if_failed="open: H = D = 2 would then come within 2× of H = D = 8 on seeds where (8, 8) learned; not yet "
         "examined",
     ),
     Claim(
