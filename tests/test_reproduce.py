@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import matplotlib.image as mpimg
 import pandas as pd
@@ -84,6 +85,22 @@ def test_text_experiments_without_data_are_not_run_with_the_reason(tmp_path, mon
     jobs, skipped = plan("wang", "smoke", tmp_path)
     assert set(skipped) == {"wikitext", "repeated-text"} and "--data DIR" in skipped["wikitext"]
     assert {j.experiment for j in jobs} == set(experiments_for("wang")) - set(skipped)
+
+
+def test_every_experiment_that_reads_text_declares_its_data_key(monkeypatch):
+    """`reproduce --data DIR` reaches a text experiment only through ``Experiment.data`` (hf-induction's calibration
+    failed for want of it with --data given and $INDUCTIONLAB_DATA unset)."""
+    from inductionlab.config import flatten
+    from inductionlab.tasks.text import TextConfig
+
+    for name, exp in experiments.REGISTRY.items():
+        reads = [f for f in dataclasses.fields(exp.config) if isinstance(getattr(exp.config, f.name), TextConfig)]
+        declared = [f"{f.name}.path" for f in reads]
+        assert exp.data in (declared or [""]), (name, exp.data, declared)
+        assert not exp.data or exp.data in flatten(exp.config), name
+    monkeypatch.delenv(ENV, raising=False)
+    _, skipped = plan("olsson", "smoke", Path("out"), data="")  # without data it is skipped, with the reason
+    assert "--data DIR" in skipped["hf-induction"]
 
 
 def test_bad_paper_or_budget_is_one_clear_line(tmp_path, capsys):

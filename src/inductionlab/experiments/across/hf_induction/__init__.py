@@ -311,6 +311,7 @@ EXPERIMENT = Experiment(
     headline=("hf.phase_step", "hf.final_induction_score", "hf.coincides", "own.t_induction_half"),
     config=CONFIG,
     presets=PRESETS,
+    data="data.path",  # WikiText-2: `reproduce --data DIR` sets it
     run=run,
     plot=plot,
 )
