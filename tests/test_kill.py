@@ -95,7 +95,7 @@ def test_sigterm_checkpoints_says_resume_and_the_resumed_run_equals_an_uninterru
     )
     assert _wait_for(lambda: any(out.glob("**/*.pt"))), "the run never checkpointed"
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 130 and "--resume" in err, err
     assert not (out / "summary.json").exists()
     assert main([*argv, "--out", str(out), "--resume"]) == 0

@@ -24,7 +24,7 @@ def test_the_quickstart_notebook_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebook's temporary folder lands in this test's
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     client = nbclient.NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()  # a cell's error raises CellExecutionError, naming the cell and its traceback
     texts = [

@@ -128,7 +128,7 @@ def test_the_report_renders_in_headless_chromium(smoke, tmp_path):
         ],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=600,
     )
     pixels = mpimg.imread(shot)
     assert pixels.shape[:2] == (2000, 1400)

@@ -21,7 +21,9 @@ NAME = "approx-ih2"  # a smoke run of a second or so
 
 
 def _git(where, *args):
-    subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["git", "-C", str(where), *args], check=True, capture_output=True, timeout=600
+    )  # a generous deadline: a busy machine
 
 
 @pytest.fixture(scope="module")
