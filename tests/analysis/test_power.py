@@ -135,3 +135,19 @@ def test_a_labels_control_is_powered_by_rejecting():
     assert power.columns(claim, calibration, 3, [{"k": "{1,3}"}])["powered"]
     accepts = power.columns(claim, calibration, 3, [{"k": "{1,2}"}])
     assert not accepts["powered"] and "does not reject" in accepts["margin_text"]
+
+
+def test_a_claim_about_a_trained_model_reads_its_margin_on_the_calibration_seeds_that_learned():
+    # repeated-text's calibration 1000–1003 (2026-12-07): seed 1001 never started copying (gain 0.12 < 0.5 nats), so its
+    # ablation ratio (−0.18) is not a value of the claim; the gate that it failed is what is underpowered
+    from inductionlab.analysis.claims import Claim, Learned
+
+    gate = Learned(key="gain", test=Between(lo=0.5), what="copies")
+    claim = Claim(
+        id="x", paper="wang", where="w", statement="s", key="k", expected="e", test=Between(lo=0.5), learned=gate
+    )
+    calibration = [{"k": k, "gain": g} for k, g in [(0.862, 2.89), (-0.178, 0.116), (0.925, 2.68), (0.893, 2.91)]]
+    cols = power.columns(claim, calibration, 3)
+    assert cols["calibration_m"] == pytest.approx(statistics.mean([0.862, 0.925, 0.893]))
+    assert cols["margin"] > power.Z and cols["gate_margin"] < 0 and not cols["powered"]
+    assert "its learned gate" in cols["margin_text"]

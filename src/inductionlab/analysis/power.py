@@ -18,7 +18,7 @@ from typing import Any
 
 from inductionlab.analysis.claim_tests import Between, Is, Near, Test, number
 from inductionlab.analysis.claims import MISSING, Claim, measure
-from inductionlab.analysis.verdicts import control_value, judge_control
+from inductionlab.analysis.verdicts import control_value, judge_control, learned_values
 
 Z = 1.645  # the one-sided 95 % quantile of the normal
 GATE_S = 2.0  # a gate's nearest calibration seed, in standard deviations
@@ -77,8 +77,8 @@ def of_claim(test: Test, values: Sequence[object], n: int) -> Power:
 
 
 def of_gate(test: Test, values: Sequence[object]) -> Power:
-    """A per-draw gate's power: the nearest calibration seed's distance from the gate, in standard deviations; a gate
-    without a bound (``Reached``, ``Is``) is powered (∞) when every calibration seed passes it, else 0."""
+    """A per-draw gate's power: the nearest calibration seed's distance inside the gate, in standard deviations
+    (negative where a seed fails it: a budget it did not learn in); a gate without a bound (``Reached``, ``Is``) is powered (∞) when every calibration seed passes it, else 0."""
     bounds = thresholds(test)
     if not bounds and len(values) >= 2:
         return Power(math.inf if all(test.holds(v) for v in values) else 0.0, 1, None)
@@ -87,7 +87,7 @@ def of_gate(test: Test, values: Sequence[object]) -> Power:
         return Power(None, 1, None)
     m, s = stats
     xs = [float(number(v)) for v in values]  # type: ignore[arg-type]  # mean_sd checked every value
-    nearest = min(abs(x - b) for x in xs for b in bounds)
+    nearest = min(-_outside(test, x) for x in xs)  # inside the gate by this much; negative: a seed fails it
     if s == 0:
         return Power(math.inf if nearest > 0 else 0.0, 1, None, m, s)
     return Power(nearest / s, 1, None, m, s)
@@ -150,17 +150,21 @@ def columns(
     whether it is powered — the claim, its learned gate and its control all — the draws that would power the claim
     where its own margin is what falls short, and the gate's and the control's margins (the control's over its
     ``control_k`` values)."""
-    values = per_seed(claim, calibration)
-    if not values or any(c is None for c in calibration):
-        done = sum(c is not None for c in calibration)
+    runs = [dict(c) for c in calibration if c is not None]
+    if not runs or len(runs) < len(calibration):
+        done = len(runs)
         text = "no calibration run" if not done else f"no calibration run yet ({done} of {len(calibration)} draws)"
         return {"margin": None, "margin_text": text, "powered": False, "draws_needed": None}
+    values: list[Any] = per_seed(claim, runs)
+    gated: list[Any] = []
+    if claim.learned is not None:  # a claim about a trained model is judged only on the seeds that learned
+        values, gated = learned_values(claim, runs)
     p = of_claim(claim.test, values, n)
     text = "undefined" if p.margin is None else ("∞" if math.isinf(p.margin) else f"{p.margin:.2g}")
     out: dict[str, Any] = {"margin": p.margin, "calibration_m": p.mean, "calibration_s": p.sd, "judged_n": n}
     short: list[str] = []  # what besides the claim's own margin keeps it from being powered
     if claim.learned is not None:
-        gate = of_gate(claim.learned.test, per_seed(claim, calibration, claim.learned.key, claim.learned.over))
+        gate = of_gate(claim.learned.test, gated)
         out["gate_margin"] = gate.margin
         if gate.margin is None or gate.margin < GATE_S:
             short.append(f"its learned gate {_number(gate.margin)} s < {GATE_S:g}")

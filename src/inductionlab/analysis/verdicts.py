@@ -22,7 +22,7 @@ from inductionlab.analysis.claims import (
     or_never,
 )
 
-__all__ = ["earn", "judge", "judge_control", "over_seeds", "show"]
+__all__ = ["earn", "judge", "judge_control", "learned_values", "over_seeds", "seed_rows", "show"]
 
 
 def over_seeds(values: Any) -> tuple[float, float, int] | None:
@@ -157,7 +157,7 @@ def _verdict_learned(claim: Claim, sources: list[dict[str, Any] | None]) -> tupl
     assert gate is not None
     if any(s is None for s in sources):
         return "undefined", MISSING, "a data draw has not finished", {}
-    rows = _seed_rows(claim, [s for s in sources if s is not None])
+    rows = seed_rows(claim, [s for s in sources if s is not None])
     learned = [gate.test.defined(g) and bool(gate.test.holds(g)) for _, g, _ in rows]
     kept = [v for (v, _, _), ok in zip(rows, learned) if ok]
     missed = [
@@ -186,7 +186,16 @@ def _verdict_learned(claim: Claim, sources: list[dict[str, Any] | None]) -> tupl
     return status, value, why, {**seeds, "learned": note}
 
 
-def _seed_rows(claim: Claim, sources: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
+def learned_values(claim: Claim, sources: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """(the claim's values on the seeds of ``sources`` that passed its learned gate, the gate's value on every
+    seed): what the claim is judged on and what its gate is judged on (docs/conventions.md#learned)."""
+    gate = claim.learned
+    assert gate is not None
+    rows = seed_rows(claim, sources)
+    return [v for v, g, _ in rows if gate.test.defined(g) and gate.test.holds(g)], [g for _, g, _ in rows]
+
+
+def seed_rows(claim: Claim, sources: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
     """(the claim's value, the precondition's value, the shown value) per seed over ``sources`` (a run and its
     draws), the seeds where the claim's key is absent left out."""
     gate = claim.learned
