@@ -129,8 +129,9 @@ def margins_markdown(table: pd.DataFrame) -> str:
             continue
         k = getattr(r, "control_k", None)
         control = f"{r.control} ({int(k)})" if r.control and k is not None and not pd.isna(k) else r.control or "—"
-        powered = "yes" if r.powered else ("not judged at this scale" if r.status == SCALE else "**no**")
-        powered = "its control not run yet" if not r.powered and r.control_status == "not run" else powered
+        why = str(getattr(r, "unpowered", "") or "")
+        powered = "yes" if r.powered else ("not judged at this scale" if r.status == SCALE else f"**no**: {why}")
+        powered = "its control not run yet" if why == "its control has not run" else powered
         lines.append(
             f"| `{r.id}` | {_g(r.calibration_m, 4)} | {_g(r.calibration_s, 2)} | {int(r.judged_n)} | {_g(r.margin, 2)} "
             f"| {control} | {_g(getattr(r, 'control_margin', None), 2)} | {powered} |"

@@ -174,6 +174,7 @@ def columns(
             short.append(out.pop("control_short"))
         out.pop("control_short", None)
     out["powered"] = p.powered and not short
+    out["unpowered"] = "; ".join(([] if p.powered else ["its margin"]) + short)
     out["draws_needed"] = p.needed if not short else None
     out["margin_text"] = f"{text} (n = {n}; calibration {len(values)} seeds{_spread(p)})" + "".join(
         f"; {why}" for why in short
