@@ -194,7 +194,7 @@ def power_line(table: pd.DataFrame) -> str:
         return ""
     papers = table[(table.group != "observation") & (table.status != SCALE)]
     calibrated = ~papers.margin_text.str.startswith("no calibration run")
-    waiting = calibrated & (papers.control_status == "not run")  # its control's margin is not known yet
+    waiting = calibrated & (papers.get("unpowered", "") == "its control has not run")  # its control's margin unknown
     powered = int((papers.powered.fillna(False).astype(bool) & calibrated).sum())
     return (
         f'<p class="counts">Power (docs/conventions.md#calibration): of {len(papers)} paper claims judged at this '
