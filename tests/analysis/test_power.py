@@ -151,3 +151,18 @@ def test_a_claim_about_a_trained_model_reads_its_margin_on_the_calibration_seeds
     assert cols["calibration_m"] == pytest.approx(statistics.mean([0.862, 0.925, 0.893]))
     assert cols["margin"] > power.Z and cols["gate_margin"] < 0 and not cols["powered"]
     assert "its learned gate" in cols["margin_text"]
+
+
+def test_an_event_claim_is_judged_on_every_draw_and_powered_when_every_calibration_seed_agrees():
+    # olsson-hf-phase: the monitor's phase step, reached within the run on every calibration seed
+    from inductionlab.analysis.claim_tests import Reached
+    from inductionlab.analysis.claims import Claim
+    from inductionlab.analysis.verdicts import judge
+
+    assert power.of_claim(Reached(), [1300.0, 1075.0, 1275.0, 1325.0], 4).powered
+    assert not power.of_claim(Reached(), [1300.0, float("inf"), 1275.0, 1325.0], 4).powered
+    claim = Claim(id="x", paper="olsson", where="w", statement="s", key="k", expected="e", test=Reached(), seeds=2)
+    assert judge(claim, {"k": 1300.0}, draws=[{"k": 1075.0}])["status"] == "passed"
+    never = {"k": None, "not_reached": ["k"]}  # the event did not happen within that draw's run
+    assert judge(claim, {"k": 1300.0}, draws=[never])["status"] == "failed"
+    assert judge(claim, {"k": 1300.0}, draws=[{"k": None}])["status"] == "undefined"  # a missing value

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from inductionlab.analysis.claim_tests import Between, Is, Near, Test, number
+from inductionlab.analysis.claim_tests import Between, Is, Near, Reached, Test, number
 from inductionlab.analysis.claims import MISSING, Claim, measure
 from inductionlab.analysis.verdicts import control_value, judge_control, learned_values
 
@@ -61,8 +61,10 @@ def mean_sd(values: Sequence[object]) -> tuple[float, float] | None:
 
 
 def of_claim(test: Test, values: Sequence[object], n: int) -> Power:
-    """The power of a claim judged on the mean of ``n`` draws, from its calibration seeds' ``values``."""
-    if isinstance(test, Is):
+    """The power of a claim judged on the mean of ``n`` draws, from its calibration seeds' ``values``; a test without
+    a bound (a label, ``Is``; an event, ``Reached``) is judged on every draw, so it is powered when every calibration
+    seed agrees."""
+    if isinstance(test, (Is, Reached)):
         agree = len({bool(test.holds(v)) for v in values}) == 1 and len(values) >= 2
         return Power(math.inf if agree else 0.0, n, max(n, MIN_DRAWS) if agree else None)
     stats, bounds = mean_sd(values), thresholds(test)

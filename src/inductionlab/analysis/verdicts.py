@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from inductionlab.analysis.claim_tests import Is, number
+from inductionlab.analysis.claim_tests import Is, Reached, number
 from inductionlab.analysis.claims import (
     DID_NOT_LEARN,
     MIN_LEARNED,
@@ -60,7 +60,7 @@ def _verdict(claim: Claim, value: Any) -> tuple[str, Any, str, dict[str, Any]]:
     if value is MISSING:
         return "undefined", value, f"the summary has no key {claim.key!r}", {}
     seeds: dict[str, Any] = {}
-    if claim.seeds and isinstance(claim.test, Is):
+    if claim.seeds and isinstance(claim.test, (Is, Reached)):  # a label or an event: judged on every seed
         return _verdict_every_seed(claim, value)
     if claim.seeds:
         stats = over_seeds(value)

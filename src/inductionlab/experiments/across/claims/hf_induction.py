@@ -8,7 +8,9 @@ from __future__ import annotations
 from inductionlab.analysis.claims import Between, Claim, Control, Is, Reached
 from inductionlab.experiments.across.hf_induction import CONFIG
 
-DRAWS = 4  # data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims)
+# data seeds: each claim is judged over three draws, what the power rule asks of every claim here from the ledger's
+# calibration 1000–1003 (docs/conventions.md#calibration, "Draws from power"; no judged draw had run)
+DRAWS = 3
 # The phase detector's coincidence is judged stage by stage now (docs/monitor.md#phase-detection): a protocol
 # change, so the judged draws move to never-run seeds (0–3 were seen under the one-ramp rule; #calibration)
 JUDGED_SEED = 100
