@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from inductionlab.analysis.claim_tests import Between, Is, Near, Reached, Test, number
-from inductionlab.analysis.claims import MISSING, Claim, measure
+from inductionlab.analysis.claims import MIN_LEARNED, MISSING, Claim, measure
 from inductionlab.analysis.verdicts import control_value, judge_control, learned_values
 
 Z = 1.645  # the one-sided 95 % quantile of the normal
 GATE_S = 2.0  # a gate's nearest calibration seed, in standard deviations
+P_MISS = 0.05  # a gate some seeds fail: the chance, at most, that too few of the judged draws learn
 MIN_DRAWS = 3
 
 
@@ -36,6 +37,8 @@ class Power:
     needed: int | None
     mean: float | None = None
     sd: float | None = None
+    learned: float | None = None  # a gate's: the fraction of calibration seeds that pass it
+    chance: float | None = None  # a gate's: P(enough of the n draws learn), where some seeds did not
 
     @property
     def powered(self) -> bool:
@@ -78,21 +81,39 @@ def of_claim(test: Test, values: Sequence[object], n: int) -> Power:
     return Power(gap / (s / math.sqrt(n)), n, needed, m, s)
 
 
-def of_gate(test: Test, values: Sequence[object]) -> Power:
-    """A per-draw gate's power: the nearest calibration seed's distance inside the gate, in standard deviations
-    (negative where a seed fails it: a budget it did not learn in); a gate without a bound (``Reached``, ``Is``) is powered (∞) when every calibration seed passes it, else 0."""
+def of_gate(test: Test, values: Sequence[object], n: int = 1, need: int = 1) -> Power:
+    """A per-draw gate's power (docs/conventions.md#learned): the calibration seeds that pass it lie inside it by at
+    least :data:`GATE_S` standard deviations of theirs (``margin``; a gate without a bound, ``Reached`` or ``Is``:
+    ∞ when one passes); where some seeds fail it (a model that did not learn within the budget) the claim's ``n``
+    draws must also hold at least ``need`` that learn with ≥ 95 % probability at the calibration's learned fraction
+    (``chance``; ``needed``: the draws that would).  No seed passing it: margin 0."""
     bounds = thresholds(test)
-    if not bounds and len(values) >= 2:
-        return Power(math.inf if all(test.holds(v) for v in values) else 0.0, 1, None)
-    stats = mean_sd(values)
-    if stats is None or not bounds:
-        return Power(None, 1, None)
-    m, s = stats
-    xs = [float(number(v)) for v in values]  # type: ignore[arg-type]  # mean_sd checked every value
-    nearest = min(-_outside(test, x) for x in xs)  # inside the gate by this much; negative: a seed fails it
-    if s == 0:
-        return Power(math.inf if nearest > 0 else 0.0, 1, None, m, s)
-    return Power(nearest / s, 1, None, m, s)
+    if len(values) < 2 or any(not test.defined(v) for v in values):
+        return Power(None, n, None)
+    passing = [v for v in values if test.holds(v)]
+    fraction = len(passing) / len(values)
+    chance = _at_least(need, n, fraction) if passing and fraction < 1 else None
+    needed = next((k for k in range(n, 65) if _at_least(need, k, fraction) >= 1 - P_MISS), None) if chance else None
+    if not passing:
+        return Power(0.0, n, None, learned=0.0)
+    if not bounds:
+        return Power(math.inf, n, needed, learned=fraction, chance=chance)
+    xs = [float(number(v)) for v in passing]  # type: ignore[arg-type]  # defined: a number
+    inside = min(-_outside(test, x) for x in xs)  # the nearest passing seed's distance inside the gate
+    stats = mean_sd(passing)
+    m, s = stats if stats else (xs[0], 0.0)
+    margin = inside / s if s > 0 else (math.inf if inside > 0 else 0.0)
+    return Power(margin, n, needed, m, s, learned=fraction, chance=chance)
+
+
+def gate_powered(p: Power) -> bool:
+    """A gate's power as :func:`of_gate` reads it: its learned seeds clear of it, and enough draws that learn."""
+    return p.margin is not None and p.margin >= GATE_S and (p.chance is None or p.chance >= 1 - P_MISS)
+
+
+def _at_least(k: int, n: int, f: float) -> float:
+    """P(at least ``k`` of ``n`` independent draws learn), each with probability ``f``."""
+    return 1.0 - sum(math.comb(n, i) * f**i * (1 - f) ** (n - i) for i in range(min(k, n + 1)))
 
 
 def of_control(test: Test, claim_values: Sequence[object], control: object) -> Power:
@@ -166,10 +187,16 @@ def columns(
     out: dict[str, Any] = {"margin": p.margin, "calibration_m": p.mean, "calibration_s": p.sd, "judged_n": n}
     short: list[str] = []  # what besides the claim's own margin keeps it from being powered
     if claim.learned is not None:
-        gate = of_gate(claim.learned.test, gated)
+        need = min(MIN_LEARNED, claim.seeds) if claim.seeds else 1
+        gate = of_gate(claim.learned.test, gated, n, need)
         out["gate_margin"] = gate.margin
         if gate.margin is None or gate.margin < GATE_S:
             short.append(f"its learned gate {_number(gate.margin)} s < {GATE_S:g}")
+        elif gate.chance is not None and gate.chance < 1 - P_MISS:
+            short.append(
+                f"its learned gate passed on {gate.learned:.0%} of the calibration seeds: {need} of {n} draws learn "
+                f"with probability {gate.chance:.2f} ({gate.needed or 'no affordable number of'} draws would power it)"
+            )
     if claim.control:
         out |= _control_columns(claim, values, control)
         if not out["control_powered"]:
