@@ -131,7 +131,7 @@ def margins_markdown(table: pd.DataFrame) -> str:
         control = f"{r.control} ({int(k)})" if r.control and k is not None and not pd.isna(k) else r.control or "—"
         why = str(getattr(r, "unpowered", "") or "")
         powered = "yes" if r.powered else ("not judged at this scale" if r.status == SCALE else f"**no**: {why}")
-        powered = "its control not run yet" if why == "its control has not run" else powered
+        powered = "its control not run yet" if why == "its control has not run" and r.status != SCALE else powered
         lines.append(
             f"| `{r.id}` | {_g(r.calibration_m, 4)} | {_g(r.calibration_s, 2)} | {int(r.judged_n)} | {_g(r.margin, 2)} "
             f"| {control} | {_g(getattr(r, 'control_margin', None), 2)} | {powered} |"

@@ -4,10 +4,13 @@ errors of the judged mean lie between the calibration mean and the threshold nea
 the margin is at least :data:`Z` (the judged mean then lands on the calibration side with ≥ 95 % probability), and
 power sets the draws: n = ⌈(Z · s / |m − threshold|)²⌉, at least :data:`MIN_DRAWS`.
 
-A per-draw gate (a model's *learned* precondition) is powered when every calibration seed lies beyond it by at least
-:data:`GATE_S` standard deviations (a gate without a bound, such as ``Reached``, when every seed passes it); a label or a flag (``Is``) when every calibration seed agrees; a control when
-its value (the mean of its k values, one per seed over its draws) lies beyond the threshold by the margin, on the other side of it from the claim's
-calibration mean, in units of s / √k; a claim is powered only with its gate and its control."""
+A per-draw gate (a model's *learned* precondition) is powered when the calibration seeds that pass it lie beyond it
+by at least :data:`GATE_S` of their standard deviations (a gate without a bound, such as ``Reached``: when one
+passes), and, where some seeds fail it, when the judged draws hold enough that learn with ≥ 95 % probability
+(:func:`of_gate`); a label or a flag (``Is``) or an event (``Reached``) when every calibration seed agrees; a
+control when its value (the mean of its k values, one per seed over its draws) lies beyond the threshold by the
+margin, on the other side of it from the claim's calibration mean, in units of s / √k.  A claim is powered only
+with its gate and its control."""
 
 from __future__ import annotations
 
@@ -68,6 +71,8 @@ def of_claim(test: Test, values: Sequence[object], n: int) -> Power:
     a bound (a label, ``Is``; an event, ``Reached``) is judged on every draw, so it is powered when every calibration
     seed agrees."""
     if isinstance(test, (Is, Reached)):
+        if any(not test.defined(v) for v in values):  # a missing value agrees with nothing
+            return Power(None, n, None)
         agree = len({bool(test.holds(v)) for v in values}) == 1 and len(values) >= 2
         return Power(math.inf if agree else 0.0, n, max(n, MIN_DRAWS) if agree else None)
     stats, bounds = mean_sd(values), thresholds(test)
@@ -88,22 +93,36 @@ def of_gate(test: Test, values: Sequence[object], n: int = 1, need: int = 1) -> 
     draws must also hold at least ``need`` that learn with ≥ 95 % probability at the calibration's learned fraction
     (``chance``; ``needed``: the draws that would).  No seed passing it: margin 0."""
     bounds = thresholds(test)
-    if len(values) < 2 or any(not test.defined(v) for v in values):
+    if len(values) < 2:
         return Power(None, n, None)
-    passing = [v for v in values if test.holds(v)]
+    passing = [v for v in values if test.defined(v) and test.holds(v)]  # an undefined value did not learn
     fraction = len(passing) / len(values)
     chance = _at_least(need, n, fraction) if passing and fraction < 1 else None
-    needed = next((k for k in range(n, 65) if _at_least(need, k, fraction) >= 1 - P_MISS), None) if chance else None
+    needed = (
+        next((k for k in range(n, 65) if _at_least(need, k, fraction) >= 1 - P_MISS), None)
+        if chance is not None
+        else None
+    )
     if not passing:
         return Power(0.0, n, None, learned=0.0)
     if not bounds:
         return Power(math.inf, n, needed, learned=fraction, chance=chance)
+    stats = mean_sd(passing)
+    if stats is None:  # one seed learned: no spread to read its distance in
+        return Power(None, n, needed, learned=fraction, chance=chance)
     xs = [float(number(v)) for v in passing]  # type: ignore[arg-type]  # defined: a number
     inside = min(-_outside(test, x) for x in xs)  # the nearest passing seed's distance inside the gate
-    stats = mean_sd(passing)
-    m, s = stats if stats else (xs[0], 0.0)
+    m, s = stats
     margin = inside / s if s > 0 else (math.inf if inside > 0 else 0.0)
     return Power(margin, n, needed, m, s, learned=fraction, chance=chance)
+
+
+def surely_learned(p: Power, n: int) -> int:
+    """Of ``n`` draws, how many learn with ≥ 95 % probability at a gate's calibration learned fraction (:func:`of_gate`:
+    all of them where every calibration seed learned): the draws a gated claim's margin may count on."""
+    if p.learned is None or p.learned >= 1:
+        return n
+    return max((k for k in range(n + 1) if _at_least(k, n, p.learned) >= 1 - P_MISS), default=0)
 
 
 def gate_powered(p: Power) -> bool:
@@ -172,43 +191,52 @@ def columns(
     number ``n`` of judged values and its control's summaries (its run and data draws): the margin and its text,
     whether it is powered — the claim, its learned gate and its control all — the draws that would power the claim
     where its own margin is what falls short, and the gate's and the control's margins (the control's over its
-    ``control_k`` values)."""
+    ``control_k`` values).  A gated claim's margin counts the draws that surely learn (:func:`surely_learned`)."""
     runs = [dict(c) for c in calibration if c is not None]
     if not runs or len(runs) < len(calibration):
         done = len(runs)
         text = "no calibration run" if not done else f"no calibration run yet ({done} of {len(calibration)} draws)"
         return {"margin": None, "margin_text": text, "powered": False, "draws_needed": None}
     values: list[Any] = per_seed(claim, runs)
-    gated: list[Any] = []
+    out: dict[str, Any] = {}
+    short: list[str] = []  # what besides the claim's own margin keeps it from being powered
+    counted = n
     if claim.learned is not None:  # a claim about a trained model is judged only on the seeds that learned
         values, gated = learned_values(claim, runs)
-    p = of_claim(claim.test, values, n)
+        gate, why = _gate(claim, gated, n)
+        out["gate_margin"], counted = gate.margin, max(surely_learned(gate, n), 1)
+        short += [why] if why else []
+    p = of_claim(claim.test, values, counted)
     text = "undefined" if p.margin is None else ("∞" if math.isinf(p.margin) else f"{p.margin:.2g}")
-    out: dict[str, Any] = {"margin": p.margin, "calibration_m": p.mean, "calibration_s": p.sd, "judged_n": n}
-    short: list[str] = []  # what besides the claim's own margin keeps it from being powered
-    if claim.learned is not None:
-        need = min(MIN_LEARNED, claim.seeds) if claim.seeds else 1
-        gate = of_gate(claim.learned.test, gated, n, need)
-        out["gate_margin"] = gate.margin
-        if gate.margin is None or gate.margin < GATE_S:
-            short.append(f"its learned gate {_number(gate.margin)} s < {GATE_S:g}")
-        elif gate.chance is not None and gate.chance < 1 - P_MISS:
-            short.append(
-                f"its learned gate passed on {gate.learned:.0%} of the calibration seeds: {need} of {n} draws learn "
-                f"with probability {gate.chance:.2f} ({gate.needed or 'no affordable number of'} draws would power it)"
-            )
+    out |= {"margin": p.margin, "calibration_m": p.mean, "calibration_s": p.sd, "judged_n": n}
     if claim.control:
         out |= _control_columns(claim, values, control)
         if not out["control_powered"]:
-            short.append(out.pop("control_short"))
-        out.pop("control_short", None)
+            short.append(out["control_short"])
+        out.pop("control_short")
     out["powered"] = p.powered and not short
     out["unpowered"] = "; ".join(([] if p.powered else ["its margin"]) + short)
     out["draws_needed"] = p.needed if not short else None
-    out["margin_text"] = f"{text} (n = {n}; calibration {len(values)} seeds{_spread(p)})" + "".join(
-        f"; {why}" for why in short
-    )
+    learned = f", {counted} of them surely learned" if counted != n else ""
+    spread = f"; calibration {len(values)} seeds{_spread(p)}"
+    out["margin_text"] = f"{text} (n = {n}{learned}{spread})" + "".join(f"; {why}" for why in short)
     return out
+
+
+def _gate(claim: Claim, gated: list[Any], n: int) -> tuple[Power, str]:
+    """A gated claim's gate power over ``n`` draws, and why it falls short ("" when it is powered)."""
+    assert claim.learned is not None
+    need = min(MIN_LEARNED, claim.seeds) if claim.seeds else 1
+    gate = of_gate(claim.learned.test, gated, n, need)
+    if gate_powered(gate):
+        return gate, ""
+    if gate.margin is None or gate.margin < GATE_S:
+        return gate, f"its learned gate {_number(gate.margin)} s < {GATE_S:g}"
+    more = f"{gate.needed} draws would power it" if gate.needed else "no affordable number of draws powers it"
+    return gate, (
+        f"its learned gate passed on {gate.learned:.0%} of the calibration seeds: {need} of {n} draws learn "
+        f"with probability {gate.chance:.2f} ({more})"
+    )
 
 
 def _control_columns(

@@ -115,10 +115,10 @@ def judge(
         values = [value, *(MISSING if d is None else measure(claim, d) for d in draws)]
         value = [v for v in values if v is not MISSING]  # a draw not finished: fewer seeds, so undefined
     seeds: dict[str, Any] = {}
-    if summary is None:
-        status, why = "not run", reason or "the experiment did not run"
-    elif claim.needs and not gpu:
+    if claim.needs and not gpu:  # run or not, this scale does not judge it
         status, why = SCALE, f"needs {claim.needs}"
+    elif summary is None:
+        status, why = "not run", reason or "the experiment did not run"
     elif smoke:
         status, why = "smoke, not judged", "smoke-size run: checks the path, not the number"
     elif claim.learned is not None:
