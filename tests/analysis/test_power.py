@@ -184,3 +184,14 @@ def test_an_event_claim_is_judged_on_every_draw_and_powered_when_every_calibrati
     never = {"k": None, "not_reached": ["k"]}  # the event did not happen within that draw's run
     assert judge(claim, {"k": 1300.0}, draws=[never])["status"] == "failed"
     assert judge(claim, {"k": 1300.0}, draws=[{"k": None}])["status"] == "undefined"  # a missing value
+
+
+def test_a_gate_some_seeds_fail_counts_the_draws_that_surely_learn():
+    gate = power.of_gate(Between(lo=0.5), [2.9, 0.1, 2.7, 2.8], n=2, need=3)
+    assert gate.chance == 0.0 and gate.needed == 6  # two draws cannot hold three; six hold them with p 0.96
+    six = power.of_gate(Between(lo=0.5), [2.9, 0.1, 2.7, 2.8, 3.1, 2.5], n=6, need=3)
+    assert power.surely_learned(six, 6) == 3  # at five of six, four of six learn with p 0.94 only
+    assert power.surely_learned(power.of_gate(Between(lo=0.5), [2.9, 2.7, 2.8], 6, 3), 6) == 6
+    assert power.of_gate(Between(lo=0.5), [2.9, float("nan"), 2.7, 2.8], 6, 3).learned == 0.75  # undefined: not
+    assert power.of_gate(Between(lo=0.5), [2.9, 0.1], 6, 3).margin is None  # one learned seed has no spread
+    assert power.of_claim(Is(True), [None, None], 3).margin is None  # undefined values agree with nothing
