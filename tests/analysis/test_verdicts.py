@@ -45,6 +45,21 @@ def test_the_gate_reads_one_value_per_seed_of_a_run_that_holds_its_seeds():
     assert judge(claim, summary)["status"] == "failed"
 
 
+def test_a_run_level_gate_holds_for_each_seed_of_its_run():
+    claim = _claim(seeds=4, learned=GATE)
+    summary = {"score": [0.9, 0.8, 0.7, 0.6], "loss_over_plateau": 0.1, "escape": 5}
+    row = judge(claim, summary)
+    assert row["status"] == "passed" and row["n_seeds"] == 4
+    assert judge(claim, summary | {"loss_over_plateau": 0.9})["status"] == DID_NOT_LEARN
+
+
+def test_a_gate_with_another_count_of_seeds_is_a_registry_error_never_a_silent_undefined():
+    claim = _claim(seeds=4, learned=GATE)
+    summary = {"score": [0.9, 0.8, 0.7, 0.6], "loss_over_plateau": [0.1, 0.1], "escape": 5}
+    with pytest.raises(ValueError, match="x: 2 gate values for 4 seeds of score"):
+        judge(claim, summary)
+
+
 def test_an_unfinished_draw_leaves_a_gated_claim_undefined():
     claim = _claim(seeds=4, learned=GATE)
     row = judge(claim, _draw(0.9, 0.1), draws=[_draw(0.9, 0.1), _draw(0.9, 0.1), None])

@@ -208,13 +208,21 @@ def seed_rows(claim: Claim, sources: list[dict[str, Any]]) -> list[tuple[Any, An
         if value is MISSING:
             continue
         if isinstance(value, list):
-            n = len(value)
-            passed = passed if isinstance(passed, list) and len(passed) == n else [MISSING] * n
-            shown = shown if isinstance(shown, list) and len(shown) == n else [shown] * n
+            passed, shown = (_per_seed(claim, part, len(value)) for part in (passed, shown))
             rows += zip(value, passed, shown)
         else:
             rows.append((value, passed, shown))
     return rows
+
+
+def _per_seed(claim: Claim, value: Any, n: int) -> list[Any]:
+    """A gate's value (or shown value) beside a claim that reads ``n`` seeds: one per seed, or one for the run, which
+    holds for each of its seeds.  A list of another length pairs no seed with its gate: a registry error."""
+    if not isinstance(value, list):
+        return [value] * n
+    if len(value) != n:
+        raise ValueError(f"{claim.id}: {len(value)} gate values for {n} seeds of {claim.key}")
+    return value
 
 
 def earn(row: dict[str, Any], claim: Claim) -> dict[str, Any]:
