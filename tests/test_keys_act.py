@@ -60,7 +60,7 @@ SET_HERE = {
     "markov-full": {"model.loss": "softmax_of_probs"},
     "scb-convergence": {"train.method": "sgd"},
     "scb-noise-sim": {"train.method": "sgd", "task.N": 4, "task.T": 60},
-    "scb-transfer": {"task.T": 60},
+    "scb-transfer": {"task.T": 60, "train.stop_below": 0.05},  # stage2_target stops both arms
 }
 
 

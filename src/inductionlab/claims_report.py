@@ -95,7 +95,11 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
         reason = source.info.get("skipped", {}).get(name) or source.failure(name)
         gpu = str(config.get("device", "cpu")).startswith("cuda")
         breaks = {c.name: c.breaks for c in exp.controls}
-        calibration = [source.summary(calibration_job(name, i)) for i in range(calibration_draws(name))]
+        # a calibration made by other code powers nothing here: the protocol is powered at the code it judges with
+        calibration = [
+            None if source.stale(job) else source.summary(job)
+            for job in (calibration_job(name, i) for i in range(calibration_draws(name)))
+        ]
         for claim in [c for c in exp.claims if paper in ("all", c.paper)]:
             row = judge_claim(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
             controls = control_jobs(name, claim.control)[: 1 if smoke else None]

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from inductionlab import experiments
+from inductionlab.config import ConfigError
 from inductionlab.experiments.ren import scb_transfer
 from inductionlab.experiments.ren.scb_transfer import calibrate_c, the_c
 from inductionlab.experiments.ren.scb_transfer.measures import (
@@ -17,8 +18,8 @@ from inductionlab.experiments.ren.scb_transfer.measures import (
     first_hit,
     landings,
     median_cost,
+    slope_ratio,
     slopes,
-    stage2_cost,
     support_errors,
 )
 from inductionlab.runs import RunContext
@@ -82,32 +83,47 @@ def test_the_calibrated_c_is_cached_with_the_run_s_fingerprint(tmp_path, monkeyp
     assert the_c(replace(cfg, gamma=0.0, batch_per_log_T=7.0), RunContext()) == (7.0, [])  # the control's budgets
 
 
-def test_without_pretraining_the_transfer_arm_is_training_from_scratch_and_its_values_are_defined():
+def test_without_pretraining_the_transfer_arm_is_the_scratch_arm_and_every_ratio_is_one():
     overrides = {"gamma": 0.0, "train.steps": 400, "train.stage1_steps": 400, "target": 0.3, "stage2_target": 0.2}
-    cfg = experiments.configure("scb-transfer", preset="smoke", overrides=overrides | {"transfer_steps": 400})
+    cfg = experiments.configure("scb-transfer", preset="smoke", overrides=overrides)
     out = experiments.get("scb-transfer").run(cfg, RunContext(threads=1, progress=False))
     s, m = out.summary, out.tables["metrics"]
     assert s["c"] == 50.0 and s["kappa_sweep"] == {} and s["landed_false_positives"] == {20: [], 40: []}
-    # the transfer arm is Algorithm 1 from V₀ = μ1ᵀ, A₀ = 11ᵀ/T under its own Stage-2 settings, Stage 1 first
-    arm = scb_transfer.stage2_train(cfg, 0.2, from_scratch=True)
+    # both arms are Algorithm 1 from V₀ = μ1ᵀ, A₀ = 11ᵀ/T under train's settings, Stage 1 first, stopped at ε₂
     for T in (20, 40):
-        alone = train_scb(arm, scb_transfer._instances(cfg, T), cfg.task.Q)[2]
-        got = m[(m["T"] == T) & (m.method == "transfer")]
-        np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-12)
-    assert (m[m.method == "transfer"].stage == 1).any() and (m[m.method == "transfer"].samples % 64 == 0).all()
-    assert s["stage2_samples"]["transfer"] == {  # everything after its start, to stage2_target
-        T: median_cost(first_hit(m[(m["T"] == T) & (m.method == "transfer")], 0.2)) for T in (20, 40)
-    }
+        alone = train_scb(scb_transfer.arm(cfg, 0.2, transferred=False), scb_transfer._instances(cfg, T), cfg.task.Q)
+        for method in ("scratch", "transfer"):
+            got = m[(m["T"] == T) & (m.method == method)]
+            np.testing.assert_array_equal(got.dist_A_norm.to_numpy(), alone[2].dist_A_norm.to_numpy())
+    assert (m.stage == 1).any() and (m.samples % 64 == 0).all()
+    assert (
+        s["samples_to_eps2"]["transfer"]
+        == s["samples_to_eps2"]["scratch"]
+        == {T: median_cost(first_hit(m[(m["T"] == T) & (m.method == "scratch")], 0.2)) for T in (20, 40)}
+    )
+    assert s["log_log_slope"]["transfer"] == s["log_log_slope"]["scratch"]
+    assert s["log_T_slope"] == pytest.approx(math.log(math.log(40) / math.log(20)) / math.log(2))
+    assert all(r in (None, 1.0) for r in s["slope_ratio"].values())
     assert s["one_step_batch"][40] == [round(50 * math.log(40))] * 2  # scratch read at the same budgets
     assert s["landed_median_worst_T"] == max(s["landed_median"].values())
 
 
-def test_the_transfer_arm_runs_stage_2_at_its_own_batch_rate_and_lambda_until_stage2_target():
+def test_both_arms_run_train_s_settings_to_eps2_the_transfer_arm_from_stage_2():
     cfg = experiments.configure("scb-transfer", preset="smoke")
-    t = scb_transfer.stage2_train(cfg, cfg.stage2_target)
-    assert (t.batch_size, t.eta2_t0, t.lam, t.stop_below) == (64, 300.0, 1e-4, 0.006)
-    assert (t.steps, t.stage1_steps, t.stage1_end) == (cfg.transfer_steps, 0, "steps")
-    assert scb_transfer.CONFIG.stage2_batch == 256 and scb_transfer.CONFIG.transfer_steps * 256 > 10**6
+    scratch, transfer = (scb_transfer.arm(cfg, cfg.stage2_target, transferred=t) for t in (False, True))
+    assert scratch == replace(cfg.train, stop_below=0.006)
+    assert transfer == replace(scratch, stage1_steps=0, stage1_end="steps")
+    t = scb_transfer.CONFIG.train
+    assert (t.batch_size, t.eta2_t0, t.lam, t.stage1_end) == (256, 300.0, 1e-4, "signal") and t.steps * 256 > 10**6
+    with pytest.raises(ConfigError, match="train.stop_below"):
+        experiments.configure("scb-transfer", preset="smoke", overrides={"train.stop_below": 0.05})
+
+
+def test_the_slope_ratio_is_defined_only_where_scratch_grows_faster_than_log_t():
+    assert slope_ratio({"scratch": 0.5, "transfer": 0.135}, 0.135) == pytest.approx(0.27)
+    assert slope_ratio({"scratch": 0.135, "transfer": 0.0}, 0.135) is None  # no poly(T) for the step to remove
+    assert slope_ratio({"scratch": -0.01, "transfer": 0.17}, 0.135) is None  # a negative ratio would pass ≤ 0.5
+    assert slope_ratio({"transfer": 0.1}, 0.135) is None and slope_ratio({"scratch": 0.5}, 0.135) is None
 
 
 def test_every_instance_keeps_its_p_at_every_t_and_draws_q_per_t():
@@ -135,16 +151,6 @@ def test_scratch_is_read_at_a_budget_and_a_censored_median_enters_the_fit_at_its
     assert after_start(m.assign(start=[5] * 3 + [0] * 3, dist_A_norm=[0.9, 0.04, 0.01] * 2), 0.05) == [5.0, 10.0]
     fit = slopes({"scratch": {100: 10.0, 1000: None}, "transfer": {100: 10.0, 1000: 10.0}}, {"scratch": 100.0})
     assert fit["scratch"] == pytest.approx(1.0) and fit["transfer"] == pytest.approx(0.0)
-
-
-def test_stage_two_s_cost_counts_from_the_last_stage_one_evaluation():
-    rows = [
-        dict(run=0, samples=s, stage=1 if s <= 100 else 2, dist_A_norm=0.5 if s < 300 else 0.01)
-        for s in (0, 100, 200, 300)
-    ]
-    rows += [dict(run=1, samples=s, stage=1 if s == 0 else 2, dist_A_norm=0.5) for s in (0, 100, 200, 300)]
-    assert stage2_cost(pd.DataFrame(rows), 0.05)[0] == 200.0
-    assert math.isnan(stage2_cost(pd.DataFrame(rows), 0.05)[1])
 
 
 def test_the_median_cost_counts_a_run_that_never_reached_the_target_as_the_costliest():

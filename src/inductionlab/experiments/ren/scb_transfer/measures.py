@@ -52,12 +52,13 @@ def after_start(metrics: pd.DataFrame, target: float) -> list[float]:
     return [h - float(start[r]) for r, h in zip(sorted(metrics.run.unique()), first_hit(metrics, target))]
 
 
-def stage2_cost(metrics: pd.DataFrame, target: float) -> list[float]:
-    """Per run: the samples from the start of Stage 2 (the last logged Stage-1 sample count: the switch, or the
-    one-step batch after transfer) to the first logged ‖Ā − Q‖_μ ≤ target (NaN if never)."""
-    start = metrics[metrics.stage == 1].groupby("run").samples.max()
-    hits = first_hit(metrics, target)
-    return [h - float(start.get(r, np.nan)) for r, h in zip(sorted(metrics.run.unique()), hits)]
+def slope_ratio(slope: dict[str, float], log_T_slope: float) -> float | None:
+    """slope(transfer) / slope(scratch) of the median costs against T: how much more slowly transfer's cost grows
+    (Thm 4.1: poly(N, Q)·log T against scratch's poly(T)).  None where scratch's cost grows no faster than log T on
+    the grid (``log_T_slope``, ln T's own slope there): no poly(T) growth for the step to remove; or without both."""
+    if "transfer" not in slope or slope.get("scratch", -math.inf) <= log_T_slope:
+        return None
+    return slope["transfer"] / slope["scratch"]
 
 
 def support_errors(A: torch.Tensor, Q: torch.Tensor, theta: torch.Tensor) -> tuple[list[int], list[int]]:
@@ -164,13 +165,21 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
             color=colors[method],
             label=f"{method} (median; slope {slope:.2f})" if slope is not None else method,
         )
+        to_eps2, slope2 = s.get("samples_to_eps2", {}).get(method, {}), s.get("eps2_log_log_slope", {}).get(method)
+        ax.plot(
+            [float(T) for T in Ts if T in to_eps2],
+            [plots.num(to_eps2[T]) for T in Ts if T in to_eps2],
+            "s--",
+            color=colors[method],
+            label=f"{method} to ε₂{' after its step' if method == 'transfer' else ''} (slope {plots.num(slope2):.2f})",
+        )
     if any(v is not None for d in s["samples_to_target"].values() for v in d.values()):
         ax.set_xscale("log"), ax.set_yscale("log")
         T_all = sorted({float(T) for d in s["samples_to_target"].values() for T in d})
         ax.set_xticks(T_all, [f"{T:g}" for T in T_all])
         ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("context length T"), ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target")
-    ax.set_title("samples to the target against T: scratch and after transfer", fontsize=9)
+    ax.set_xlabel("context length T"), ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target (solid) or ε₂ (dashed)")
+    ax.set_title("samples against T: scratch and after transfer, one set of settings", fontsize=9)
     ax.legend(fontsize=8)
     T_max = metrics["T"].max()
     for (method, run), g in metrics[metrics["T"] == T_max].groupby(["method", "run"]):
