@@ -1,5 +1,5 @@
-"""The claims table's power columns (docs/conventions.md#calibration) read calibration runs made by this code only:
-a calibration entry made by other code is stale, and a protocol is powered at the code it judges with."""
+"""The claims table's power columns (docs/conventions.md#calibration) read calibration and control runs made by this
+code only: an entry made by other code is stale, and a protocol is powered at the code it judges with."""
 
 from __future__ import annotations
 
@@ -50,3 +50,12 @@ def test_a_stale_calibration_run_powers_nothing():
     assert stale["margin"] is None or stale["margin"] != stale["margin"]  # None, or NaN in the frame
     assert stale["margin_text"] == f"no calibration run yet ({len(calibration) - 1} of {len(calibration)} draws)"
     assert not stale["powered"]
+
+
+def test_a_stale_control_run_powers_nothing():
+    claim = next(c for c in experiments.get(NAME).claims if c.id == CLAIM)
+    control = f"{NAME}@{claim.control}"
+    current = _row(Ledgerish({control: 0.1}))
+    assert current["control_margin"] > 1.645 and current["powered"]
+    stale = _row(Ledgerish({control: 0.1}, frozenset([control])))
+    assert not stale["powered"] and "its control has not run" in stale["unpowered"]

@@ -95,7 +95,8 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
         reason = source.info.get("skipped", {}).get(name) or source.failure(name)
         gpu = str(config.get("device", "cpu")).startswith("cuda")
         breaks = {c.name: c.breaks for c in exp.controls}
-        # a calibration made by other code powers nothing here: the protocol is powered at the code it judges with
+        # a calibration or control run made by other code powers nothing: a protocol is powered at the code it
+        # judges with (its verdict beside it says which runs other code made)
         calibration = [
             None if source.stale(job) else source.summary(job)
             for job in (calibration_job(name, i) for i in range(calibration_draws(name)))
@@ -109,7 +110,8 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
             jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke), *controls]
             row["made_by"] = "; ".join(m for m in map(source.stale, jobs) if m)
             judged = len(power.per_seed(claim, [summary, *draws])) or claim.seeds or exp.draws
-            row |= power.columns(claim, calibration, judged, control)
+            fresh = [None if source.stale(job) else value for job, value in zip(controls, control)]
+            row |= power.columns(claim, calibration, judged, fresh)
             rows.append({**row, "experiment": name, "run_dir": name})
     return pd.DataFrame(rows)
 
