@@ -95,12 +95,7 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
         reason = source.info.get("skipped", {}).get(name) or source.failure(name)
         gpu = str(config.get("device", "cpu")).startswith("cuda")
         breaks = {c.name: c.breaks for c in exp.controls}
-        # a calibration or control run made by other code powers nothing: a protocol is powered at the code it
-        # judges with (its verdict beside it says which runs other code made)
-        calibration = [
-            None if source.stale(job) else source.summary(job)
-            for job in (calibration_job(name, i) for i in range(calibration_draws(name)))
-        ]
+        calibration = _fresh(source, [calibration_job(name, i) for i in range(calibration_draws(name))])
         for claim in [c for c in exp.claims if paper in ("all", c.paper)]:
             row = judge_claim(claim, summary, smoke=smoke, gpu=gpu, reason=reason, draws=draws)
             controls = control_jobs(name, claim.control)[: 1 if smoke else None]
@@ -110,10 +105,16 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
             jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke), *controls]
             row["made_by"] = "; ".join(m for m in map(source.stale, jobs) if m)
             judged = len(power.per_seed(claim, [summary, *draws])) or claim.seeds or exp.draws
-            fresh = [None if source.stale(job) else value for job, value in zip(controls, control)]
-            row |= power.columns(claim, calibration, judged, fresh)
+            row |= power.columns(claim, calibration, judged, _fresh(source, controls))
             rows.append({**row, "experiment": name, "run_dir": name})
     return pd.DataFrame(rows)
+
+
+def _fresh(source: Source, jobs: list[str]) -> list[dict[str, Any] | None]:
+    """The summaries of ``jobs`` made by this code (None for the others): a calibration or control run made by other
+    code powers nothing, since a protocol is powered at the code it judges with (docs/conventions.md#calibration);
+    the verdict beside it names the runs that other code made."""
+    return [None if source.stale(job) else source.summary(job) for job in jobs]
 
 
 def _badge(status: str) -> str:
