@@ -10,6 +10,9 @@ from __future__ import annotations
 from inductionlab.analysis.claims import Between, Claim, Control, Evidence, Learned
 from inductionlab.experiments.wang.adam_vs_gd_highdim import STUCK
 
+# data seeds: each claim is judged on the mean over three draws, the power rule's floor (docs/conventions.md#calibration):
+# a run trains one seed, so one run is one draw of its stochastic outcome
+DRAWS = 3
 ADAM_LEARNED = Learned(
     key="adam_ih_fraction_of_plateau", test=Between(hi=0.2), what="Adam's final L_IH2 ≤ 0.2 of the IH plateau"
 )
