@@ -7,7 +7,7 @@ from typing import Any
 
 from inductionlab import experiments
 from inductionlab.claims_report import judge
-from inductionlab.store.layout import calibration_job
+from inductionlab.store.layout import calibration_job, draw_job
 from inductionlab.store.plan import calibration_draws
 
 NAME, CLAIM, KEY = "scb-softmax", "ren-fig2-patterns", "attention_cosine_linear_vs_softmax"
@@ -16,11 +16,13 @@ NAME, CLAIM, KEY = "scb-softmax", "ren-fig2-patterns", "attention_cosine_linear_
 class Ledgerish:
     """A source whose every job finished with ``KEY`` = ``value``, the jobs in ``stale`` made by other code."""
 
-    def __init__(self, values: dict[str, float], stale: frozenset[str] = frozenset()) -> None:
-        self.values, self.stale_jobs, self.info = values, stale, {}
+    def __init__(
+        self, values: dict[str, float], stale: frozenset[str] = frozenset(), missing: frozenset[str] = frozenset()
+    ) -> None:
+        self.values, self.stale_jobs, self.missing, self.info = values, stale, missing, {}
 
     def summary(self, job: str) -> dict[str, Any] | None:
-        return {KEY: self.values.get(job, 0.95)}
+        return None if job in self.missing else {KEY: self.values.get(job, 0.95)}
 
     def config(self, job: str) -> dict[str, Any]:
         return {}
@@ -59,3 +61,12 @@ def test_a_stale_control_run_powers_nothing():
     assert current["control_margin"] > 1.645 and current["powered"]
     stale = _row(Ledgerish({control: 0.1}, frozenset([control])))
     assert not stale["powered"] and "its control has not run" in stale["unpowered"]
+
+
+def test_a_claim_is_powered_at_its_planned_draws_while_some_have_not_landed():
+    draws = experiments.get(NAME).draws
+    assert draws >= 2
+    whole = _row(Ledgerish({}))
+    partial = _row(Ledgerish({}, missing=frozenset([draw_job(NAME, draws - 1)])))
+    assert whole["judged_n"] == partial["judged_n"] == draws
+    assert partial["margin"] == whole["margin"] and partial["status"] == "undefined"

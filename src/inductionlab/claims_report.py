@@ -104,7 +104,9 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
             row["control_breaks"] = breaks.get(claim.control, "")
             jobs = [name, *(draw_job(name, i) for i in range(1, exp.draws) if not smoke), *controls]
             row["made_by"] = "; ".join(m for m in map(source.stale, jobs) if m)
-            judged = len(power.per_seed(claim, [summary, *draws])) or claim.seeds or exp.draws
+            # the planned judged values (a run's values times the draws), however many draws have landed
+            landed = [s for s in [summary, *draws] if s is not None]
+            judged = len(power.per_seed(claim, landed[:1])) * exp.draws or claim.seeds or exp.draws
             row |= power.columns(claim, calibration, judged, _fresh(source, controls))
             rows.append({**row, "experiment": name, "run_dir": name})
     return pd.DataFrame(rows)

@@ -9,6 +9,9 @@ from inductionlab.analysis.claims import Between, Claim, Control, Learned
 # data seeds: each claim is judged on the mean over three draws (docs/conventions.md#claims), what the power rule
 # asks of every claim here from its calibration seeds (docs/conventions.md#calibration, "Draws from power")
 DRAWS = 3
+# the judged draws sit on never-run seeds after `wang-fig5-p-learned`'s bar was restated for its control's power
+# (docs/conventions.md#calibration, row wikitext): 0–2 were seen at the former bar
+JUDGED_SEED = 100
 
 LEARNED_TEXT = 0.7  # final validation loss / its start: the model learned the words' statistics at least
 CONTROLS = (
@@ -49,11 +52,11 @@ CLAIMS = (
         id="wang-fig5-p-learned",
         paper="wang",
         where='Fig. 5 (workshop Fig. 2): "position encoding p\'s are learned first"',
-        statement="On WikiText-2 the slopes are learned early: ‖p‖ (all layers and heads) at least doubles from its "
-        "start",
+        statement="On WikiText-2 the slopes are learned early: ‖p‖ (all layers and heads) grows at least tenfold "
+        "from its start (an order of magnitude: final ‖p‖ over its start, minus 1, ≥ 9)",
         key="p_relative_growth",
         expected="‖p‖ grows from its small start (0.02) while the loss is on its plateau",
-        test=Between(lo=1.0),
+        test=Between(lo=9.0),
         control="shuffled",
         learned=LEARNED,
     ),
