@@ -107,7 +107,8 @@ def judge(source: Source, names: list[str], paper: str, smoke: bool) -> pd.DataF
             # the planned judged values (a run's values times the draws), however many draws have landed
             landed = [s for s in [summary, *draws] if s is not None]
             judged = len(power.per_seed(claim, landed[:1])) * exp.draws or claim.seeds or exp.draws
-            row |= power.columns(claim, calibration, judged, _fresh(source, controls))
+            fresh = [None if source.stale(job) else c for job, c in zip(controls, control)]  # as _fresh, read once
+            row |= power.columns(claim, calibration, judged, fresh)
             rows.append({**row, "experiment": name, "run_dir": name})
     return pd.DataFrame(rows)
 
