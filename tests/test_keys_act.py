@@ -46,21 +46,26 @@ BRANCHES = {
 
 # Keys of a shared section the experiment sets itself, one value per variant: a changed value is refused.
 NO_ABLATION = {"intervene.ablate_mode": "mean"}  # intervene.ablate applies to the general transformer only
+DATA_STREAM = {"train.seed": 3}  # the first seed sets the data stream (docs/conventions.md#seeds)
 SET_HERE = {
     "lazy-to-rich": NO_ABLATION,
     "lazy-to-rich-boolean": NO_ABLATION,
     "plateau-scaling": {"train.stage2_steps": 50, "task.tokens": "uniform"},  # the closed forms are Gaussian
-    "adam-vs-gd-highdim": {"train.optimizer": "adam", "train.lr": 0.2},
+    "adam-vs-gd-highdim": {"train.optimizer": "adam", "train.lr": 0.2, **DATA_STREAM},
     "heads-dims": {"model.n_heads": 2, "model.d_model": 4, "train.seed": 3},  # seeds set each run's data stream
     "probe": {"train.seed": 3},  # the first seed sets the data stream
     "joint-training": {"train.schedule": "joint", "train.stage2_layer1": "ideal", **NO_ABLATION},
-    "interventions": {"train.schedule": "joint", "train.stage2_layer1": "trained"},
+    "interventions": {"train.schedule": "joint", "train.stage2_layer1": "trained", "tf_train.seed": 3},
     "markov-stages": {"model.max_degree": 3, "model.loss": "softmax_of_probs", **NO_ABLATION},
     "markov-joint": {"model.loss": "softmax_of_probs", **NO_ABLATION},
     "markov-full": {"model.loss": "softmax_of_probs"},
-    "scb-convergence": {"train.method": "sgd"},
-    "scb-noise-sim": {"train.method": "sgd", "task.N": 4, "task.T": 60},
-    "scb-transfer": {"task.T": 60, "train.stop_below": 0.05},  # stage2_target stops both arms
+    "scb-convergence": {"train.method": "sgd", **DATA_STREAM},
+    "scb-softmax": DATA_STREAM,
+    "scb-noise-sim": {"train.method": "sgd", "task.N": 4, "task.T": 60, **DATA_STREAM},
+    "scb-transfer": {"task.T": 60, "train.stop_below": 0.05, **DATA_STREAM},  # stage2_target stops both arms
+    "wikitext": DATA_STREAM,
+    "repeated-text": DATA_STREAM,
+    "markov-transformer": DATA_STREAM,
 }
 
 

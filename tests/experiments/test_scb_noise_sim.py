@@ -33,7 +33,7 @@ def test_each_sweep_run_is_the_single_run_at_its_batch():
     for method in ("proximal", "sgd"):
         for batch in (4, 64):
             oracle = gaussian_noise_oracle(sigma_V, sigma_A, batch)
-            alone = train_scb(replace(cfg.train, method=method), inst, cfg.task.Q, oracle=oracle)[2]
+            alone = train_scb(replace(cfg.train, method=method, seed=cfg.seeds[0]), inst, cfg.task.Q, oracle=oracle)[2]
             got = sweep[(sweep.batch == batch) & (sweep.method == method)]
             np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-10)
             assert (got.samples == got.step * batch).all()
@@ -85,7 +85,7 @@ def test_the_regime_run_reports_the_prox_per_stage_2_step_and_its_hypotheses():
 
 def test_after_tau1_both_methods_start_from_stage_1_s_state_at_its_first_crossing_and_share_the_noise():
     cfg = experiments.configure("scb-noise-sim", preset="smoke", overrides={"after_tau1.stage1_cap": 60})
-    a, t = cfg.after_tau1, cfg.train
+    a, t = cfg.after_tau1, replace(cfg.train, seed=cfg.seeds[0])  # the seed's data stream
     inst = random_instance(replace(cfg.task, N=4, T=4 * cfg.task.Q), 1, np.random.default_rng(0))
     sigma_V, sigma_A = torch.tensor(0.5, dtype=torch.float64), torch.tensor(0.2, dtype=torch.float64)
     m, s = _after_tau1(cfg, inst, sigma_V, sigma_A, RunContext(threads=1))
@@ -111,7 +111,7 @@ def test_after_tau1_both_methods_start_from_stage_1_s_state_at_its_first_crossin
         np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-12)
         assert (got.step.to_numpy() == alone.step.to_numpy() + tau1).all()
     assert s["final_ratio"] == s["final"]["proximal"] / s["final"]["sgd"]
-    never = _after_tau1(replace(cfg, train=replace(t, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
+    never = _after_tau1(replace(cfg, train=replace(cfg.train, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
     assert never["stage1_exit_step"] == tau1 and never["final_ratio"] == 1.0  # the control: one method twice
     late = _after_tau1(replace(cfg, after_tau1=replace(a, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
     assert late["stage1_exit_step"] == math.inf and late["final_ratio"] is None

@@ -30,7 +30,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "lazy-to-rich": (3e-6, 1e-9),  # 2.9e-7
     "lazy-to-rich-boolean": (3e-6, 1e-9),  # 2.4e-7
     "markov-full": (2e-5, 1e-9),  # 0 here; the Chen trainer moved 1.5e-6 in markov-stages
-    "markov-joint": (5e-5, 1e-9),  # 5.1e-6
+    "markov-joint": (5e-5, 1e-8),  # 5.1e-6; 1.6e-9 absolute on a p_selected of 6e-6 (scalar kernels)
     "markov-length-generalization": (2e-5, 1e-9),  # 1.3e-7
     "markov-stages": (2e-5, 1e-9),  # 1.5e-6
     "markov-transformer": (1e-5, 1e-9),  # 9.0e-7

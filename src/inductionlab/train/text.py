@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -117,12 +117,15 @@ def fit_lm(
     forward_hooks: tf.Hooks | None = None,
 ) -> tuple[tf.Params, pd.DataFrame]:
     """Train one model per seed on ``train_ids`` (windows of L tokens); returns the final parameters (CPU) and the
-    metrics (run, step, seed, …). ``diagnostics(model, params, tokens)``: extra columns on repeated random tokens
-    (``evals.score_batch`` of them, drawn whether or not it is given).  ``forward_hooks``: the model's forward
-    hooks in every loss and evaluation (ablations, :func:`inductionlab.train.interventions.forward_hooks`).
+    metrics (run, step, seed, …); the runs draw one batch a step, from the first seed's data stream
+    (docs/conventions.md#seeds), so ``cfg.seed`` keeps its default.  ``diagnostics(model, params, tokens)``: extra
+    columns on repeated random tokens (``evals.score_batch`` of them, drawn whether or not it is given).
+    ``forward_hooks``: the model's forward hooks in every loss and evaluation (ablations,
+    :func:`inductionlab.train.interventions.forward_hooks`).
     ``periods``: with ``repeated``, each sequence repeats a window with a period drawn from ``periods``
     (:func:`~inductionlab.tasks.text.periodic_chunks`) instead of repeating its first half."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
+    require(cfg.seed == 0, "train.seed", f"the batches are drawn from the first seed ({seeds[0]}); leave it 0")
     top = int(train_ids.max())
     require(top < model.vocab, "model.vocab", f"must exceed the largest token id {top}")
     dev = torch.device(ctx.device)
@@ -154,7 +157,8 @@ def fit_lm(
         return (chunks(train_ids, L + 1, B, g)[0] if chunks else random_chunks(train_ids, L, B, g)).to(dev)
 
     record = {"family": "transformer", "config": model}
-    theta, metrics = train(cfg, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc, model=record)
+    stream = replace(cfg, seed=rng.derive(seeds[0]))  # each data draw its own batches (docs/conventions.md#seeds)
+    theta, metrics = train(stream, theta0, loss, sample, evaluate, ctx, hooks=hooks, desc=desc, model=record)
     return (
         {k: v.detach().cpu().clone() for k, v in views(theta).items()},
         metrics.assign(seed=lambda d: np.asarray(seeds)[d.run]),

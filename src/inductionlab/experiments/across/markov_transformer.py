@@ -29,7 +29,7 @@ import torch
 
 from inductionlab import plots, rng
 from inductionlab.analysis.heads import head_scores
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.experiment import NATS, Experiment, op_elements
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig
@@ -66,6 +66,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
+        set_here(self.train, "train", {"seed": 0}, "seeds (the batches are drawn from the first seed)")
         for s in self.compare:
             require(
                 all(p.strip().isdigit() and int(p) >= 1 for p in s.split("+")),
@@ -146,7 +147,7 @@ def _train_chain(cfg: Config, setting: str, ctx: RunContext) -> pd.DataFrame:
         return sample(task, cfg.train.batch_size, rng.numpy_generator(seed))[0]
 
     _, metrics = train(
-        cfg.train,
+        replace(cfg.train, seed=rng.derive(cfg.seeds[0])),  # each data draw its own batches (docs/conventions.md#seeds)
         theta0,
         lambda theta, x: token_losses(model, views(theta), x, fhooks).mean((1, 2)),
         batch,

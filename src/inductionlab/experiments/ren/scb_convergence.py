@@ -51,6 +51,7 @@ class Config:
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
         set_here(self.train, "train", {"method": "proximal"}, "each compared method")
+        set_here(self.train, "train", {"seed": 0}, "seeds (each data draw its own batches)")
         require(
             self.train.stage1_steps < self.train.steps,
             "train.stage1_steps",
@@ -71,8 +72,9 @@ PRESETS = {
 
 def _methods(cfg: Config) -> list[tuple[str, SCBTrainConfig]]:
     """The compared methods, then Algorithm 1 at each λ of the sweep and without step-size decay (η₂ = η₁) at
-    λ = 0 and at ``active_lambda``: (name, config, λ of the Stage-2 prox)."""
-    t = cfg.train
+    λ = 0 and at ``active_lambda``: (name, config, λ of the Stage-2 prox); every one draws its batches from the
+    seed (docs/conventions.md#seeds)."""
+    t = replace(cfg.train, seed=rng.derive(cfg.seeds[0]))
     out = [
         ("proximal", replace(t, method="proximal")),
         (f"SGD η={t.eta1:g}", replace(t, method="sgd")),
@@ -100,7 +102,7 @@ def run(cfg: Config, ctx: RunContext) -> Results:
     # per Stage-2 step (every step for SGD, which has no Stage 2): entries zeroed / on the negative branch
     stage2 = metrics[(metrics.stage == 2) | ~metrics.method.str.startswith(("proximal", "no decay"))]
     per_step = stage2[stage2.step > 0].groupby("method")[["zeroed", "negative"]].mean() / TN
-    noise = _offsupport_noise(V[:1], A[:1], inst, cfg.train)
+    noise = _offsupport_noise(V[:1], A[:1], inst, methods[0][1])
     summary: dict[str, Any] = {
         "final": {m: {c: float(final.loc[m, c]) for c in cols} for m in final.index},
         "K_P": float(inst.K_P[0]),

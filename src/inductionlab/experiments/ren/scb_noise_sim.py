@@ -127,6 +127,7 @@ class Config:
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
         set_here(self.train, "train", {"method": "proximal"}, "each compared method")
+        set_here(self.train, "train", {"seed": 0}, "seeds (each data draw its own batches)")
         require(self.T_fixed == 0 or self.T_fixed >= self.task.Q, "T_fixed", "0, or a context length T ≥ Q")
         set_here(self.task, "task", {"N": 5, "T": 500}, "N_values / T_per_NQ")
         require(len(self.N_values) >= 1 and min(self.N_values) >= 2, "N_values", "give vocabulary sizes ≥ 2")
@@ -171,10 +172,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _drawn(cfg: Config) -> SCBTrainConfig:
+    """``train`` with the seed's data stream: each data draw its own noise (docs/conventions.md#seeds)."""
+    return replace(cfg.train, seed=rng.derive(cfg.seeds[0]))
+
+
 def run(cfg: Config, ctx: RunContext) -> Results:
     tables, sweeps, after = [], [], []
     summary: dict[str, Any] = {"final": {}, "sigma_V": {}, "sigma_A": {}, "after_tau1": {}}
-    t = cfg.train
+    t = _drawn(cfg)
     methods = {
         "proximal": replace(t, method="proximal"),
         "sgd_large_lr": replace(t, method="sgd"),
@@ -241,7 +247,7 @@ def _after_tau1(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor,
     """App. I's comparison after τ₁ in Thm 3.1's batches (:class:`AfterTau1`) at the instance's N: SGD at η₁ and
     batch B₁ until τ₁, then from that state Algorithm 1 and SGD(η₁) at that N's B₂ on the same noise: their metrics
     (``arm``: stage1 / proximal / sgd) and the summary."""
-    a, t, N, T = cfg.after_tau1, cfg.train, inst.N, inst.T
+    a, t, N, T = cfg.after_tau1, _drawn(cfg), inst.N, inst.T
     hook = _AtCrossing(a.rho)
     s1 = replace(t, method="sgd", steps=a.stage1_cap, stage1_steps=a.stage1_cap)
     oracle = gaussian_noise_oracle(sigma_V, sigma_A, a.stage1_batch)
@@ -273,8 +279,8 @@ def _theorem_regime(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict[st
     r = cfg.regime
     task = replace(cfg.task, N=r.N, T=r.T)
     inst = random_instance(task, 1, rng.numpy_generator(cfg.seeds[0], r.N))
-    sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, r.calibration_samples, rng.generator(cfg.train.seed, "eval"))
-    t = replace(cfg.train, stage1_end="signal", steps=r.steps, stage1_steps=r.steps, eval_every=r.eval_every)
+    t = replace(_drawn(cfg), stage1_end="signal", steps=r.steps, stage1_steps=r.steps, eval_every=r.eval_every)
+    sigma_V, sigma_A = noise_scales(inst.P, inst.Q, inst, r.calibration_samples, rng.generator(t.seed, "eval"))
     t = replace(t, eta2=r.eta2, lam=r.lam)
     _, _, m = train_scb(t, inst, task.Q, ctx, oracle=gaussian_noise_oracle(sigma_V, sigma_A, r.batch))
     TN, K_P = r.T * r.N, float(inst.K_P[0])
@@ -308,7 +314,7 @@ def _batch_sweep(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor
     batches = torch.tensor(cfg.sweep_batches * 2, dtype=inst.P.dtype)
     oracle = gaussian_noise_oracle(sigma_V / batches.sqrt(), sigma_A / batches.sqrt(), 1)
     k = len(cfg.sweep_batches)
-    runs = [replace(cfg.train, method="proximal")] * k + [replace(cfg.train, method="sgd")] * k
+    runs = [replace(_drawn(cfg), method="proximal")] * k + [replace(_drawn(cfg), method="sgd")] * k
     _, _, m = train_scb(runs, inst, cfg.task.Q, ctx, oracle=oracle)
     batch, method = np.asarray(cfg.sweep_batches * 2)[m.run], np.asarray(["proximal"] * k + ["sgd"] * k)[m.run]
     return m.assign(batch=batch, method=method, samples=m.step * batch)

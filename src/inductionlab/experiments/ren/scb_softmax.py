@@ -16,7 +16,7 @@ the lowest final population loss (measured on the default instance; see the READ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from inductionlab import plots, rng
-from inductionlab.config import check_seeds, require
+from inductionlab.config import check_seeds, require, set_here
 from inductionlab.experiments.experiment import Experiment
 from inductionlab.models.linear import softmax_attention
 from inductionlab.runs import Results, RunContext
@@ -46,6 +46,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"seed": 0}, "seeds (each data draw its own batches)")
         require(self.softmax_lr_V > 0 and self.softmax_lr_W > 0, "softmax_lr_V", "learning rates must be > 0")
         require(self.softmax_positions in ("same", "shifted"), "softmax_positions", "must be 'same' or 'shifted'")
 
@@ -59,7 +60,7 @@ PRESETS = {
 
 def run(cfg: Config, ctx: RunContext) -> Results:
     inst = random_instance(cfg.task, 1, rng.numpy_generator(cfg.seeds[0]))
-    t = cfg.train
+    t = replace(cfg.train, seed=rng.derive(cfg.seeds[0]))  # both models draw the seed's batches
     V_lin, A_lin, m_lin = train_scb(t, inst, cfg.task.Q, ctx.child("linear"))
     shift = cfg.task.T // 2 if cfg.softmax_positions == "shifted" else 0
     shifted = SCBInstance(inst.P, inst.mu, inst.Q.roll(shift, dims=-2))

@@ -16,7 +16,7 @@ from inductionlab import plots
 from inductionlab._runtime import use_bf16 as bf16_chosen
 from inductionlab.analysis.heads import score_columns
 from inductionlab.analysis.phases import first_crossing
-from inductionlab.config import check_device, check_seeds, require
+from inductionlab.config import check_device, check_seeds, require, set_here
 from inductionlab.models import transformer as tf
 from inductionlab.models.transformer import ArchitectureConfig, TransformerConfig
 from inductionlab.runs import RunContext
@@ -50,6 +50,7 @@ class Config:
     def __post_init__(self) -> None:
         check_seeds(self.seeds)
         require(len(self.seeds) >= 1, "seeds", "give at least one seed")
+        set_here(self.train, "train", {"seed": 0}, "seeds (the batches are drawn from the first seed)")
         require(self.data.L >= 8, "data.L", f"must be ≥ 8 (room for a repeat in repeated-text), got {self.data.L}")
         check_device(self.device)
         self.model.check_keys(self.data.L, where="a training sequence (data.L)")

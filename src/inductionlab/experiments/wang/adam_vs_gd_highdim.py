@@ -92,6 +92,7 @@ class Config:
         check_device(self.device)
         check_seeds(self.seeds, run_axis=False)
         set_here(self.train, "train", {"optimizer": "sgd", "lr": 0.1}, "the GD and Adam runs (gd_lr, adam_lr)")
+        set_here(self.train, "train", {"seed": 0}, "seeds (each data draw its own batches)")
         for key in ("gd_lr", "gd_lr_sum", "adam_lr"):
             require(getattr(self, key) > 0, key, f"learning rates must be > 0, got {getattr(self, key)}")
         unknown = [r for r in self.gd_readings if r not in READINGS]
@@ -216,7 +217,7 @@ def _train_one(cfg: Config, spec: RunSpec, ctx: RunContext) -> tuple[pd.DataFram
             "kq_error": highdim.kq_product(m, theta).double().cpu().numpy(),
         }
 
-    tcfg = replace(cfg.train, optimizer=spec.optimizer, steps=spec.steps)
+    tcfg = replace(cfg.train, optimizer=spec.optimizer, steps=spec.steps, seed=rng.derive(cfg.seeds[0]))
     trainable = torch.ones(m.n_params).index_fill_(0, torch.tensor([0]), 0.0) if cfg.freeze_p else None
     _, metrics = train(
         tcfg,

@@ -116,6 +116,7 @@ class Config:
         require(self.tf_model.n_layers == 2, "tf_model.n_layers", "needs 2 layers (the layer-1 heads are ablated)")
         self.chen_model.build(self.chen_task.vocab_size)  # validates the model over the task's vocabulary
         set_here(self.train, "train", {"schedule": "layerwise", "stage2_layer1": "ideal"}, "each toy variant")
+        set_here(self.tf_train, "tf_train", {"seed": 0}, "seeds (the batches are drawn from the first seed)")
         require(self.tf_period >= 2, "tf_period", f"must be ≥ 2, got {self.tf_period}")
         require(
             self.tf_eval_size >= 1,

@@ -73,7 +73,7 @@ def transformer_variant(
         }
 
     _, metrics = train(
-        train_cfg,
+        replace(train_cfg, seed=rng.derive(seeds[0])),  # each data draw its own batches (docs/conventions.md#seeds)
         theta0,
         lambda theta, x: per_position(theta, x).mean((1, 2)),
         lambda g: repeated_random_tokens(train_cfg.batch_size, T, 2, g, vocab=model.vocab),

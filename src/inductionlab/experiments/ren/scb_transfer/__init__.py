@@ -120,6 +120,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_seeds(self.seeds, run_axis=False)
+        set_here(self.train, "train", {"seed": 0}, "seeds (each data draw its own batches)")
         set_here(self.task, "task", {"T": 500}, "T_values")
         set_here(self.train, "train", {"stop_below": 0.0}, "stage2_target (every arm stops once within it)")
         require(
@@ -244,7 +245,7 @@ def arm(cfg: Config, stop: float, transferred: bool) -> SCBTrainConfig:
     """Algorithm 1 as an arm runs it, stopped once every instance is within ``stop``: ``train`` from V₀ = μ1ᵀ,
     A₀ = 11ᵀ/T with Stage 1 first (scratch), or the same settings from Stage 2 after the transfer step (Thm 4.1:
     "running Algorithm 1 from Stage 2").  One set of settings for both, so that the step is all that differs."""
-    t = replace(cfg.train, stop_below=stop)
+    t = replace(cfg.train, stop_below=stop, seed=rng.derive(cfg.seeds[0]))  # the seed's batches (conventions#seeds)
     return replace(t, stage1_steps=0, stage1_end="steps") if transferred else t
 
 
@@ -262,7 +263,7 @@ def _transfer(
     """One transfer run at T from P̄(mix) with the batches round(c·ln T), then :func:`arm` from Stage 2 until every
     instance is within ``stop``: its metrics (samples include each instance's batch; None if it diverged) and the
     step's batches, landings, false positives and misses."""
-    V0, A1, n, landed, fp, miss = _land(cfg, inst, T, mix, c, rng.generator(cfg.train.seed, "eval"))
+    V0, A1, n, landed, fp, miss = _land(cfg, inst, T, mix, c, rng.generator(cfg.seeds[0], "eval"))
     step = {"batch": n, "landed": landed, "false_positives": fp, "misses": miss}
     m = _train(arm(cfg, stop, transferred=True), inst, cfg, ctx.child(name), init=(V0, A1))
     if m is None:  # a noisy step far off the line
