@@ -21,7 +21,7 @@ SRC = Path(rng.__file__).parent
 EVALUATION_SETS = {
     ("train/transformer.py", "fit_induction"),
     ("train/text.py", "_evaluation_data"),
-    ("train/toy_batches.py", "__init__"),
+    ("train/toy_batches.py", "EvalSet.__init__"),
     ("experiments/wang/adam_vs_gd_highdim.py", "_train_one"),
     ("experiments/wang/repeated_text.py", "_ablation"),
     ("monitor/core.py", "*"),
@@ -50,8 +50,8 @@ class Streams:
     def _keep(self, seed: tuple, gen, state):
         code = sys._getframe(2).f_code
         where = str(Path(code.co_filename).resolve().relative_to(SRC)) if SRC in Path(code.co_filename).parents else ""
-        if (where, code.co_name) not in EVALUATION_SETS and (where, "*") not in EVALUATION_SETS:
-            self.made.append((seed + (f"{where}:{code.co_name}",), gen, state))
+        if (where, code.co_qualname) not in EVALUATION_SETS and (where, "*") not in EVALUATION_SETS:
+            self.made.append((seed + (f"{where}:{code.co_qualname}",), gen, state))
         return gen
 
     def drawn(self) -> set[tuple]:
