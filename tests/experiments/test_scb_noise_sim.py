@@ -111,7 +111,8 @@ def test_after_tau1_both_methods_start_from_stage_1_s_state_at_its_first_crossin
         np.testing.assert_allclose(got.dist_A_norm.to_numpy(), alone.dist_A_norm.to_numpy(), rtol=1e-12)
         assert (got.step.to_numpy() == alone.step.to_numpy() + tau1).all()
     assert s["final_ratio"] == s["final"]["proximal"] / s["final"]["sgd"]
-    never = _after_tau1(replace(cfg, train=replace(cfg.train, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
+    no_exit = replace(cfg, train=replace(cfg.train, rho=1e9))
+    never = _after_tau1(no_exit, inst, sigma_V, sigma_A, RunContext(threads=1))[1]
     assert never["stage1_exit_step"] == tau1 and never["final_ratio"] == 1.0  # the control: one method twice
     late = _after_tau1(replace(cfg, after_tau1=replace(a, rho=1e9)), inst, sigma_V, sigma_A, RunContext(threads=1))[1]
     assert late["stage1_exit_step"] == math.inf and late["final_ratio"] is None
