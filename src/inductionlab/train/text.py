@@ -116,14 +116,10 @@ def fit_lm(
     desc: str = "lm",
     forward_hooks: tf.Hooks | None = None,
 ) -> tuple[tf.Params, pd.DataFrame]:
-    """Train one model per seed on ``train_ids`` (windows of L tokens); returns the final parameters (CPU) and the
-    metrics (run, step, seed, …); the runs draw one batch a step, from the first seed's data stream
-    (docs/conventions.md#seeds), so ``cfg.seed`` keeps its default.  ``diagnostics(model, params, tokens)``: extra
-    columns on repeated random tokens (``evals.score_batch`` of them, drawn whether or not it is given).
-    ``forward_hooks``: the model's forward hooks in every loss and evaluation (ablations,
-    :func:`inductionlab.train.interventions.forward_hooks`).
-    ``periods``: with ``repeated``, each sequence repeats a window with a period drawn from ``periods``
-    (:func:`~inductionlab.tasks.text.periodic_chunks`) instead of repeating its first half."""
+    """Train one model per seed on ``train_ids`` (windows of L tokens), one batch a step from the first seed's data
+    stream (docs/conventions.md#seeds); returns the final parameters (CPU) and the metrics (run, step, seed, …).
+    ``diagnostics``: columns on ``evals.score_batch`` repeated random tokens; ``forward_hooks``: in every loss and
+    evaluation (ablations); ``periods``: with ``repeated``, repeat windows of those periods (``periodic_chunks``)."""
     require(model.vocab > 0 and model.readout == "all", "model", "a language model needs vocab > 0 and readout 'all'")
     require(cfg.seed == 0, "train.seed", f"the batches are drawn from the first seed ({seeds[0]}); leave it 0")
     top = int(train_ids.max())

@@ -1,36 +1,27 @@
-"""The Gaussian-noise SGD simulation of Ren, Wang, Lee 2024 (docs/conventions.md#ren-10) for vocabularies too large for real
-mini-batches: exact population gradients plus calibrated Gaussian noise (:func:`gaussian_noise_oracle`), the same
+"""The Gaussian-noise SGD simulation of Ren, Wang, Lee 2024 (docs/conventions.md#ren-10) for vocabularies too large for
+real mini-batches: exact population gradients plus calibrated Gaussian noise (:func:`gaussian_noise_oracle`), the same
 three stages, prox and normalisation, with and without ℓ1.
 
-For each N, one instance with Q = ``task.Q`` and T = ``T_per_NQ``·N·Q trains three runs on one run axis with
-the same noise draws: Algorithm 1 (proximal), vanilla SGD at η₁ (λ = 0, no rounding) and vanilla SGD at η₁/10.
-σ_V, σ_A are calibrated by Monte Carlo at the truth (P, Q), σ_A scaled by ‖V − μ1ᵀ‖_μ/‖P − μ1ᵀ‖_μ during training
-(:func:`inductionlab.theory.scb.gaussian_noise_oracle`: at V = μ1ᵀ the A-gradient noise is exactly 0).
+For each N, one instance with Q = ``task.Q`` and T = ``T_per_NQ``·N·Q trains three runs on one run axis with the same
+noise draws: Algorithm 1 (proximal), vanilla SGD at η₁ (λ = 0, no rounding) and vanilla SGD at η₁/10. σ_V, σ_A are
+calibrated by Monte Carlo at the truth (P, Q), σ_A scaled by ‖V − μ1ᵀ‖_μ/‖P − μ1ᵀ‖_μ during training (at V = μ1ᵀ the
+A-gradient noise is exactly 0). Choices [P]: T_per_NQ = 10 (the proposal's T = 50NQ: ``--preset spec``); Stage 1 ends at
+max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50); the noise model's B is ``train.batch_size`` = 64.
 
-Choices [P]: T_per_NQ = 10 (the proposal's T = 50NQ is ``--preset spec``: T = 7500 at N = 50, ~50 ms a step here);
-Stage 1 ends at max(α, β) ≥ ρ; η₁ = 0.01 (0.03 diverged at N = 50); the noise model's B is ``train.batch_size`` = 64.
+**Batch sweep**: at every N the proximal method also trains at each batch of ``sweep_batches`` (noise scaled by
+B^{-1/2}, one run axis); ``stage1_exit_step`` (None if never) and ``min_batch_to_recover`` (the smallest B ending with
+‖Ā − Q‖_μ ≤ ``target``; +inf if none) say how the batch Stage 1 needs grows with N: its signal is O(Q/T), the noise σ_V
+B^{-1/2}, independent of T.
 
-**Batch sweep**: at every N the proximal method also trains at each batch of ``sweep_batches`` (the noise scaled
-by B^{-1/2}, one run axis).  ``stage1_exit_step`` (first evaluation in Stage 2, None if never) and
-``min_batch_to_recover`` (the smallest B ending with ‖Ā − Q‖_μ ≤ ``target``; +inf if none) say how the batch that Stage 1
-needs grows with N: the Stage-1 signal is O(Q/T) while the per-step noise is σ_V B^{-1/2}, independent of T.
+**After τ₁, in Thm 3.1's batches** (:class:`AfterTau1`; App. I: the prox "performs better … with a small batch size
+(when the noise is large)"): before τ₁ Algorithm 1 *is* SGD at η₁, so the comparison is made after it. At each N of
+``after_tau1.N``, Stage 1 runs once at a large batch B₁ until max(α, β) ≥ ``after_tau1.rho`` (τ₁); from there Algorithm
+1 and SGD at η₁ train at that N's small batch B₂ on the same noise. Summary ``after_tau1.<N>``: τ₁ (+inf if not within
+``stage1_cap``), both final ‖Ā − Q‖_μ and ``final_ratio``, Algorithm 1's over SGD's.
 
-**After τ₁, in Thm 3.1's batches** (:class:`AfterTau1`; App. I: the prox "performs better … with a small batch
-size (when the noise is large)"; Thm 3.1: its samples after τ₁ are poly(N, Q, 1/ε)·log T, Stage 1's poly(T)): before
-τ₁ Algorithm 1 *is* SGD at η₁, so the comparison is made after it.  At each N of ``after_tau1.N`` run, Stage 1 runs
-once, at a large batch B₁ (``stage1_batch``), until max(α, β) ≥ ``after_tau1.rho`` (its first evaluation there: τ₁);
-from that state Algorithm 1 (its Stage-1 rule then ends Stage 1 at once: rounding, η₂, λ) and vanilla SGD at η₁ train
-at that N's small batch B₂ (``after_tau1.batch``) on the same noise.  Summary ``after_tau1.<N>``: τ₁ (+inf if not
-within ``stage1_cap``), both final ‖Ā − Q‖_μ and ``final_ratio``, Algorithm 1's over SGD's.
-
-**Stage 2 in the theorem's regime** (:class:`Regime`; §3.3 and Lemmas E.3–E.4): one more proximal run, at N =
-``regime.N`` with a long context T = ``regime.T`` (Assumption 2.1(d)), a large effective batch, Stage 1 ended at
-max(α, β) ≥ ρ checked every ``regime.eval_every`` steps, then Stage 2 at λ = ``regime.lam``.  Its summary
-``regime`` holds the prox's zeroed entries and negative-branch entries per Stage-2 step (of T·N), and the three
-hypotheses the statement rests on, measured: ``useless_over_threshold`` = ((1 − α)/T)/(η_Aλ) at the rounding (< 1:
-the useless entries lie below the prox's threshold), ``noise_linf_over_lambda`` (< 1: the largest ℓ∞ gradient
-noise over Stage 2 of the noise model, σ_A‖V − μ1ᵀ‖_μ K_P^{-1/2} (B μ_min)^{-1/2} √(2 ln 2TN), below λ) and
-``signal_over_lambda`` = K_Pβ(1 − αβ)q_min/λ at the rounding (> 1: the useful entries still grow).
+**Stage 2 in the theorem's regime** (:class:`Regime`; §3.3, Lemmas E.3–E.4): one more proximal run at ``regime.N``, T =
+``regime.T`` (Assumption 2.1(d)) and a large effective batch; its summary ``regime`` holds the prox's zeroed and
+negative-branch entries per Stage-2 step (of T·N) and the three hypotheses measured (:func:`_theorem_regime`).
 """
 
 from __future__ import annotations
@@ -274,8 +265,11 @@ def _after_tau1(cfg: Config, inst, sigma_V: torch.Tensor, sigma_A: torch.Tensor,
 
 
 def _theorem_regime(cfg: Config, ctx: RunContext) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Algorithm 1 in the hypotheses of §3.3 / Lemmas E.3–E.4 (:class:`Regime`): the metrics and the prox's
-    zeroed and negative-branch entries per Stage-2 step (of T·N), with the three hypotheses measured."""
+    """Algorithm 1 in the hypotheses of §3.3 / Lemmas E.3–E.4 (:class:`Regime`): the metrics and the prox's zeroed
+    and negative-branch entries per Stage-2 step (of T·N), with the three hypotheses measured at the rounding:
+    ``useless_over_threshold`` = ((1 − α)/T)/(η_Aλ) (< 1), ``noise_linf_over_lambda`` (< 1: the noise model's largest
+    ℓ∞ noise over Stage 2, σ_A‖V − μ1ᵀ‖_μ K_P^{-1/2} (B μ_min)^{-1/2} √(2 ln 2TN), over λ) and ``signal_over_lambda``
+    = K_Pβ(1 − αβ)q_min/λ (> 1: the useful entries still grow)."""
     r = cfg.regime
     task = replace(cfg.task, N=r.N, T=r.T)
     inst = random_instance(task, 1, rng.numpy_generator(cfg.seeds[0], r.N))
