@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from inductionlab.analysis.claims import Between, Claim, Control, Learned, Reached
 
-# data seeds: each claim is judged on the mean over four draws (docs/conventions.md#claims); the power rule asks 3
-# of ren-noise-prox-n10 and ren-noise-n50 (calibration, docs/conventions.md#calibration)
-DRAWS = 4
-# ren-noise-prox-n10 became the comparison after τ₁ (docs/conventions.md#calibration): a protocol change, so the
-# judged draws move to never-run seeds (100–103, the config's seeds, are recorded as seen under the old one); the
-# calibration seeds stay the config's + 1000 (1100–1103)
-JUDGED_SEED = 200
+# data seeds: the power rule (docs/conventions.md#calibration, row scb-noise-sim) asks 3 of ren-noise-prox-n10 and
+# ren-noise-n50, and 12 of the observation ren-noise-stage1-poly (m 1.52, s 1.1 on 1100–1103 against ≥ 1), so twelve
+DRAWS = 12
+# judged draws on never-run seeds: 100–103 were seen under the protocol before the comparison after τ₁, 200–203 at four
+# draws, which left ren-noise-stage1-poly underpowered; the calibration seeds stay the config's + 1000 (1100–1103)
+JUDGED_SEED = 300
 
 CONTROLS = (
     Control(
