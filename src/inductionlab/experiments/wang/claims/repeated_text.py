@@ -13,6 +13,7 @@ from inductionlab.experiments.wang.repeated_text import ABLATION_FLOOR, MIN_GAIN
 # sit on never-run seeds after each protocol change (0–3 and 100–105 were seen at earlier code)
 DRAWS = 3
 JUDGED_SEED = 200
+CALIBRATION_DRAWS = 6  # the calibration keeps its six seeds (1000–1005), on which the margins were read
 
 MARGIN = 0.25  # of the copying gain: how much more the induction head's ablation costs than its layer's others
 LEARNED_TEXT = 0.7  # final loss elsewhere / its start: the model learned the words' statistics at least
