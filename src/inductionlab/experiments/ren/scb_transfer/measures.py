@@ -178,9 +178,9 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
         T_all = sorted({float(T) for d in s["samples_to_target"].values() for T in d})
         ax.set_xticks(T_all, [f"{T:g}" for T in T_all])
         ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("context length T"), ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target (solid) or ε₂ (dashed)")
-    ax.set_title("samples against T: scratch and after transfer, one set of settings", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_xlabel("context length T"), ax.set_ylabel("samples to target (solid), to ε₂ (dashed)")
+    ax.set_title("samples to target against T", fontsize=9)
+    plots.figure_legend(fig, ax.get_legend_handles_labels()[0], ncols=4)
     T_max = metrics["T"].max()
     for (method, run), g in metrics[metrics["T"] == T_max].groupby(["method", "run"]):
         ax2.plot(g.samples, g.dist_A_norm, color=colors[method], alpha=0.7, label=method if run == 0 else None)
