@@ -199,6 +199,7 @@ def plot_kappa(ax, s: dict) -> None:
     ax.plot(kappa, [v["batch"] for v in sweep.values()], "s--", color="#7570b3", label="its one-step batch")
     for mix, v in sweep.items():
         ax.annotate(f"ρ_mix {mix}", (v["kappa"], v["batch"]), fontsize=7, textcoords="offset points", xytext=(3, 3))
+    ax.margins(x=0.15)  # room for the labels of the outermost points
     ax.set_yscale("log"), ax.set_xlabel("κ = ⟨P̄ − μ1ᵀ, P − μ1ᵀ⟩_μ (median over instances)")
     ax.set_ylabel("samples until ‖Ā − Q‖_μ ≤ target")
     crossing = s.get("crossing_T")
