@@ -181,8 +181,9 @@ def _circuit(first: pd.DataFrame, gain: float) -> dict:
     the top previous-token score and the last layer's top induction head; ``ablation_smaller_over_larger``: the
     smaller over the larger, the larger floored at ABLATION_FLOOR of the gain (a head whose ablation costs less is
     not necessary, so two heads that do nothing give a ratio near 0, not noise over noise);
-    ``induction_ablation_margin``: what the induction head's ablation costs more than its layer's next head's, over
-    the gain.  Over all layers the top ablation is either circuit head: the previous-token head feeds the induction
+    ``induction_ablation_margin``: what the induction head's ablation costs more than its layer's next head's and
+    more than nothing, over the gain (an ablation that lowers the loss carries no copying, so a next head whose
+    ablation helps does not lift the margin: docs/conventions.md#ablation).  Over all layers the top ablation is either circuit head: the previous-token head feeds the induction
     head's keys (Theorem 4.1), so its ablation also removes copying."""
     last = first[first.layer == first.layer.max()]
 
@@ -201,7 +202,7 @@ def _circuit(first: pd.DataFrame, gain: float) -> dict:
         "top_previous_token_head": previous,
         "ablation_cost": cost,
         "ablation_smaller_over_larger": min(cost.values()) / max(*cost.values(), ABLATION_FLOOR * scale),
-        "induction_ablation_margin": (cost["induction"] - float(others.max())) / scale,
+        "induction_ablation_margin": (cost["induction"] - max(float(others.max()), 0.0)) / scale,
         "top_ablation_head": top(first, "loss_change_repeated"),
         "top_ablation_head_last_layer": top(last, "loss_change_repeated"),
         "top_induction_head": induction,
