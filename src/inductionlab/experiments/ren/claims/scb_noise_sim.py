@@ -8,10 +8,12 @@ from __future__ import annotations
 from inductionlab.analysis.claims import Between, Claim, Control, Learned, Reached
 
 # data seeds: the power rule (docs/conventions.md#calibration, row scb-noise-sim) asks 3 of ren-noise-prox-n10 and
-# ren-noise-n50, and 12 of the observation ren-noise-stage1-poly (m 1.52, s 1.1 on 1100–1103 against ≥ 1), so twelve
-DRAWS = 12
+# ren-noise-n50.  The observation ren-noise-stage1-poly asked 12 on four calibration seeds and 1712 on twelve, so it
+# is not judged at this scale; the calibration keeps the twelve seeds (1100–1111) that showed it
+DRAWS = 3
+CALIBRATION_DRAWS = 12
 # judged draws on never-run seeds: 100–103 were seen under the protocol before the comparison after τ₁, 200–203 at four
-# draws, which left ren-noise-stage1-poly underpowered; the calibration seeds stay the config's + 1000 (1100–1103)
+# draws, which left ren-noise-stage1-poly underpowered; the calibration seeds stay the config's + 1000
 JUDGED_SEED = 300
 
 CONTROLS = (
@@ -108,6 +110,11 @@ CLAIMS = (
         expected="slope of log B against log N ≥ 1",
         test=Between(lo=1.0),
         observation=True,
+        # the twelve calibration seeds 1100–1111: slopes −1.55 to 3.27, m 1.04, s 1.40 (docs/conventions.md#calibration)
+        needs="1712 data draws by the power rule (margin 0.14 at 12), about 10 000 core-minutes, or an instrument "
+        "whose spread over seeds is far smaller: the smallest recovering batch moves on a ×4 grid, its N = 10 value "
+        "alone spans 16–4096 over seeds, and where N = 50 recovers at no batch of the sweep the slope is fitted over "
+        "N = 10 and 20 only",
     ),
     Claim(
         id="ren-fig1-prox-zeroes",
