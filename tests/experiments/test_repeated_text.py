@@ -73,6 +73,16 @@ def test_ablations_that_lower_the_loss_carry_no_copying():
     circuit = repeated_text._circuit(helped, gain=0.12)
     assert circuit["induction_ablation_margin"] == pytest.approx(-0.45 / repeated_text.MIN_GAIN)
     assert circuit["ablation_smaller_over_larger"] < 0
+    assert circuit["top_ablation_head"] is None and circuit["top_ablation_head_last_layer"] is None
+    assert not circuit["top_ablation_is_top_induction"] and not circuit["top_ablation_overall_is_top_induction"]
+
+
+def test_a_next_head_that_costs_copying_narrows_the_margin():
+    rival = _table({(0, 0): 0.02, (0, 1): 2.1, (1, 0): 2.0, (1, 1): 0.5}, {(1, 0): 0.8})
+    circuit = repeated_text._circuit(rival, gain=3.0)
+    assert circuit["induction_ablation_margin"] == pytest.approx((2.0 - 0.5) / 3.0)
+    assert circuit["top_ablation_head_last_layer"] == [1, 0] and circuit["top_ablation_is_top_induction"]
+    assert circuit["top_ablation_head"] == [0, 1] and not circuit["top_ablation_overall_is_top_induction"]
 
 
 def test_a_model_that_does_not_copy_is_measured_against_the_least_gain_that_counts():

@@ -182,13 +182,18 @@ def _circuit(first: pd.DataFrame, gain: float) -> dict:
     smaller over the larger, the larger floored at ABLATION_FLOOR of the gain (a head whose ablation costs less is
     not necessary, so two heads that do nothing give a ratio near 0, not noise over noise);
     ``induction_ablation_margin``: what the induction head's ablation costs more than its layer's next head's and
-    more than nothing, over the gain (an ablation that lowers the loss carries no copying, so a next head whose
-    ablation helps does not lift the margin: docs/conventions.md#ablation).  Over all layers the top ablation is either circuit head: the previous-token head feeds the induction
-    head's keys (Theorem 4.1), so its ablation also removes copying."""
+    more than nothing, over the gain.  An ablation that lowers the loss carries no copying
+    (docs/conventions.md#ablation): a next head whose ablation helps does not lift the margin, and the costliest
+    head (``top_ablation_head``, overall and in the last layer) is None where no ablation costs anything.  Over all
+    layers the top ablation is either circuit head: the previous-token head feeds the induction head's keys
+    (Theorem 4.1), so its ablation also removes copying."""
     last = first[first.layer == first.layer.max()]
 
     def top(rows: pd.DataFrame, column: str) -> list[int]:
         return rows.loc[rows[column].idxmax(), ["layer", "head"]].astype(int).tolist()
+
+    def costliest(rows: pd.DataFrame) -> list[int] | None:
+        return top(rows, "loss_change_repeated") if rows.loss_change_repeated.max() > 0 else None
 
     induction, previous = top(last, "induction_score"), top(first[first.layer == 0], "previous_token_score")
     cost = {  # the copying loss each of the circuit's two heads costs when ablated
@@ -203,11 +208,11 @@ def _circuit(first: pd.DataFrame, gain: float) -> dict:
         "ablation_cost": cost,
         "ablation_smaller_over_larger": min(cost.values()) / max(*cost.values(), ABLATION_FLOOR * scale),
         "induction_ablation_margin": (cost["induction"] - max(float(others.max()), 0.0)) / scale,
-        "top_ablation_head": top(first, "loss_change_repeated"),
-        "top_ablation_head_last_layer": top(last, "loss_change_repeated"),
+        "top_ablation_head": costliest(first),
+        "top_ablation_head_last_layer": costliest(last),
         "top_induction_head": induction,
-        "top_ablation_is_top_induction": top(last, "loss_change_repeated") == induction,
-        "top_ablation_overall_is_top_induction": top(first, "loss_change_repeated") == induction,
+        "top_ablation_is_top_induction": costliest(last) == induction,
+        "top_ablation_overall_is_top_induction": costliest(first) == induction,
     }
 
 
@@ -259,7 +264,7 @@ def _plot_ablation(run0: pd.DataFrame, s: dict, path: Path) -> Path:
     ax.set_xticks(range(grid.shape[1]), [f"head {h}" for h in grid.columns])
     ax.set_yticks(range(grid.shape[0]), [f"layer {l}" for l in grid.index])
     fig.colorbar(image, ax=ax, label="Δ: loss change on repeated tokens (nats)")
-    top, last = (tuple(s.get(k) or ()) for k in ("top_ablation_head", "top_ablation_head_last_layer"))
+    top, last = (tuple(s[k]) if s.get(k) else "none" for k in ("top_ablation_head", "top_ablation_head_last_layer"))
     ax.set_title(
         f"zero ablation of each head, run 0 (layer, head)\nlargest Δ: {top} overall, {last} in the last layer\n"
         + _induction_head(cells.induction_score),

@@ -110,8 +110,8 @@ CLAIMS = (
         expected="slope of log B against log N ≥ 1",
         test=Between(lo=1.0),
         observation=True,
-        # the twelve calibration seeds 1100–1111: slopes −1.55 to 3.27, m 1.04, s 1.40 (docs/conventions.md#calibration)
-        needs="1712 data draws by the power rule (margin 0.14 at 12), about 10 000 core-minutes, or an instrument "
+        # the twelve calibration seeds 1100–1111: slopes −1.55 to 3.27, m 1.06, s 1.50 (docs/conventions.md#calibration)
+        needs="1712 data draws by the power rule (margin 0.14 at 12), about 8 800 core-minutes, or an instrument "
         "whose spread over seeds is far smaller: the smallest recovering batch moves on a ×4 grid, its N = 10 value "
         "alone spans 16–4096 over seeds, and where N = 50 recovers at no batch of the sweep the slope is fitted over "
         "N = 10 and 20 only",

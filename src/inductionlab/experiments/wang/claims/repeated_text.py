@@ -16,7 +16,7 @@ DRAWS = 3
 JUDGED_SEED = 300
 CALIBRATION_DRAWS = 6  # the calibration keeps its six seeds (1000–1005), on which the margins were read
 
-MARGIN = 0.25  # of the copying gain: how much more the induction head's ablation costs than its layer's others
+MARGIN = 0.25  # of the copying gain: how much more the induction head's ablation costs than its layer's others and 0
 LEARNED_TEXT = 0.7  # final loss elsewhere / its start: the model learned the words' statistics at least
 CONTROLS = (
     Control(
@@ -94,7 +94,7 @@ CLAIMS = (
         paper="wang",
         where="§4 (mechanism)",
         statement="Ablating the last layer's top induction head costs the most copying loss of that layer's heads, "
-        f"ahead of the next by at least {MARGIN} of the copying gain",
+        f"ahead of the next head's cost and of 0 by at least {MARGIN} of the copying gain (docs/conventions.md#ablation)",
         key="induction_ablation_margin",
         expected="the induction head carries the copying",
         test=Between(lo=MARGIN),
