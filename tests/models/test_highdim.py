@@ -1,6 +1,7 @@
 import math
 from dataclasses import replace
 
+import pytest
 import torch
 
 from inductionlab.models import highdim as M
@@ -57,3 +58,14 @@ def test_the_summed_loss_is_d_times_the_mean_and_gd_on_it_is_gd_at_d_times_the_r
         g4, ih = M.partial_losses(replace(m, loss=loss), theta, x, want)
         grads.append(torch.autograd.grad((g4 + ih).sum(), theta)[0])
     assert torch.allclose(grads[0], m.d * grads[1], rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("reading", ["A", "B"])
+def test_the_models_target_is_the_tasks_lifted_target(reading):
+    """The training batches' target (the IH head's own computation at W_Qᵀ W_K = W*) against the task's IH_2."""
+    m = M.HighDimConfig(reading=reading, D=7, L=12, alpha_star=0.7, w_star_scale=2.3)
+    x = torch.randn(64, m.L, m.d, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    for got, want in zip(M.target(m, x), lifted_target(x, m.alpha_star, m.w_star())):
+        assert got.shape == want.shape == (64, m.d)
+        assert torch.allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert not torch.allclose(M.target(m, x)[1], M.target(replace(m, w_star_scale=0.1), x)[1])  # W* acts

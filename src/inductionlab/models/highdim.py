@@ -94,16 +94,29 @@ def forward(cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor) -> tuple[t
     pi = torch.softmax(-P["p"][:, None] * lag, -1)  # (S, N)
     four_gram = P["g"][:, None, None] * torch.einsum("sn,bnd->sbd", pi, keys)
     query = torch.matmul(x[:, -1], P["W_Q"].transpose(1, 2) @ P["W_K"])  # x_Lᵀ W_Qᵀ W_K: (S, B, d)
-    rho = torch.softmax(torch.einsum("sbd,bnd->sbn", query, keys), -1)
-    induction = P["h"][:, None, None] * torch.einsum("sbn,bnd->sbd", rho, x[:, 1 : L - 1])
-    return four_gram, induction
+    return four_gram, P["h"][:, None, None] * _copy(query, x)
+
+
+def _copy(query: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Σ_s ρ_s x_s with ρ = softmax_s(query · x_{s−1}) over the keys s = 2..L−1: (S, B, d) for queries (S, B, d)."""
+    L = x.shape[1]
+    rho = torch.softmax(torch.einsum("sbd,bnd->sbn", query, x[:, : L - 2]), -1)
+    return torch.einsum("sbn,bnd->sbd", rho, x[:, 1 : L - 1])
+
+
+def target(cfg: HighDimConfig, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mixed target's blocks (B, d) each for tokens x (B, L, d): α*/(1+α*) x_{L−2} and IH_2(X; W*)/(1+α*)
+    (docs/conventions.md#wang-6-3), the latter by the IH head's own computation at W_Qᵀ W_K = W* — one pass over
+    the keys; the same numbers as :func:`inductionlab.tasks.induction.lifted_target` up to rounding."""
+    a, w_star = cfg.alpha_star, cfg.w_star().to(x.device, x.dtype)
+    return a / (1 + a) * x[:, -3], _copy(torch.matmul(x[:, -1], w_star)[None], x)[0] / (1 + a)
 
 
 def partial_losses(
     cfg: HighDimConfig, theta: torch.Tensor, x: torch.Tensor, want: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """L_G4 and L_IH2 (S,): ½ E‖block − target‖² per block against the target blocks ``want`` (B, d) each
-    (:func:`inductionlab.tasks.induction.lifted_target`); loss (3), averaged over the d coordinates (``cfg.loss="mean"``,
+    (:func:`target`); loss (3), averaged over the d coordinates (``cfg.loss="mean"``,
     docs/conventions.md#wang-6-3) or summed over them (``"sum"``)."""
     out = forward(cfg, theta, x)
     per = [0.5 * (o - w).square() for o, w in zip(out, want)]  # (S, B, d) each

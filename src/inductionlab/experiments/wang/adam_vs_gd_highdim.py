@@ -193,7 +193,8 @@ def _start(cfg: Config, spec: RunSpec, m: highdim.HighDimConfig) -> torch.Tensor
 def _train_one(cfg: Config, spec: RunSpec, ctx: RunContext) -> tuple[pd.DataFrame, float]:
     """One θ's metrics table (per-coordinate partial losses, a ``reading`` column naming each row) and its IH
     plateau loss (:func:`plateau_loss`), on an evaluation sample of its own dimension.  Each row trains its
-    reading's loss at its rate; the D = 1 run keeps no checkpoint (a cheap reference)."""
+    reading's loss at its rate, its batches' target by :func:`highdim.target` (one pass over the keys), the
+    evaluation's by the task's own :func:`lifted_target`; the D = 1 run keeps no checkpoint (a cheap reference)."""
     m = replace(cfg.model, D=1, reading="B") if spec.name == D1 else replace(cfg.model, D=spec.D)
     x_eval = torch.randn(cfg.eval_size, m.L, m.d, generator=rng.generator(cfg.eval_seed)).to(cfg.device)
     want_eval = lifted_target(x_eval, m.alpha_star, m.w_star())
@@ -202,7 +203,7 @@ def _train_one(cfg: Config, spec: RunSpec, ctx: RunContext) -> tuple[pd.DataFram
     g4_on = torch.tensor([0.0 if r.ih_only else 1.0 for _, r, _ in spec.rows], device=cfg.device)
 
     def loss(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        loss_g4, loss_ih2 = highdim.partial_losses(summed, theta, x, lifted_target(x, m.alpha_star, m.w_star()))
+        loss_g4, loss_ih2 = highdim.partial_losses(summed, theta, x, highdim.target(m, x))
         return scale * (g4_on * loss_g4 + loss_ih2)
 
     def evaluate(theta: torch.Tensor, step: int) -> dict[str, np.ndarray]:
