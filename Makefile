@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-portable typecheck bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,text,tl,log,hf,nnsight,lightning,llc]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test,text,tl,log,hf,nnsight,lightning,llc]"
 	touch $(STAMP)
 
 setup: $(STAMP)
