@@ -58,3 +58,26 @@ def test_the_margins_table_of_the_conventions_is_its_ledgers(rendered):
     assert found[0] == found[1] + ledger_page.margins_markdown(table) + found[2], (
         "the margins table differs from its ledger: re-render with `inductionlab report --ledger results`"
     )
+
+
+def _pins() -> dict[str, str]:
+    """The versions `make setup` installs: constraints.txt's pins and the Makefile's torch."""
+    lines = (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    pins = dict(line.split("==") for line in lines if line.strip() and not line.startswith("#"))
+    torch = re.search(r"torch==(\S+)", (ROOT / "Makefile").read_text(encoding="utf-8"))
+    assert torch, "the Makefile pins no torch"
+    return {**pins, "torch": torch[1]}
+
+
+def test_the_install_pins_are_the_software_of_the_ledger():
+    """docs/conventions.md#provenance: a fresh `make setup` finds the committed page current only when it installs
+    the versions the ledger's keys hold — every library an entry's key names is pinned, at that version (torch up
+    to its local build tag, which the CPU wheel adds)."""
+    from inductionlab.store.ledger import Ledger
+
+    pins, differ = _pins(), set()
+    for entry in Ledger(LEDGER).entries():
+        for lib, version in entry["key"]["software"].items():
+            if pins.get(lib) != version.split("+")[0]:
+                differ.add((lib, version, pins.get(lib, "unpinned")))
+    assert not differ, f"ledger software → pin differs (pin it or re-run): {sorted(differ)}"
