@@ -3,10 +3,12 @@ learners (wang-5-5), lazy-to-rich's literal run off its protocol (wang-5-3) and 
 (wang-4-3), whose test a power law must fail."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from inductionlab import experiments
+from inductionlab.experiments.wang import approx_ihn
 from inductionlab.experiments.wang.approx_ihn import local_slope_growth
 from inductionlab.experiments.wang.plateau_scaling.learners import Preconditioned, factors, share_ratio, solve
 from inductionlab.runs import RunContext
@@ -79,6 +81,27 @@ def test_a_power_law_fails_the_rate_claim_and_an_exponential_passes():
         assert not claim.test.holds(growth)
     assert claim.test.holds(local_slope_growth(H, 0.1 * np.exp(-2 * H)))
     assert local_slope_growth(H[:2], np.exp(-H[:2])) is None  # two errors: one local slope, no growth
+
+
+def test_errors_at_the_constructions_round_off_are_left_out_of_the_rate_and_the_bound():
+    """wang-4-3: an error below RESOLVED × ε₆₄·Σ|α| is float64 round-off, so it moves no read measure, however far
+    it sits from the decay or the bound; the same error above the round-off does."""
+    H = np.arange(1.0, 7.0)
+    errors = 0.1 * np.exp(-2 * H)
+    table = pd.DataFrame({"n": 2, "H": H, "max_error": errors, "bound": 10 * errors, "short_prefix_error": errors})
+    table["roundoff"], table["resolved"] = 1e-20, True
+    clean = approx_ihn._summary(table)
+    noisy = table.copy()
+    noisy.loc[5, ["max_error", "roundoff", "resolved"]] = 1e-3, 1e-5, False  # round-off far above decay and bound
+    summary = approx_ihn._summary(noisy)
+    assert summary["max_error_over_bound"] == pytest.approx(0.1)
+    assert summary["error_decreases_with_H"]["2"]
+    partial = local_slope_growth(H[:5], errors[:5])
+    assert summary["local_slope_growth_min"] == pytest.approx(partial) and partial != clean["local_slope_growth_min"]
+    noisy.loc[5, "resolved"] = True  # the same error, counted: it breaks the decay and the bound
+    counted = approx_ihn._summary(noisy)
+    assert counted["max_error_over_bound"] > 1 and counted["local_slope_growth_min"] < partial
+    assert not counted["error_decreases_with_H"]["2"]
 
 
 def test_the_literal_run_off_its_protocol_is_the_ideal_stage_ii():
