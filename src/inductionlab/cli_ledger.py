@@ -91,8 +91,8 @@ def _audit(args: argparse.Namespace) -> int:
     if args.minutes is not None or args.page:
         raise ConfigError("--audit: re-makes entries and writes none; drop --minutes and --page")
     results = audit(args.ledger, args.audit, args.audit_seed, args.cheapest, args.out, args.data or "")
-    for job, differ, exact in results:
-        how = "bit for bit (same CPU kind)" if exact else "within the golden tolerance (another CPU kind)"
+    for job, differ, bitwise in results:
+        how = "bit for bit" if bitwise else "within its cross-CPU tolerance (docs/conventions.md#portable-numbers)"
         print(f"{'agrees' if not differ else 'DISAGREES'}: {job}, {how}" + "".join(f"\n  {d}" for d in differ))
     agreed = sum(not d for _, d, _ in results)
     print(f"audit:   {agreed} of {len(results)} entries agree")

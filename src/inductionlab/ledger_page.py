@@ -84,7 +84,8 @@ def header_html(info: Mapping[str, Any]) -> str:
     audited = (
         f"Last audit: {audit.get('agreed', 0)} of {audit.get('entries', 0)} entries re-made agreed, on "
         f"{e(str(audit.get('cpu', '—')))} at commit {e(str(audit.get('commit', '—')))} ({e(str(audit.get('date', '')))}"
-        f"{'; drawn ' + e(str(audit['drawn'])) if audit.get('drawn') else ''})."
+        f"{'; drawn ' + e(str(audit['drawn'])) if audit.get('drawn') else ''}"
+        f"{' from the ' + e(str(audit['comparable'])) + ' comparable there' if audit.get('comparable') else ''})."
         if audit
         else "No audit yet (<code>inductionlab reproduce --ledger DIR --audit N</code>)."
     )

@@ -24,6 +24,7 @@ import math
 import os
 import platform
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,22 @@ def _minutes(book: Ledger, job: Job, threads: int) -> float:
     return expected_minutes(job.experiment, preset, known.wall if known else "") * threads
 
 
+def current(ledger: str | Path, out: str | Path, data: str, budget: Budget = "full") -> dict[str, tuple[Job, dict]]:
+    """The ledger's current entries of the page's jobs at ``budget``, by job name: (job, entry)."""
+    book, (jobs, _) = Ledger(ledger), plan("all", budget, Path(out), data)
+    statuses = book.status([(j.experiment, job_name(j), j.config) for j in jobs])
+    return {job_name(j): (j, s.entry) for j, s in zip(jobs, statuses) if s.entry and s.state == "current"}
+
+
+def remake(job: Job, entry: Mapping[str, Any], folder: Path) -> dict:
+    """Run ``job`` again into ``folder/JOB`` as ``entry`` was made (its threads and precision,
+    :func:`~inductionlab.store.audit.as_made`); returns the re-made summary."""
+    cfg = from_dict(type(experiments.get(job.experiment).config), checks.as_made(job.config, entry["summary"]))
+    threads = int(entry.get("threads", 1))
+    run_dir = run_experiment(job.experiment, cfg, folder / job_name(job), resume=True, threads=threads)
+    return read_json(run_dir / SUMMARY, "a run's summary", fix=REMAKE)
+
+
 def audit(
     ledger: str | Path = "results",
     n: int = 5,
@@ -230,33 +247,26 @@ def audit(
     data: str = "",
     budget: Budget = "full",
 ) -> list[tuple[str, list[str], bool]]:
-    """Re-make ``n`` current entries of the ledger (drawn with ``seed``, or the cheapest) into ``out/audit-COMMIT/``
-    on the threads each was made with (``budget``: the page's, full), and compare each measurement its claims read with the committed one
-    (:mod:`inductionlab.store.audit`); returns (job, disagreements, compared exactly) per entry.  Writes no entry:
-    only the audit's record, ``audit.json`` beside them, which the page's header gives."""
+    """Re-make ``n`` current entries of the ledger comparable on this CPU (:func:`~inductionlab.store.audit.comparable`;
+    drawn with ``seed``, or the cheapest) into ``out/audit-COMMIT/``
+    (:func:`remake`; ``budget``: the page's, full), and compare each measurement its claims read with the committed
+    one within its tolerance (:mod:`inductionlab.store.audit`); returns (job, disagreements, bit for bit) per entry.
+    Writes no entry: only the audit's record, ``audit.json`` beside them, which the page's header gives."""
     book, here = Ledger(ledger), cpu()["kind"]
-    jobs, _ = plan("all", budget, Path(out), data)
-    statuses = book.status([(j.experiment, job_name(j), j.config) for j in jobs])
-    current = {s.entry["key"]["id"]: (j, s.entry) for j, s in zip(jobs, statuses) if s.entry and s.state == "current"}
-    chosen = checks.choose([e for _, e in current.values()], n, seed, cheapest)
+    current_by_id = {entry["key"]["id"]: (job, entry) for job, entry in current(ledger, out, data, budget).values()}
+    reach: list[Mapping[str, Any]] = [e for _, e in current_by_id.values() if checks.comparable(e, here)]
+    chosen = checks.choose(reach, n, seed, cheapest)
     if len(chosen) < n:
-        raise ConfigError(f"--audit {n}: the ledger holds {len(chosen)} current runs at this commit")
+        raise ConfigError(
+            f"--audit {n}: the ledger holds {len(chosen)} current runs at this commit comparable on {here}"
+        )
     folder, results = Path(out) / f"audit-{provenance.commit()}", []
     for entry in chosen:
-        job, _ = current[entry["key"]["id"]]
-        threads = int(entry.get("threads", 1))
-        cfg = from_dict(type(experiments.get(job.experiment).config), job.config)
-        run_dir = run_experiment(job.experiment, cfg, folder / job_name(job), resume=True, threads=threads)
-        remade = read_json(run_dir / SUMMARY, "a run's summary", fix=REMAKE)
-        exact = entry.get("cpu", {}).get("kind") == here
-        rtol, atol = checks.tolerance(job.experiment, exact)
-        results.append(
-            (
-                entry["job"],
-                checks.disagreements(entry["summary"], remade, checks.read_keys(job.experiment), rtol, atol),
-                exact,
-            )
-        )
+        job, _ = current_by_id[entry["key"]["id"]]
+        remade = remake(job, entry, folder)
+        keys, (rtol, atol) = checks.read_keys(job.experiment), checks.tolerance(job.experiment)
+        differ = checks.disagreements(entry["summary"], remade, keys, rtol, atol)
+        results.append((entry["job"], differ, not checks.disagreements(entry["summary"], remade, keys, 0.0, 0.0)))
     write_json(
         book.root / ledger_page.AUDIT,
         {
@@ -267,6 +277,7 @@ def audit(
             "agreed": sum(not d for _, d, _ in results),
             "jobs": [r[0] for r in results],
             "drawn": "the cheapest first" if cheapest else f"at random, seed {seed}",
+            "comparable": f"{len(reach)} of {len(current_by_id)} current runs",
         },
     )
     return results
