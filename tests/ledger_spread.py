@@ -52,6 +52,8 @@ def relative_change(want: Any, got: Any) -> float:
 
 
 def compare(folders: list[str]) -> None:
+    """Print, per re-made entry in ``folders``, its largest relative changes per read key and its experiment's
+    smallest difference between two data draws."""
     book = Ledger(LEDGER)
     for folder in folders:
         for path in sorted(Path(folder).glob("*/summary.json")):
@@ -69,12 +71,13 @@ def compare(folders: list[str]) -> None:
 
 
 def _draws_apart(book: Ledger, name: str) -> float:
+    """The smallest, over pairs of ``name``'s main run and data draws, of their largest read-key change."""
     jobs = {name} | {f"{name}.draw-{i}" for i in range(1, 100)}
     draws = [e["summary"] for e in book.entries() if e["job"] in jobs]
     keys = read_keys(name)
     return min(
         (
-            max(relative_change(lookup(x, k), lookup(y, k)) for k in keys if lookup(x, k) is not MISSING)
+            max((relative_change(lookup(x, k), lookup(y, k)) for k in keys if lookup(x, k) is not MISSING), default=0.0)
             for x, y in itertools.combinations(draws, 2)
         ),
         default=math.inf,
@@ -82,6 +85,7 @@ def _draws_apart(book: Ledger, name: str) -> float:
 
 
 def main(argv: list[str]) -> None:
+    """``OUT JOB…``: re-make the ledger's current entries JOB… into OUT/JOB; ``--compare OUT…``: :func:`compare`."""
     if argv[0] == "--compare":
         compare(argv[1:])
         return

@@ -102,6 +102,8 @@ def test_errors_at_the_constructions_round_off_are_left_out_of_the_rate_and_the_
     counted = approx_ihn._summary(noisy)
     assert counted["max_error_over_bound"] > 1 and counted["local_slope_growth_min"] < partial
     assert not counted["error_decreases_with_H"]["2"]
+    lost = approx_ihn._summary(table.assign(resolved=False))  # nothing resolved: undefined, not NaN
+    assert lost["max_error_over_bound"] is None and lost["local_slope_growth_min"] is None
 
 
 def test_the_literal_run_off_its_protocol_is_the_ideal_stage_ii():

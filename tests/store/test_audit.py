@@ -23,7 +23,8 @@ def test_a_re_make_is_held_to_the_larger_of_the_golden_and_the_measured_spread()
         rtol, atol = audit.tolerance(name)
         golden = audit.TOLERANCES.get(name, audit.FLOAT64)
         assert rtol >= golden[0] and atol >= golden[1]
-        assert (rtol, atol) == tuple(max(a, b) for a, b in zip(golden, audit.CROSS_CPU.get(name, (0.0, 0.0))))
+    assert audit.tolerance("plateau-scaling") == (3e-3, 1e-9)  # measured 2.8e-4, wider than the golden 1e-5
+    assert audit.tolerance("markov-stages") == audit.TOLERANCES["markov-stages"]  # within the golden: unlisted
 
 
 def test_a_change_beyond_the_cross_cpu_tolerance_is_named():
@@ -39,16 +40,19 @@ def test_a_change_beyond_the_cross_cpu_tolerance_is_named():
 @pytest.mark.skipif(not LEDGER.exists(), reason="no committed ledger")
 def test_the_cross_cpu_tolerance_still_tells_two_data_draws_apart():
     """An audit must be able to fail: another data draw's measures, re-made anywhere, are not within the tolerance
-    (on the committed ledger's main run and data draws of each experiment, where their read measures differ)."""
-    entries = Ledger(LEDGER).entries()
+    (on the committed ledger's main run and data draws of each experiment that has draws)."""
+    entries, judged = Ledger(LEDGER).entries(), set()
     for name in audit.CROSS_CPU:
         jobs = {name} | {f"{name}.draw-{i}" for i in range(1, 100)}
         draws = [e["summary"] for e in entries if e["job"] in jobs]
         keys, (rtol, atol) = audit.read_keys(name), audit.tolerance(name)
         for i, x in enumerate(draws):
             for y in draws[i + 1 :]:
-                if audit.disagreements(x, y, keys, 0.0, 0.0):
-                    assert audit.disagreements(x, y, keys, rtol, atol), (name, rtol, atol)
+                assert audit.disagreements(x, y, keys, 0.0, 0.0), (name, "two draws with the same read measures")
+                assert audit.disagreements(x, y, keys, rtol, atol), (name, rtol, atol)
+                judged.add(name)
+    # fast-induction and markov-full have one run each: their tolerances are judged by no pair of draws
+    assert judged == set(audit.CROSS_CPU) - {"fast-induction", "markov-full"}
 
 
 def test_an_experiment_that_re_makes_as_another_draw_is_audited_only_on_its_own_cpu_kind():

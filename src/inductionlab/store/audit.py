@@ -48,7 +48,7 @@ PRECISIONS = {"bf16 autocast": "on", "float32": "off"}  # a summary's recorded p
 # measurement).  Unlisted: the change measured was within the golden tolerance.
 CROSS_CPU: dict[str, tuple[float, float]] = {
     "approx-gihn": (3e-5, 1e-12),  # 2.8e-6: the fitted rate, Intel against AMD (and AVX2)
-    "approx-ihn": (3e-7, 3e-11),  # 3e-8: the local slope's growth, AVX2 against AVX-512
+    "approx-ihn": (6e-6, 3e-11),  # 3e-8 read; a resolved error (error / bound reads one row) moves by 5.6e-7
     "fast-induction": (6e-3, 1e-9),  # 5.1e-4: a final loss of the TransformerLens model, AVX2 against AVX-512
     "markov-full": (7e-4, 1e-9),  # 6.1e-5: a z-score of the authors' configuration, Intel against AMD (and AVX2)
     "plateau-scaling": (3e-3, 1e-9),  # 2.8e-4: an exponent fitted on the SGD runs, AVX2 against AVX-512

@@ -113,8 +113,8 @@ def run(cfg: Config, ctx: RunContext) -> Results:
 
 def local_slope_growth(H: np.ndarray, error: np.ndarray, resolved: np.ndarray | None = None) -> float | None:
     """dq/dlog H, the least-squares slope of the local log–log slopes q = −Δlog error/Δlog H between successive H
-    against the midpoints' log H, over the ``resolved`` errors (default: all; docs/conventions.md#wang-4-3): 0 for
-    every power law C/H^q, c·H for e^{−cH}; None with fewer than three such errors."""
+    against the midpoints' log H, over the ``resolved`` errors (default: those above 0;
+    docs/conventions.md#wang-4-3): 0 for every power law C/H^q, c·H for e^{−cH}; None with fewer than three."""
     H, error = np.asarray(H, dtype=float), np.asarray(error, dtype=float)
     keep = (error > 0) if resolved is None else np.asarray(resolved, dtype=bool)
     if keep.sum() < 3:
@@ -135,6 +135,7 @@ def _summary(table: pd.DataFrame) -> dict:
         decreasing[str(n)] = bool(errors_or_zero[-1] < errors_or_zero[0] and (np.diff(errors_or_zero) <= 0).all())
         growth[str(n)] = local_slope_growth(g.H.to_numpy(), g.max_error.to_numpy(), g.resolved.to_numpy())
     defined = [v for v in growth.values() if v is not None]
+    over_bound = (table.max_error / table.bound)[table.resolved]
     return {
         "errors": errors,
         "short_prefix_errors": short,
@@ -142,7 +143,7 @@ def _summary(table: pd.DataFrame) -> dict:
         "local_slope_growth": growth,
         "local_slope_growth_min": min(defined) if len(defined) == len(growth) else None,
         "error_decreases_with_H": decreasing,
-        "max_error_over_bound": float((table.max_error / table.bound)[table.resolved].max()),
+        "max_error_over_bound": float(over_bound.max()) if len(over_bound) else None,  # None: nothing resolved
     }
 
 
@@ -157,7 +158,7 @@ def plot(results: Results, out_dir: Path) -> list[Path]:
             label=f"n = {n}  (fit q ≈ {plots.num(s['power_law_q_fit'].get(str(n))):.1f})",
         )
         ax.loglog(g.H, g.bound, "--", color=line.get_color(), alpha=0.7)
-        lost = g[~g.resolved]
+        lost = g[~g["resolved"]]  # a run saved before the round-off rule has no column: KeyError, re-run it
         ax.scatter(lost.H, lost.max_error.clip(lower=1e-17), s=60, facecolors="none", edgecolors="0.4", zorder=3)
         ax.loglog(g.H, g.short_prefix_error.clip(lower=1e-17), "x:", color=line.get_color(), alpha=0.7)
         kx.semilogy(g.heads_per_group, g.kernel_l1_error, "o-", color=line.get_color(), label=f"max over i < {n}")
