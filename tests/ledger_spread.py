@@ -22,23 +22,18 @@ from inductionlab.analysis.claims import MISSING, lookup
 from inductionlab.reproduce import current, remake
 from inductionlab.store.audit import read_keys
 from inductionlab.store.ledger import Ledger
+from tests.test_golden import _leaves
 
 LEDGER = Path(__file__).parent.parent / "results"
 DATA = Path(__file__).parent.parent.parent / "shared" / "data" / "wikitext-2"
 
 
-def leaves(value: Any, path: str = "") -> dict[str, Any]:
-    """Every number (or other scalar) of a nested summary value, by its path."""
-    if isinstance(value, dict):
-        return {p: v for k in value for p, v in leaves(value[k], f"{path}.{k}").items()}
-    if isinstance(value, list):
-        return {p: v for i, x in enumerate(value) for p, v in leaves(x, f"{path}[{i}]").items()}
-    return {path: value}
-
-
 def relative_change(want: Any, got: Any) -> float:
-    """The largest |got − want|/|want| over the leaves (inf where a leaf is missing or a non-number differs)."""
-    a, b = leaves(want), leaves(got)
+    """The largest |got − want|/|want| over the leaves (the goldens' :func:`~tests.test_golden._leaves`; inf where
+    a leaf or the value is missing, or a non-number differs)."""
+    if want is MISSING or got is MISSING:
+        return 0.0 if want is got else math.inf
+    a, b = _leaves(want, "value"), _leaves(got, "value")
     if set(a) != set(b):
         return math.inf
     worst = 0.0
@@ -46,7 +41,7 @@ def relative_change(want: Any, got: Any) -> float:
         y = b[k]
         if x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)):
             continue
-        numbers = isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool)
+        numbers = isinstance(x, float) and isinstance(y, float)
         worst = max(worst, abs(y - x) / max(abs(x), 1e-300) if numbers else math.inf)
     return worst
 
